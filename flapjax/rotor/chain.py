@@ -1,0 +1,266 @@
+"""The six-step multirotor chain: desired wrench -> realized body wrench.
+
+In the seed's order (PHYSICS.md section 3), each step switchable by
+:class:`ChainOptions`:
+
+1. allocation: weighted minimum-norm thrust commands (unreachable part reported);
+   (command noise, if on, is added to the commands here);
+2. saturation: clamp to ``[T_min, T_max]``;
+3. actuator: normalized speed, exact first-order step, symmetric rate limit;
+4. proximity: ground effect and near-wall thrust factor and lateral force on
+   the produced thrust (after saturation: a clamped rotor near the ground
+   still produces more than ``T_max``);
+5. realized body wrench ``B T_realized`` plus the lateral wall forces and
+   their moments about the centre of mass;
+6. body drag and world wind (constant, 1-cos gusts, OU turbulence).
+
+All forces and torques are in the body frame about the centre of mass.
+
+Gradients: everything is differentiable. At a clamp boundary (command exactly
+at ``T_min`` or ``T_max``) JAX's tie rule for ``min``/``max`` gives the
+clamped thrust a derivative of 1/2 with respect to the command; at zero
+thrust the actuator's square root has derivative 0 (safe square root). Both
+are finite; beyond the limits the derivative is 0.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
+
+from flapjax.rotor import allocation as _alloc
+from flapjax.rotor.actuator import ActuatorState, actuator_step
+from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, turbulence_step, wind_force
+from flapjax.rotor.noise import CommandNoise, sample_command_noise
+from flapjax.rotor.profile import RotorProfile
+from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effect_factor, wall_effect
+
+
+class ChainOptions(eqx.Module):
+    """Which steps of the chain run (all static flags)."""
+
+    saturation: bool = eqx.field(static=True, default=True)
+    actuator: bool = eqx.field(static=True, default=True)
+    ground_effect: bool = eqx.field(static=True, default=True)
+    wall_effect: bool = eqx.field(static=True, default=True)
+    drag: bool = eqx.field(static=True, default=True)
+    wind: bool = eqx.field(static=True, default=True)
+    gusts: bool = eqx.field(static=True, default=True)
+    turbulence: bool = eqx.field(static=True, default=True)
+    command_noise: bool = eqx.field(static=True, default=False)
+
+    @classmethod
+    def all_off(cls) -> "ChainOptions":
+        """Allocation only: the ideal multirotor."""
+        return cls(saturation=False, actuator=False, ground_effect=False, wall_effect=False, drag=False,
+                   wind=False, gusts=False, turbulence=False, command_noise=False)
+
+
+class ChainParams(eqx.Module):
+    """Physical coefficients of the chain beyond the airframe.
+
+    Attributes:
+      proximity: near-wall coefficients.
+      drag: body drag.
+      wind: world wind.
+      command_noise: thrust command noise.
+      allocation_weights: (n,) allocation cost weights [-] or None (equal).
+    """
+
+    proximity: ProximityParams = eqx.field(default_factory=ProximityParams)
+    drag: DragParams = eqx.field(default_factory=DragParams)
+    wind: WindParams = eqx.field(default_factory=WindParams)
+    command_noise: CommandNoise = eqx.field(default_factory=CommandNoise)
+    allocation_weights: Float[Array, " n"] | None = None
+
+
+class BodyMotion(eqx.Module):
+    """The body's pose and motion as the chain needs it.
+
+    Attributes:
+      rotation: (3, 3) body-to-world rotation matrix R_WB [-].
+      velocity_body: (3,) CoM velocity in the body frame [m/s].
+      time: () simulation time [s] (for the gusts).
+    """
+
+    rotation: Float[Array, "3 3"]
+    velocity_body: Float[Array, "3"]
+    time: Float[Array, ""]
+
+    @classmethod
+    def at_rest(cls) -> "BodyMotion":
+        return cls(rotation=jnp.eye(3), velocity_body=jnp.zeros(3), time=jnp.zeros(()))
+
+
+class ChainOutput(eqx.Module):
+    """Everything the chain computed in one step.
+
+    Attributes:
+      thrust_command: (n,) allocated commands (plus command noise) [N].
+      thrust_clamped: (n,) after saturation [N].
+      thrust_actuated: (n,) produced by the actuator, before proximity [N].
+      thrust_realized: (n,) after ground and wall factors [N].
+      ground_factor: (n,) Cheeseman–Bennett factor [-].
+      wall_factor: (n,) near-wall thrust factor [-].
+      wall_force: (n, 3) lateral wall force per rotor, body frame [N].
+      saturated: (n,) command at or beyond a limit this step.
+      control_margin: () min over rotors of the distance of the command to
+        its nearest limit, as a fraction of the range (negative: saturated) [-].
+      unreachable: (6,) part of the wrench request the layout cannot make.
+      wrench_rotors: (6,) body wrench of the rotors incl. wall forces [N, N m].
+      drag_force: (3,) body-frame drag [N].
+      wind_force: (3,) wind force expressed in the body frame [N].
+      wrench: (6,) total realized body wrench about the CoM [N, N m].
+      actuator_state: next actuator state.
+      disturbance_state: next turbulence state.
+    """
+
+    thrust_command: Float[Array, " n"]
+    thrust_clamped: Float[Array, " n"]
+    thrust_actuated: Float[Array, " n"]
+    thrust_realized: Float[Array, " n"]
+    ground_factor: Float[Array, " n"]
+    wall_factor: Float[Array, " n"]
+    wall_force: Float[Array, "n 3"]
+    saturated: Bool[Array, " n"]
+    control_margin: Float[Array, ""]
+    unreachable: Float[Array, "6"]
+    wrench_rotors: Float[Array, "6"]
+    drag_force: Float[Array, "3"]
+    wind_force: Float[Array, "3"]
+    wrench: Float[Array, "6"]
+    actuator_state: ActuatorState
+    disturbance_state: DisturbanceState
+
+
+def rotor_wrench(prof: RotorProfile, thrust: Float[Array, " n"], lateral: Float[Array, "n 3"]) -> Float[Array, "6"]:
+    """Body wrench (6,) of rotor thrusts (n,) [N] plus lateral rotor forces (n, 3) [N]."""
+    b = _alloc.allocation_matrix(prof)
+    force_lat = jnp.sum(lateral, axis=0)
+    torque_lat = jnp.sum(jnp.cross(prof.positions, lateral), axis=0)
+    return b @ thrust + jnp.concatenate([force_lat, torque_lat])
+
+
+def realize_thrusts(
+    prof: RotorProfile,
+    thrust_command: Float[Array, " n"],
+    actuator_state: ActuatorState,
+    proximity: ProximityInput,
+    options: ChainOptions = ChainOptions(),
+    *,
+    dt,
+    params: ChainParams | None = None,
+    motion: BodyMotion | None = None,
+    disturbance: DisturbanceState | None = None,
+    turbulence_key: PRNGKeyArray | None = None,
+    noise_key: PRNGKeyArray | None = None,
+    unreachable: Float[Array, "6"] | None = None,
+) -> ChainOutput:
+    """Steps 2-6 of the chain for given thrust commands (allocation skipped)."""
+    params = ChainParams() if params is None else params
+    motion = BodyMotion.at_rest() if motion is None else motion
+    disturbance = DisturbanceState.zero() if disturbance is None else disturbance
+    unreachable = jnp.zeros(6) if unreachable is None else unreachable
+
+    if options.command_noise:
+        if noise_key is None:
+            raise ValueError("noise_key: required when options.command_noise is on")
+        thrust_command = thrust_command + sample_command_noise(params.command_noise, noise_key, prof.n_rotors)
+
+    # 2. saturation
+    lo, hi = prof.thrust_min, prof.thrust_max
+    saturated = (thrust_command <= lo) | (thrust_command >= hi)
+    margin = jnp.min(jnp.minimum(thrust_command - lo, hi - thrust_command) / (hi - lo))
+    thrust_clamped = jnp.clip(thrust_command, lo, hi) if options.saturation else thrust_command
+
+    # 3. actuator
+    if options.actuator:
+        next_actuator, thrust_act = actuator_step(prof, actuator_state, thrust_clamped, dt=dt)
+    else:
+        thrust_act = thrust_clamped
+        next_actuator = ActuatorState.at_thrust(prof, thrust_clamped)
+
+    # 4. proximity, on the produced thrust
+    n = prof.n_rotors
+    if options.ground_effect:
+        k_ground = ground_effect_factor(proximity.ground_distance, prof.radius)
+    else:
+        k_ground = jnp.ones(n, dtype=thrust_act.dtype)
+    if options.wall_effect:
+        k_wall, lateral = wall_effect(thrust_act, proximity.wall_distance, proximity.wall_normal, prof.radius,
+                                      params.proximity)
+    else:
+        k_wall, lateral = jnp.ones(n, dtype=thrust_act.dtype), jnp.zeros((n, 3), dtype=thrust_act.dtype)
+    thrust_real = thrust_act * k_ground * k_wall
+
+    # 5. realized rotor wrench
+    w_rotors = rotor_wrench(prof, thrust_real, lateral)
+
+    # 6. drag and wind
+    rot = motion.rotation
+    zero3 = jnp.zeros(3, dtype=w_rotors.dtype)
+    if options.drag:
+        v_air = motion.velocity_body - rot.T @ params.wind.air_velocity
+        f_drag = drag_force(params.drag, v_air)
+    else:
+        f_drag = zero3
+    if options.wind:
+        f_wind = rot.T @ wind_force(params.wind, disturbance, motion.time, gusts=options.gusts,
+                                    turbulence=options.turbulence)
+    else:
+        f_wind = zero3
+    if options.wind and options.turbulence:
+        if turbulence_key is None:
+            raise ValueError("turbulence_key: required when options.turbulence is on")
+        next_disturbance = turbulence_step(params.wind, disturbance, turbulence_key, dt=dt)
+    else:
+        next_disturbance = disturbance
+
+    wrench = w_rotors + jnp.concatenate([f_drag + f_wind, zero3])
+    return ChainOutput(
+        thrust_command=thrust_command, thrust_clamped=thrust_clamped, thrust_actuated=thrust_act,
+        thrust_realized=thrust_real, ground_factor=k_ground, wall_factor=k_wall, wall_force=lateral,
+        saturated=saturated, control_margin=margin, unreachable=unreachable, wrench_rotors=w_rotors,
+        drag_force=f_drag, wind_force=f_wind, wrench=wrench, actuator_state=next_actuator,
+        disturbance_state=next_disturbance,
+    )
+
+
+def realize_wrench(
+    prof: RotorProfile,
+    wrench_cmd: Float[Array, "6"],
+    actuator_state: ActuatorState,
+    proximity: ProximityInput,
+    options: ChainOptions = ChainOptions(),
+    *,
+    dt,
+    params: ChainParams | None = None,
+    motion: BodyMotion | None = None,
+    disturbance: DisturbanceState | None = None,
+    turbulence_key: PRNGKeyArray | None = None,
+    noise_key: PRNGKeyArray | None = None,
+) -> ChainOutput:
+    """The whole chain for a desired body wrench ``wrench_cmd`` (6,) [N, N m].
+
+    Args:
+      prof: airframe.
+      wrench_cmd: (6,) desired body wrench about the CoM.
+      actuator_state: current rotor speeds.
+      proximity: per-rotor distances and wall normals (body frame).
+      options: which steps run.
+      dt: step length [s] (actuator and turbulence).
+      params: coefficients; defaults to :class:`ChainParams` ``()``.
+      motion: attitude, body velocity and time; defaults to at rest, level.
+      disturbance: turbulence state; defaults to zero.
+      turbulence_key: PRNG key of this step's turbulence draw (needed when
+        wind and turbulence are on).
+      noise_key: PRNG key of this step's command noise (when that is on).
+    """
+    params = ChainParams() if params is None else params
+    alloc = _alloc.allocate_with_residual(prof, wrench_cmd, weights=params.allocation_weights)
+    return realize_thrusts(
+        prof, alloc.thrust, actuator_state, proximity, options, dt=dt, params=params, motion=motion,
+        disturbance=disturbance, turbulence_key=turbulence_key, noise_key=noise_key, unreachable=alloc.unreachable,
+    )

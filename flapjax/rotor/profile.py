@@ -1,0 +1,394 @@
+"""Robot profiles: rotor layout, limits, actuator constants, mass and arm.
+
+A :class:`RotorProfile` holds everything the multirotor chain needs to know
+about one airframe (PHYSICS.md section 3): per rotor ``i`` the position
+``p_i`` and unit thrust axis ``a_i`` in the body frame (origin at the centre of
+mass), the spin ``s_i`` (+1 / -1), the thrust range ``[T_min_i, T_max_i]``,
+the torque coefficient ``kappa_i`` (reaction torque ``-s_i kappa_i T_i a_i``),
+the rotor radius, the actuator time constant and speed-rate limit; for the
+whole robot the mass, the principal inertia and a rigid arm with an
+end-effector for manipulation.
+
+Presets: :func:`quad_x`, :func:`hexa` (both under-actuated, coplanar rotors)
+and :func:`hexa_tilted` (alternately tilted rotors, fully actuated). Profiles
+load from TOML or JSON with :func:`load_profile`; every constructor validates
+its input eagerly (outside ``jit``) and names the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import tomllib
+from typing import Any, Mapping
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, _is_traced
+
+_AXIS_TOL = 1e-6
+
+
+def _rank(positions: np.ndarray, axes: np.ndarray, spins: np.ndarray, kappa: np.ndarray) -> int:
+    moments = np.cross(positions, axes) - (spins * kappa)[:, None] * axes
+    b = np.concatenate([axes.T, moments.T], axis=0)
+    return int(np.linalg.matrix_rank(b, tol=1e-9 * max(1.0, np.abs(b).max())))
+
+
+class RotorProfile(eqx.Module):
+    """One multirotor airframe with an arm and end-effector.
+
+    All vectors are in the body frame, whose origin is the centre of mass.
+
+    Attributes:
+      positions: (n, 3) rotor centres p_i [m].
+      axes: (n, 3) unit thrust axes a_i [-] (thrust acts along +a_i, the
+        downwash leaves along -a_i).
+      spins: (n,) spin s_i, +1 or -1 [-] (+1: the rotor spins about +a_i,
+        its reaction torque is -kappa_i T_i a_i).
+      thrust_min: (n,) lowest thrust T_min_i >= 0 [N].
+      thrust_max: (n,) highest thrust T_max_i > T_min_i [N].
+      torque_coeff: (n,) drag-torque to thrust ratio kappa_i [m].
+      radius: (n,) rotor radius R_i [m].
+      time_constant: (n,) first-order actuator time constant tau_i [s].
+      rate_limit: (n,) symmetric limit on the normalized-speed rate [1/s].
+      mass: () total mass including arm [kg].
+      inertia: (3,) principal moments of inertia about body x, y, z [kg m^2].
+      hull_half_size: (3,) half sizes of the central hull box [m] (collision).
+      arm_base: (3,) where the rigid arm leaves the hull [m].
+      ee_position: (3,) end-effector centre [m].
+      ee_radius: () end-effector sphere radius [m].
+      name: preset or file name (static).
+      fully_actuated: whether ``B`` has rank 6 (static, derived).
+    """
+
+    positions: Float[Array, "n 3"]
+    axes: Float[Array, "n 3"]
+    spins: Float[Array, " n"]
+    thrust_min: Float[Array, " n"]
+    thrust_max: Float[Array, " n"]
+    torque_coeff: Float[Array, " n"]
+    radius: Float[Array, " n"]
+    time_constant: Float[Array, " n"]
+    rate_limit: Float[Array, " n"]
+    mass: Float[Array, ""]
+    inertia: Float[Array, "3"]
+    hull_half_size: Float[Array, "3"]
+    arm_base: Float[Array, "3"]
+    ee_position: Float[Array, "3"]
+    ee_radius: Float[Array, ""]
+    name: str = eqx.field(static=True)
+    fully_actuated: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        positions,
+        axes,
+        spins,
+        thrust_min,
+        thrust_max,
+        torque_coeff,
+        radius,
+        time_constant,
+        rate_limit,
+        mass,
+        inertia,
+        *,
+        hull_half_size=(0.08, 0.08, 0.03),
+        arm_base=(0.08, 0.0, 0.0),
+        ee_position=(0.3, 0.0, 0.0),
+        ee_radius=0.015,
+        name: str = "custom",
+        fully_actuated: bool | None = None,
+    ):
+        values = dict(
+            positions=positions, axes=axes, spins=spins, thrust_min=thrust_min, thrust_max=thrust_max,
+            torque_coeff=torque_coeff, radius=radius, time_constant=time_constant, rate_limit=rate_limit,
+            mass=mass, inertia=inertia, hull_half_size=hull_half_size, arm_base=arm_base,
+            ee_position=ee_position, ee_radius=ee_radius,
+        )
+        traced = any(_is_traced(v) for v in values.values())
+        if not traced:
+            values = _validate(values)
+            if fully_actuated is None:
+                fully_actuated = _rank(values["positions"], values["axes"], values["spins"],
+                                       values["torque_coeff"]) == 6
+        elif fully_actuated is None:
+            raise ConfigError("fully_actuated: must be given when profile values are traced")
+        for key, val in values.items():
+            setattr(self, key, jnp.asarray(val, dtype=float) if not traced else jnp.asarray(val))
+        self.name = str(name)
+        self.fully_actuated = bool(fully_actuated)
+
+    @property
+    def n_rotors(self) -> int:
+        """Number of rotors n (static)."""
+        return self.positions.shape[0]
+
+
+def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    pos = as_float_array("positions", v["positions"], (None, 3))
+    n = pos.shape[0]
+    if n < 1:
+        raise ConfigError("positions: need at least one rotor, got 0")
+    out["positions"] = pos
+    axes = as_float_array("axes", v["axes"], (n, 3))
+    norms = np.linalg.norm(axes, axis=1)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > _AXIS_TOL)
+    if bad.size:
+        i = int(bad[0])
+        raise ConfigError(f"axes[{i}]: must be a unit vector (|a| = 1 within {_AXIS_TOL:g}), got {axes[i].tolist()} with norm {norms[i]:.6g}")
+    out["axes"] = axes
+    for key in ("spins", "thrust_min", "thrust_max", "torque_coeff", "radius", "time_constant", "rate_limit"):
+        out[key] = as_float_array(key, v[key], (n,))
+    bad = np.flatnonzero(np.abs(np.abs(out["spins"]) - 1.0) > 0)
+    if bad.size:
+        i = int(bad[0])
+        raise ConfigError(f"spins[{i}]: must be +1 or -1, got {out['spins'][i]:g}")
+    check_range("thrust_min", out["thrust_min"], 0.0, None)
+    bad = np.flatnonzero(out["thrust_max"] <= out["thrust_min"])
+    if bad.size:
+        i = int(bad[0])
+        raise ConfigError(
+            f"thrust_max[{i}]: must be > thrust_min[{i}] = {out['thrust_min'][i]:g} N (limits in order), got {out['thrust_max'][i]:g} N"
+        )
+    check_range("torque_coeff", out["torque_coeff"], 0.0, None)
+    for key in ("radius", "time_constant", "rate_limit"):
+        check_positive(key, out[key])
+    out["mass"] = as_float_array("mass", v["mass"], ())
+    check_positive("mass", out["mass"])
+    out["inertia"] = as_float_array("inertia", v["inertia"], (3,))
+    check_positive("inertia", out["inertia"])
+    i_x, i_y, i_z = out["inertia"]
+    if i_x + i_y < i_z or i_y + i_z < i_x or i_z + i_x < i_y:
+        raise ConfigError(f"inertia: principal moments must satisfy the triangle inequality, got {out['inertia'].tolist()}")
+    out["hull_half_size"] = as_float_array("hull_half_size", v["hull_half_size"], (3,))
+    check_positive("hull_half_size", out["hull_half_size"])
+    out["arm_base"] = as_float_array("arm_base", v["arm_base"], (3,))
+    out["ee_position"] = as_float_array("ee_position", v["ee_position"], (3,))
+    out["ee_radius"] = as_float_array("ee_radius", v["ee_radius"], ())
+    check_positive("ee_radius", out["ee_radius"])
+    return out
+
+
+# ----------------------------------------------------------------------------- presets
+
+
+def _ring(n: int, arm: float, phase: float) -> np.ndarray:
+    ang = phase + 2.0 * np.pi * np.arange(n) / n
+    return np.stack([arm * np.cos(ang), arm * np.sin(ang), np.zeros(n)], axis=1)
+
+
+def quad_x(**overrides: Any) -> RotorProfile:
+    """A 1.6 kg X-quadrotor (5-inch rotors on 0.18 m arms) with a forward arm.
+
+    Rotors at 45, 135, 225, 315 degrees, spins +,-,+,-; thrust 0.1-8 N each
+    (thrust-to-weight 2.0). Under-actuated: ``B`` has rank 4.
+    """
+    n = 4
+    cfg: dict[str, Any] = dict(
+        positions=_ring(n, 0.18, np.pi / 4),
+        axes=np.tile([0.0, 0.0, 1.0], (n, 1)),
+        spins=np.array([1.0, -1.0, 1.0, -1.0]),
+        thrust_min=np.full(n, 0.1),
+        thrust_max=np.full(n, 8.0),
+        torque_coeff=np.full(n, 0.016),
+        radius=np.full(n, 0.0635),
+        time_constant=np.full(n, 0.035),
+        rate_limit=np.full(n, 20.0),
+        mass=1.6,
+        inertia=np.array([0.018, 0.018, 0.030]),
+        hull_half_size=(0.07, 0.07, 0.03),
+        arm_base=(0.07, 0.0, 0.0),
+        ee_position=(0.30, 0.0, 0.0),
+        ee_radius=0.015,
+        name="quad_x",
+    )
+    cfg.update(overrides)
+    return RotorProfile(**cfg)
+
+
+def hexa(**overrides: Any) -> RotorProfile:
+    """A 2.2 kg coplanar hexarotor (0.22 m arms) with a forward arm.
+
+    Rotors at 30 + 60 k degrees, alternating spins; thrust 0.1-6 N each.
+    Under-actuated: ``B`` has rank 4.
+    """
+    n = 6
+    cfg: dict[str, Any] = dict(
+        positions=_ring(n, 0.22, np.pi / 6),
+        axes=np.tile([0.0, 0.0, 1.0], (n, 1)),
+        spins=np.array([1.0, -1.0] * 3),
+        thrust_min=np.full(n, 0.1),
+        thrust_max=np.full(n, 6.0),
+        torque_coeff=np.full(n, 0.016),
+        radius=np.full(n, 0.0635),
+        time_constant=np.full(n, 0.035),
+        rate_limit=np.full(n, 20.0),
+        mass=2.2,
+        inertia=np.array([0.035, 0.035, 0.060]),
+        hull_half_size=(0.08, 0.08, 0.03),
+        arm_base=(0.08, 0.0, 0.0),
+        ee_position=(0.38, 0.0, 0.0),
+        ee_radius=0.015,
+        name="hexa",
+    )
+    cfg.update(overrides)
+    return RotorProfile(**cfg)
+
+
+def hexa_tilted(tilt: float = math.radians(30.0), **overrides: Any) -> RotorProfile:
+    """A 2.4 kg fully actuated hexarotor: rotors tilted alternately by +-``tilt``.
+
+    Each thrust axis is e_z rotated by ``(-1)^k tilt`` [rad] about its own
+    radial arm (the fixed-tilt layout of Rajappa et al., ICRA 2015), which
+    makes ``B`` rank 6 so forces and torques are independent. Thrust 0.1-8 N.
+    """
+    n = 6
+    pos = _ring(n, 0.22, np.pi / 6)
+    axes = np.zeros((n, 3))
+    for k in range(n):
+        radial = pos[k] / np.linalg.norm(pos[k])
+        angle = tilt * (1.0 if k % 2 == 0 else -1.0)
+        # Rodrigues rotation of e_z about the radial axis (radial is orthogonal to e_z).
+        axes[k] = np.cos(angle) * np.array([0.0, 0.0, 1.0]) + np.sin(angle) * np.cross(radial, [0.0, 0.0, 1.0])
+    cfg: dict[str, Any] = dict(
+        positions=pos,
+        axes=axes,
+        spins=np.array([1.0, -1.0] * 3),
+        thrust_min=np.full(n, 0.1),
+        thrust_max=np.full(n, 8.0),
+        torque_coeff=np.full(n, 0.016),
+        radius=np.full(n, 0.0635),
+        time_constant=np.full(n, 0.035),
+        rate_limit=np.full(n, 20.0),
+        mass=2.4,
+        inertia=np.array([0.040, 0.040, 0.070]),
+        hull_half_size=(0.08, 0.08, 0.03),
+        arm_base=(0.08, 0.0, 0.0),
+        ee_position=(0.38, 0.0, 0.0),
+        ee_radius=0.015,
+        name="hexa_tilted",
+    )
+    cfg.update(overrides)
+    return RotorProfile(**cfg)
+
+
+PRESETS = {"quad_x": quad_x, "hexa": hexa, "hexa_tilted": hexa_tilted}
+
+
+def preset(name: str) -> RotorProfile:
+    """A preset profile by name (``quad_x``, ``hexa``, ``hexa_tilted``)."""
+    if name not in PRESETS:
+        raise ConfigError(f"profile: must be one of {sorted(PRESETS)}, got {name!r}")
+    return PRESETS[name]()
+
+
+# ----------------------------------------------------------------------------- files
+
+_ROTOR_KEYS = ("position", "axis", "spin", "thrust_min", "thrust_max", "torque_coeff", "radius",
+               "time_constant", "rate_limit")
+_BODY_KEYS = ("mass", "inertia", "hull_half_size", "arm_base", "ee_position", "ee_radius", "name")
+
+
+def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile") -> RotorProfile:
+    """Build a profile from a mapping: body keys plus a ``rotors`` list of tables.
+
+    Each rotor table holds ``position``, ``axis``, ``spin``, ``thrust_min``,
+    ``thrust_max``, ``torque_coeff``, ``radius``, ``time_constant`` and
+    ``rate_limit``; a ``defaults`` table may give any of those for every rotor.
+    Errors name the field, e.g. ``rotors[2].axis``.
+    """
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"{source}: expected a table, got {type(cfg).__name__}")
+    unknown = set(cfg) - set(_BODY_KEYS) - {"rotors", "defaults"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown keys {sorted(unknown)}; allowed {sorted(_BODY_KEYS + ('rotors', 'defaults'))}")
+    rotors = cfg.get("rotors")
+    if not isinstance(rotors, list) or not rotors:
+        raise ConfigError(f"{source}.rotors: expected a non-empty list of rotor tables, got {rotors!r}")
+    defaults = dict(cfg.get("defaults", {}))
+    bad = set(defaults) - set(_ROTOR_KEYS)
+    if bad:
+        raise ConfigError(f"{source}.defaults: unknown keys {sorted(bad)}; allowed {list(_ROTOR_KEYS)}")
+    columns: dict[str, list[Any]] = {k: [] for k in _ROTOR_KEYS}
+    for i, rotor in enumerate(rotors):
+        if not isinstance(rotor, Mapping):
+            raise ConfigError(f"{source}.rotors[{i}]: expected a table, got {rotor!r}")
+        bad = set(rotor) - set(_ROTOR_KEYS)
+        if bad:
+            raise ConfigError(f"{source}.rotors[{i}]: unknown keys {sorted(bad)}; allowed {list(_ROTOR_KEYS)}")
+        merged = {**defaults, **rotor}
+        for key in _ROTOR_KEYS:
+            if key not in merged:
+                raise ConfigError(f"{source}.rotors[{i}].{key}: missing (give it per rotor or in defaults)")
+            shape = (3,) if key in ("position", "axis") else ()
+            value = as_float_array(f"{source}.rotors[{i}].{key}", merged[key], shape)
+            if key == "axis" and abs(np.linalg.norm(value) - 1.0) > _AXIS_TOL:
+                raise ConfigError(f"{source}.rotors[{i}].axis: must be a unit vector, got {value.tolist()} with norm {np.linalg.norm(value):.6g}")
+            if key == "spin" and abs(abs(float(value)) - 1.0) > 0:
+                raise ConfigError(f"{source}.rotors[{i}].spin: must be +1 or -1, got {float(value):g}")
+            if key in ("radius", "time_constant", "rate_limit") and float(value) <= 0:
+                raise ConfigError(f"{source}.rotors[{i}].{key}: must be > 0, got {float(value):g}")
+            columns[key].append(value)
+        if float(columns["thrust_max"][-1]) <= float(columns["thrust_min"][-1]):
+            raise ConfigError(
+                f"{source}.rotors[{i}].thrust_max: must be > thrust_min = {float(columns['thrust_min'][-1]):g} N "
+                f"(limits in order), got {float(columns['thrust_max'][-1]):g} N"
+            )
+    for key in ("mass", "inertia"):
+        if key not in cfg:
+            raise ConfigError(f"{source}.{key}: missing")
+    body = {k: cfg[k] for k in _BODY_KEYS if k in cfg and k != "name"}
+    try:
+        return RotorProfile(
+            positions=np.stack(columns["position"]), axes=np.stack(columns["axis"]),
+            spins=np.array(columns["spin"]), thrust_min=np.array(columns["thrust_min"]),
+            thrust_max=np.array(columns["thrust_max"]), torque_coeff=np.array(columns["torque_coeff"]),
+            radius=np.array(columns["radius"]), time_constant=np.array(columns["time_constant"]),
+            rate_limit=np.array(columns["rate_limit"]), name=str(cfg.get("name", source)), **body,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{source}.{exc}") from None
+
+
+def profile_to_dict(prof: RotorProfile) -> dict[str, Any]:
+    """The inverse of :func:`profile_from_dict` (plain Python floats and lists)."""
+    rotors = []
+    for i in range(prof.n_rotors):
+        rotors.append(dict(
+            position=np.asarray(prof.positions[i]).tolist(), axis=np.asarray(prof.axes[i]).tolist(),
+            spin=float(prof.spins[i]), thrust_min=float(prof.thrust_min[i]), thrust_max=float(prof.thrust_max[i]),
+            torque_coeff=float(prof.torque_coeff[i]), radius=float(prof.radius[i]),
+            time_constant=float(prof.time_constant[i]), rate_limit=float(prof.rate_limit[i]),
+        ))
+    return dict(
+        name=prof.name, mass=float(prof.mass), inertia=np.asarray(prof.inertia).tolist(),
+        hull_half_size=np.asarray(prof.hull_half_size).tolist(), arm_base=np.asarray(prof.arm_base).tolist(),
+        ee_position=np.asarray(prof.ee_position).tolist(), ee_radius=float(prof.ee_radius), rotors=rotors,
+    )
+
+
+def load_profile(path: str | pathlib.Path) -> RotorProfile:
+    """Load and validate a profile from a ``.toml`` or ``.json`` file."""
+    path = pathlib.Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".json"):
+        raise ConfigError(f"path: profile files must end in .toml or .json, got {str(path)!r}")
+    text = path.read_text()
+    try:
+        cfg = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path.name}: cannot parse ({exc})") from exc
+    cfg.setdefault("name", path.stem)
+    return profile_from_dict(cfg, source=path.name)
+
+
+def save_profile_json(prof: RotorProfile, path: str | pathlib.Path) -> None:
+    """Write ``prof`` as JSON readable by :func:`load_profile`."""
+    pathlib.Path(path).write_text(json.dumps(profile_to_dict(prof), indent=2))

@@ -1,0 +1,148 @@
+"""Proximity effects per rotor: ground effect and near-wall effect (chain step 4).
+
+Both act on the thrust the rotor actually produces (after saturation and the
+actuator), so a rotor clamped at ``T_max`` near a surface still produces more
+than ``T_max`` (PHYSICS.md section 3.4).
+
+Ground effect, Cheeseman & Bennett (ARC R&M 3021, 1955)::
+
+    T_IGE / T_OGE = 1 / (1 - (R / (4 h))^2)
+
+with ``h`` the distance from the rotor centre to the first surface along the
+downwash axis ``-a_i`` (not world z: a tilted rotor sees the ground later),
+clamped to ``h >= R / 2`` (factor <= 4/3), and exactly 1 where no surface
+lies on the downwash ray (``h = inf``).
+
+Near-wall effect: no fitted public model exists; flapjax uses a parametric
+image-rotor form. With ``d`` the distance from the rotor centre to the nearest
+near-vertical surface (clamped to ``d >= R``) and ``n_w`` its unit normal
+pointing out of the surface::
+
+    thrust factor   1 + c_T (R / d)^2 w(d)
+    lateral force  -c_L T (R / d)^2 w(d) n_w          (toward the wall)
+
+where ``w`` is a C2 window: 1 for ``d <= d_fade``, 0 for ``d >= d_max``,
+``1 - smootherstep`` in between. ``c_T`` and ``c_L`` default to 0.05, a
+placeholder of the size reported qualitatively for rotors near walls, to be
+identified from data (they are pytree leaves, so ``jax.grad`` reaches them).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from flapjax.validation import check_positive, check_range, as_float_array, ConfigError, _is_traced
+
+Scalar = Float[Array, ""]
+
+
+class ProximityParams(eqx.Module):
+    """Coefficients of the near-wall model (the ground model has none).
+
+    Attributes:
+      wall_thrust_coeff: () c_T, thrust gain at d = R [-] (placeholder 0.05).
+      wall_lateral_coeff: () c_L, lateral force per thrust at d = R [-]
+        (placeholder 0.05).
+      wall_fade_start: () d_fade / R, window starts to fade [-] (default 2).
+      wall_range: () d_max / R, effect is exactly zero beyond [-] (default 4).
+    """
+
+    wall_thrust_coeff: Scalar
+    wall_lateral_coeff: Scalar
+    wall_fade_start: Scalar
+    wall_range: Scalar
+
+    def __init__(self, wall_thrust_coeff=0.05, wall_lateral_coeff=0.05, wall_fade_start=2.0, wall_range=4.0):
+        vals = (wall_thrust_coeff, wall_lateral_coeff, wall_fade_start, wall_range)
+        if not any(_is_traced(v) for v in vals):
+            for name, v in zip(("wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range"), vals):
+                as_float_array(name, v, ())
+            check_range("wall_thrust_coeff", wall_thrust_coeff, 0.0, None)
+            check_range("wall_lateral_coeff", wall_lateral_coeff, 0.0, None)
+            check_range("wall_fade_start", wall_fade_start, 1.0, None)
+            if float(wall_range) <= float(wall_fade_start):
+                raise ConfigError(
+                    f"wall_range: must be > wall_fade_start = {float(wall_fade_start):g} (in rotor radii), got {float(wall_range):g}"
+                )
+        self.wall_thrust_coeff = jnp.asarray(wall_thrust_coeff, dtype=float)
+        self.wall_lateral_coeff = jnp.asarray(wall_lateral_coeff, dtype=float)
+        self.wall_fade_start = jnp.asarray(wall_fade_start, dtype=float)
+        self.wall_range = jnp.asarray(wall_range, dtype=float)
+
+
+class ProximityInput(eqx.Module):
+    """Per-rotor distances to the scene, in the body frame.
+
+    Attributes:
+      ground_distance: (n,) h_i, distance from the rotor centre to the first
+        surface along -a_i [m]; ``inf`` where the ray meets nothing.
+      wall_distance: (n,) d_i, distance from the rotor centre to the nearest
+        near-vertical surface [m]; ``inf`` where there is none.
+      wall_normal: (n, 3) unit normal n_w of that surface, out of the surface,
+        in the body frame [-] (any unit vector where ``wall_distance`` is inf).
+    """
+
+    ground_distance: Float[Array, " n"]
+    wall_distance: Float[Array, " n"]
+    wall_normal: Float[Array, "n 3"]
+
+    @classmethod
+    def free_air(cls, n: int) -> "ProximityInput":
+        """No surface anywhere near the ``n`` rotors."""
+        return cls(
+            ground_distance=jnp.full((n,), jnp.inf),
+            wall_distance=jnp.full((n,), jnp.inf),
+            wall_normal=jnp.tile(jnp.array([1.0, 0.0, 0.0]), (n, 1)),
+        )
+
+
+def ground_effect_factor(height: Float[Array, "..."], radius: Float[Array, "..."]) -> Float[Array, "..."]:
+    """Cheeseman–Bennett thrust ratio T_IGE / T_OGE [-].
+
+    Args:
+      height: h, distance along the downwash axis to the surface [m]; ``inf``
+        (no surface) gives exactly 1.
+      radius: R, rotor radius [m].
+
+    The distance is clamped to ``h >= R / 2`` (ratio <= 4/3; zero gradient
+    with respect to ``h`` below the clamp).
+    """
+    finite = jnp.isfinite(height)
+    h = jnp.maximum(jnp.where(finite, height, 1.0), 0.5 * radius)
+    ratio = jnp.where(finite, radius / (4.0 * h), 0.0)
+    return 1.0 / (1.0 - ratio * ratio)
+
+
+def wall_window(distance: Float[Array, "..."], radius: Float[Array, "..."], params: ProximityParams) -> Float[Array, "..."]:
+    """C2 fade window [-]: 1 for d <= d_fade, 0 for d >= d_max, inf -> 0."""
+    finite = jnp.isfinite(distance)
+    d = jnp.where(finite, distance, 0.0)
+    lo = params.wall_fade_start * radius
+    hi = params.wall_range * radius
+    s = jnp.clip((d - lo) / (hi - lo), 0.0, 1.0)
+    smooth = s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
+    return jnp.where(finite, 1.0 - smooth, 0.0)
+
+
+def wall_effect(
+    thrust: Float[Array, " n"],
+    distance: Float[Array, " n"],
+    normal: Float[Array, "n 3"],
+    radius: Float[Array, " n"],
+    params: ProximityParams,
+) -> tuple[Float[Array, " n"], Float[Array, "n 3"]]:
+    """Near-wall thrust factor (n,) [-] and lateral force (n, 3) [N] per rotor.
+
+    ``thrust`` (n,) [N] is the rotor's produced thrust; ``normal`` is in the
+    frame in which the lateral force is returned (the body frame in the chain).
+    The lateral force points along ``-normal``, i.e. toward the wall.
+    """
+    w = wall_window(distance, radius, params)
+    finite = jnp.isfinite(distance)
+    d = jnp.maximum(jnp.where(finite, distance, 1.0), radius)
+    proximity = jnp.where(finite, (radius / d) ** 2, 0.0) * w
+    factor = 1.0 + params.wall_thrust_coeff * proximity
+    lateral = -(params.wall_lateral_coeff * thrust * proximity)[:, None] * normal
+    return factor, lateral
