@@ -1,0 +1,186 @@
+"""The six-step chain: order, switches, realized wrench, gradients, noise streams."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from flapjax import rotor
+
+R = 0.0635
+DT = 0.002
+
+
+def _near(prof, h=0.5 * R, d=jnp.inf, normal=(-1.0, 0.0, 0.0)):
+    n = prof.n_rotors
+    return rotor.ProximityInput(
+        ground_distance=jnp.full(n, h), wall_distance=jnp.full(n, d),
+        wall_normal=jnp.tile(jnp.asarray(normal), (n, 1)),
+    )
+
+
+def test_saturation_before_proximity():
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(actuator=False, drag=False, wind=False)
+    w = jnp.array([0.0, 0.0, 60.0, 0.0, 0.0, 0.0])  # asks 15 N per rotor, T_max = 8
+    state = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 8.0))
+    out = rotor.realize_wrench(prof, w, state, _near(prof, h=0.5 * R), opts, dt=DT)
+    np.testing.assert_allclose(out.thrust_command, 15.0, rtol=1e-12)
+    np.testing.assert_allclose(out.thrust_clamped, 8.0, rtol=1e-12)
+    assert bool(jnp.all(out.saturated))
+    assert float(out.control_margin) < 0
+    np.testing.assert_allclose(out.thrust_realized, 8.0 * 4 / 3, rtol=1e-12)  # > T_max
+    np.testing.assert_allclose(out.wrench[2], 4 * 8.0 * 4 / 3, rtol=1e-12)
+
+
+def test_tilted_rotor_sees_ground_later():
+    # A rotor tilted by 30 deg at height z above the ground: the downwash ray
+    # reaches the ground after z / cos(30 deg), so the factor is smaller.
+    z, tilt = 0.7 * R, np.radians(30.0)
+    k_axis = rotor.ground_effect_factor(z / np.cos(tilt), R)
+    k_world = rotor.ground_effect_factor(z, R)
+    assert float(k_axis) < float(k_world)
+    np.testing.assert_allclose(k_axis, 1 / (1 - (np.cos(tilt) / (4 * 0.7)) ** 2), rtol=1e-12)
+
+
+def test_wall_force_moment_about_com():
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(actuator=False, ground_effect=False, drag=False, wind=False)
+    thrust = jnp.full(4, 4.0)
+    prox = rotor.ProximityInput(
+        ground_distance=jnp.full(4, jnp.inf),
+        wall_distance=jnp.array([1.5 * R, jnp.inf, jnp.inf, jnp.inf]),
+        wall_normal=jnp.tile(jnp.array([-1.0, 0.0, 0.0]), (4, 1)),
+    )
+    out = rotor.realize_thrusts(prof, thrust, rotor.ActuatorState.at_thrust(prof, thrust), prox, opts, dt=DT)
+    f_lat = 0.05 * 4.0 / 1.5**2
+    k_wall = 1 + 0.05 / 1.5**2
+    np.testing.assert_allclose(out.wall_force[0], [f_lat, 0, 0], rtol=1e-12)
+    b = rotor.allocation_matrix(prof)
+    t_real = thrust.at[0].multiply(k_wall)
+    expect = b @ t_real + jnp.concatenate([jnp.array([f_lat, 0, 0]), jnp.cross(prof.positions[0], jnp.array([f_lat, 0, 0]))])
+    np.testing.assert_allclose(out.wrench, expect, rtol=1e-12, atol=1e-14)
+    assert float(out.wrench[0]) > 0  # net force toward the wall
+
+
+def test_switches_and_drag_wind_frames():
+    prof = rotor.profiles.hexa()
+    w = jnp.array([0.0, 0.0, 21.0, 0.0, 0.0, 0.0])
+    t0 = rotor.allocate(prof, w)
+    state = rotor.ActuatorState.at_thrust(prof, t0)
+    rot = jnp.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # yaw 90 deg
+    motion = rotor.BodyMotion(rotation=rot, velocity_body=jnp.array([1.0, 0.0, 0.0]), time=jnp.array(0.0))
+    params = rotor.ChainParams(wind=rotor.WindParams(constant=(0.5, 0.0, 0.0)), drag=rotor.DragParams((0.2, 0.2, 0.2), (0.0, 0.0, 0.0)))
+    ideal = rotor.realize_wrench(prof, w, state, _near(prof, h=R, d=1.5 * R), rotor.ChainOptions.all_off(), dt=DT,
+                                 params=params, motion=motion)
+    np.testing.assert_allclose(ideal.wrench, w, atol=1e-12)
+    full = rotor.realize_wrench(prof, w, state, _near(prof, h=R, d=1.5 * R),
+                                rotor.ChainOptions(turbulence=False), dt=DT, params=params, motion=motion)
+    np.testing.assert_allclose(full.drag_force, [-0.2, 0, 0], rtol=1e-12)
+    # World +x wind seen from a body yawed by 90 deg is along body -y.
+    np.testing.assert_allclose(full.wind_force, [0, -0.5, 0], atol=1e-12)
+    np.testing.assert_allclose(full.ground_factor, 16 / 15, rtol=1e-12)
+    assert float(full.wrench[2]) > 21.0 * 16 / 15
+
+
+@pytest.mark.parametrize("name", ["quad_x", "hexa_tilted"])
+def test_jit_vmap_matches_loop(name):
+    prof = rotor.profiles.preset(name)
+    n = prof.n_rotors
+    keys = jax.random.split(jax.random.key(3), 5)
+    ws = jax.random.normal(jax.random.key(4), (5, 6)) + jnp.array([0, 0, 20.0, 0, 0, 0])
+    hs = jnp.linspace(0.3, 3.0, 5) * R
+    params = rotor.ChainParams(wind=rotor.WindParams(turbulence_std=(0.3, 0.3, 0.1)))
+
+    def f(w, h, k):
+        st = rotor.ActuatorState.at_thrust(prof, jnp.full(n, 3.0))
+        return rotor.realize_wrench(prof, w, st, _near(prof, h=h, d=2 * R), dt=DT, params=params,
+                                    turbulence_key=k).wrench
+
+    batched = jax.jit(jax.vmap(f))(ws, hs, keys)
+    for i in range(5):
+        np.testing.assert_allclose(batched[i], f(ws[i], hs[i], keys[i]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["quad_x", "hexa_tilted"])
+def test_check_grads_whole_chain(name):
+    prof = rotor.profiles.preset(name)
+    n = prof.n_rotors
+    params = rotor.ChainParams(wind=rotor.WindParams(turbulence_std=(0.2, 0.2, 0.1), constant=(0.1, 0.0, 0.0),
+                                                     gust_amplitude=[[0.3, 0.1, 0.0]], gust_start=[0.2], gust_duration=[0.4]))
+
+    def f(wrench, speed, ground, wall, v_body, c_l, t_max):
+        prof2 = eqx_set(prof, "thrust_max", t_max)
+        prox = rotor.ProximityInput(ground_distance=ground, wall_distance=wall,
+                                    wall_normal=jnp.tile(jnp.array([-0.96, 0.0, -0.28]), (n, 1)))
+        p = rotor.ChainParams(proximity=eqx_set(params.proximity, "wall_lateral_coeff", c_l),
+                              drag=params.drag, wind=params.wind)
+        motion = rotor.BodyMotion(rotation=jnp.eye(3), velocity_body=v_body, time=jnp.array(0.3))
+        out = rotor.realize_wrench(prof2, wrench, rotor.ActuatorState(speed=speed), prox, dt=DT, params=p,
+                                   motion=motion, turbulence_key=jax.random.key(0))
+        return out.wrench
+
+    args = (
+        jnp.array([0.3, -0.2, 0.9 * 9.81 * float(prof.mass), 0.05, -0.04, 0.02]),
+        jnp.linspace(0.6, 0.8, n),
+        jnp.linspace(0.9, 2.5, n) * R,
+        jnp.linspace(1.3, 3.5, n) * R,
+        jnp.array([0.4, -0.3, 0.2]),
+        jnp.array(0.05),
+        prof.thrust_max,
+    )
+    check_grads(f, args, order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-5, rtol=1e-5)
+
+
+def eqx_set(module, field, value):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda m: getattr(m, field), module, value)
+
+
+def test_gradients_at_clamp_boundary_and_zero_thrust():
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(actuator=False, drag=False, wind=False)
+    free = rotor.ProximityInput.free_air(4)
+    st = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 4.0))
+
+    def fz(t_cmd):
+        return rotor.realize_thrusts(prof, t_cmd, st, free, opts, dt=DT).wrench[2]
+
+    # Exactly at T_max: JAX's tie rule gives 1/2 (documented); inside 1; beyond 0.
+    g = jax.grad(fz)(jnp.array([8.0, 4.0, 9.0, 0.1]))
+    np.testing.assert_allclose(g, [0.5, 1.0, 0.0, 0.5], rtol=1e-12)
+    # Zero thrust through the actuator: finite (zero) derivative of the sqrt.
+    opts_act = rotor.ChainOptions(saturation=False, drag=False, wind=False)
+
+    def fa(t_cmd, speed):
+        return rotor.realize_thrusts(prof, t_cmd, rotor.ActuatorState(speed=speed), free, opts_act, dt=DT).wrench[2]
+
+    gt, gs = jax.grad(fa, argnums=(0, 1))(jnp.zeros(4), jnp.zeros(4))
+    assert bool(jnp.all(jnp.isfinite(gt))) and bool(jnp.all(jnp.isfinite(gs)))
+    np.testing.assert_array_equal(gt, 0.0)
+    np.testing.assert_array_equal(gs, 0.0)  # T = T_max u^2 has zero slope at u = 0
+    # Hovering rotors: ordinary, positive sensitivities.
+    gt, gs = jax.grad(fa, argnums=(0, 1))(jnp.full(4, 4.0), jnp.full(4, 0.5))
+    assert bool(jnp.all(gt > 0)) and bool(jnp.all(gs > 0))
+
+
+def test_command_noise_stream():
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(command_noise=True, turbulence=True)
+    params = rotor.ChainParams(command_noise=rotor.CommandNoise(0.2), wind=rotor.WindParams(turbulence_std=(1.0, 1.0, 1.0)))
+    st = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 4.0))
+    w = jnp.array([0, 0, 16.0, 0, 0, 0])
+    free = rotor.ProximityInput.free_air(4)
+
+    def run(nk, tk):
+        return rotor.realize_wrench(prof, w, st, free, opts, dt=DT, params=params, noise_key=nk, turbulence_key=tk)
+
+    a = run(jax.random.key(1), jax.random.key(5))
+    b = run(jax.random.key(2), jax.random.key(5))
+    c = run(jax.random.key(1), jax.random.key(6))
+    assert float(jnp.max(jnp.abs(a.thrust_command - b.thrust_command))) > 1e-3
+    np.testing.assert_array_equal(a.disturbance_state.turbulence, b.disturbance_state.turbulence)
+    np.testing.assert_array_equal(a.thrust_command, c.thrust_command)
+    assert float(jnp.max(jnp.abs(a.disturbance_state.turbulence - c.disturbance_state.turbulence))) > 1e-3
