@@ -1,0 +1,104 @@
+"""Stroke schedule: ``psi(t) = d A sin(2 pi f t + phi0)`` per wing (seed section 1).
+
+The phase is carried in *cycles* and kept in [0, 1): with a constant
+frequency it is ``frac(f dt k)`` from the integer step counter ``k`` (no
+float32 drift of ``d.time``); a controller that changes the frequency adds the
+accumulated difference ``frac(sum (f_k - f) dt)`` as a separate wrapped
+offset, so the constant-frequency part stays exact.
+
+With flapjax's mirrored wing frames the stroke joint angle *is* the seed's
+``psi`` for both wings (the right stroke hinge turns about ``-z``), so a
+mirror-symmetric flap is ``direction = (+1, +1)``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from flapjax.validation import ConfigError, as_float_array, check_positive
+
+Scalar = Float[Array, ""]
+
+
+def _as_array(x) -> Array:
+    return jnp.asarray(x, dtype=float)
+
+
+class StrokeSchedule(eqx.Module):
+    """Sinusoidal stroke of both wings.
+
+    Attributes:
+      frequency: () f, flapping frequency [Hz] (>= 0).
+      amplitude: () A, stroke amplitude [rad] (>= 0; default 1.5).
+      phase: () phi0, phase at t = 0 [rad].
+      direction: (2,) d of the (left, right) wing, each +1 or -1 [-].
+    """
+
+    frequency: Scalar = eqx.field(converter=_as_array)
+    amplitude: Scalar = eqx.field(converter=_as_array, default=1.5)
+    phase: Scalar = eqx.field(converter=_as_array, default=0.0)
+    direction: Float[Array, "2"] = eqx.field(converter=_as_array, default=(1.0, 1.0))
+
+    def __check_init__(self):
+        check_positive("StrokeSchedule.frequency", self.frequency, allow_zero=True)
+        check_positive("StrokeSchedule.amplitude", self.amplitude, allow_zero=True)
+        if jnp.shape(self.direction)[-1:] != (2,):
+            raise ConfigError(f"StrokeSchedule.direction: expected shape (2,), got shape {jnp.shape(self.direction)}")
+        if not _traced(self.direction):
+            d = as_float_array("StrokeSchedule.direction", self.direction)
+            if not np.all(np.abs(np.abs(d) - 1.0) == 0.0):
+                raise ConfigError(f"StrokeSchedule.direction: each entry must be +1 or -1, got {d.tolist()}")
+
+
+def _traced(x) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def phase_cycles(frequency: Scalar, step: Int[Array, ""], dt: float, offset: Scalar = 0.0) -> Scalar:
+    """Stroke phase in cycles, in [0, 1): ``frac(f dt k + offset)``.
+
+    Args:
+      frequency: () f [Hz].
+      step: () integer step counter k [-].
+      dt: timestep [s] (static).
+      offset: () accumulated phase correction [cycles].
+    """
+    # Wrap f*dt first (exact for the products that matter) to keep the argument small.
+    per_step = frequency * dt
+    cycles = per_step * step.astype(per_step.dtype)
+    return jnp.mod(jnp.mod(cycles, 1.0) + offset, 1.0)
+
+
+def advance_offset(offset: Scalar, frequency_command: Scalar, frequency: Scalar, dt: float) -> Scalar:
+    """Accumulate the phase difference of a commanded frequency [cycles], wrapped."""
+    return jnp.mod(offset + (frequency_command - frequency) * dt, 1.0)
+
+
+def stroke_reference(
+    schedule: StrokeSchedule, cycles: Scalar, frequency: Scalar | None = None
+) -> tuple[Float[Array, "2"], Float[Array, "2"], Float[Array, "2"]]:
+    """Reference stroke of both wings at phase ``cycles``.
+
+    Args:
+      schedule: amplitude, phase offset and per-wing direction.
+      cycles: () phase 2 pi f t / (2 pi) wrapped to [0, 1) [cycles].
+      frequency: () instantaneous frequency for the rates [Hz]; defaults to
+        ``schedule.frequency``.
+
+    Returns:
+      ``(psi, psi_dot, psi_ddot)``, each (2,) for (left, right) [rad],
+      [rad/s], [rad/s^2].
+    """
+    f = schedule.frequency if frequency is None else frequency
+    omega = 2.0 * jnp.pi * f
+    arg = 2.0 * jnp.pi * cycles + schedule.phase
+    d_a = schedule.direction * schedule.amplitude
+    psi = d_a * jnp.sin(arg)
+    psi_dot = d_a * omega * jnp.cos(arg)
+    psi_ddot = -d_a * omega**2 * jnp.sin(arg)
+    return psi, psi_dot, psi_ddot

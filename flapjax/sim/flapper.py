@@ -1,0 +1,597 @@
+"""MJX bridge of the flapping-wing robot.
+
+Per world and step (:func:`step`):
+
+1. fresh kinematics and velocities of the current state (``fwd_position``,
+   ``fwd_velocity``), so the aerodynamics never lag a step behind;
+2. per-wing model: each wing's stroke ``psi`` and feathering ``theta`` angles
+   and rates from ``qpos``/``qvel``, the plate's linear velocity at its origin
+   and angular velocity in the plate frame (the frame the wings ride on), the
+   pure kernels :func:`flapjax.aero.wing_loads` and
+   :func:`flapjax.aero.wing_wrench`, and each wing's wrench (world frame,
+   about the wing's centre of mass) written into ``xfrc_applied``;
+   cycle-averaged model: :func:`flapjax.aero.cycle_averaged.cycle_averaged_wrench`
+   applied to the base body;
+3. the stroke servos track ``psi(t) = d A sin(2 pi f t + phi0)`` (position
+   gain from the MJCF, velocity gain = the stroke joint damping, integrated
+   implicitly, plus velocity and inertia feedforward); the plate servos hold
+   the commanded plate angles; the feathering stops are smooth penalty torques
+   in ``qfrc_applied``;
+4. actuation, smooth acceleration (the model has no constraint rows) and one
+   semi-implicit Euler step.
+
+The robot has no deviation or stroke-plane joints: the kernels receive
+``phi = Phi = 0`` and zero rates. (Were they added: the seed's stroke-plane
+angle is antisymmetric, so a symmetric tilt of both stroke planes is
+``Phi_left = Phi``, ``Phi_right = -Phi``.)
+
+The root (``"fixed"``/``"free"``/``"lumped"``) and the aerodynamic model
+(``"wing"``/``"averaged"``) are independent choices; every pair runs except
+the per-wing model on the lumped body, which has no wings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+from mujoco import mjx
+
+from flapjax import aero
+from flapjax.aero.cycle_averaged import CycleAveragedLoads, CycleAveragedParams, cycle_averaged_wrench
+from flapjax.control.stroke import StrokeSchedule, advance_offset, phase_cycles, stroke_reference
+from flapjax.math import quat_to_mat
+from flapjax.sim import flapper_model
+from flapjax.sim.rollout import batch_rollout, pad_worlds, rollout, slice_worlds
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+
+Scalar = Float[Array, ""]
+AERO_MODELS = ("wing", "averaged")
+SIDES = (1, -1)  # left, right
+PARAMS_PATH = flapper_model.ASSETS / "flapper_params.json"
+AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
+
+
+def _as_array(x) -> Array:
+    return jnp.asarray(x, dtype=float)
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+# ---------------------------------------------------------------------------
+# Parameters, state, diagnostics
+# ---------------------------------------------------------------------------
+
+
+class FeatheringHinge(eqx.Module):
+    """Passive feathering hinge of both wings.
+
+    The linear spring and damper are the MJCF joint's ``stiffness`` and
+    ``damping`` (overridden per world here); the stops are smooth penalty
+    torques ``-k_s [sp(theta - theta_s) - sp(-theta - theta_s)]`` with
+    ``sp(x) = w log(1 + exp(x / w))``, differentiable everywhere (no joint
+    limits, so no constraint rows and reverse-mode gradients work).
+
+    Attributes:
+      stiffness: () torsional stiffness k_h [N m/rad].
+      damping: () viscous damping b_h [N m s/rad].
+      stop_angle: () theta_s, where the stops engage [rad].
+      stop_stiffness: () k_s of the stops [N m/rad].
+      stop_width: () w, smoothing width of the stops [rad].
+    """
+
+    stiffness: Scalar = eqx.field(converter=_as_array)
+    damping: Scalar = eqx.field(converter=_as_array)
+    stop_angle: Scalar = eqx.field(converter=_as_array)
+    stop_stiffness: Scalar = eqx.field(converter=_as_array)
+    stop_width: Scalar = eqx.field(converter=_as_array)
+
+    def __check_init__(self):
+        check_positive("FeatheringHinge.stiffness", self.stiffness, allow_zero=True)
+        check_positive("FeatheringHinge.damping", self.damping, allow_zero=True)
+        check_range("FeatheringHinge.stop_angle", self.stop_angle, 0.0, float(np.pi))
+        check_positive("FeatheringHinge.stop_stiffness", self.stop_stiffness, allow_zero=True)
+        check_positive("FeatheringHinge.stop_width", self.stop_width)
+
+
+def stop_torque(hinge: FeatheringHinge, theta: Scalar) -> Scalar:
+    """Smooth feathering-stop torque at hinge angle ``theta`` [rad] -> [N m]."""
+    w = hinge.stop_width
+
+    def sp(x):
+        return w * jax.nn.softplus(x / w)
+
+    return -hinge.stop_stiffness * (sp(theta - hinge.stop_angle) - sp(-theta - hinge.stop_angle))
+
+
+class FlapperParams(eqx.Module):
+    """Per-world parameters; every float leaf may carry a leading world axis.
+
+    Attributes:
+      stroke: stroke schedule (frequency [Hz], amplitude [rad], phase [rad],
+        per-wing direction).
+      plate: (2,) commanded plate angles (pitch_joint, roll_joint) [rad].
+      hinge: feathering hinge spring, damper and stops.
+      aero: options of the per-wing model (scales, clips, coefficients).
+      averaged: parameters of the cycle-averaged model.
+    """
+
+    stroke: StrokeSchedule
+    plate: Float[Array, "2"] = eqx.field(converter=_as_array)
+    hinge: FeatheringHinge
+    aero: aero.AeroOptions
+    averaged: CycleAveragedParams
+
+
+class FlapperCommand(eqx.Module):
+    """What a controller sets each step.
+
+    Attributes:
+      frequency: () flapping frequency f [Hz].
+      plate: (2,) plate angles (pitch_joint, roll_joint) [rad].
+    """
+
+    frequency: Scalar
+    plate: Float[Array, "2"]
+
+
+class FlapperState(eqx.Module):
+    """State of one world.
+
+    Attributes:
+      data: the MJX data (qpos, qvel, ...).
+      step: () integer step counter k; t = k dt [-].
+      phase_offset: () accumulated stroke-phase correction of a varying
+        frequency command [cycles].
+      healthy: () False once the world produced a non-finite state; it is
+        then frozen at its last finite state.
+    """
+
+    data: mjx.Data
+    step: Int[Array, ""]
+    phase_offset: Scalar
+    healthy: Bool[Array, ""]
+
+
+class FlapperDiagnostics(eqx.Module):
+    """What one step applied and measured.
+
+    Attributes:
+      time: () t at the start of the step [s].
+      force_world: (3,) vector sum of the aerodynamic forces applied [N].
+      moment_world: (3,) their moment about the base-body origin, world
+        frame [N m].
+      lift_total: () |F_N,L| + |F_N,R| (a load-intensity diagnostic, not the
+        vertical lift, which is ``force_world[2]``) [N]; thrust L of the
+        averaged model.
+      wing_force_world: (2, 3) each wing's applied force [N].
+      wing_loads: per-wing loads, leaves of shape (2,) (left, right); None for
+        the averaged model.
+      force_clipped: (2,) whether each wing's |F_N| clip is active.
+      stroke: (2,) stroke angles psi [rad].
+      stroke_reference: (2,) servo targets [rad].
+      stroke_error: (2,) psi - psi_ref [rad].
+      pitch: (2,) feathering angles theta [rad].
+      plate: (2,) plate joint angles (or the command on the lumped body) [rad].
+      frequency: () commanded frequency [Hz].
+    """
+
+    time: Scalar
+    force_world: Float[Array, "3"]
+    moment_world: Float[Array, "3"]
+    lift_total: Scalar
+    wing_force_world: Float[Array, "2 3"]
+    wing_loads: Any
+    force_clipped: Bool[Array, "2"]
+    stroke: Float[Array, "2"]
+    stroke_reference: Float[Array, "2"]
+    stroke_error: Float[Array, "2"]
+    pitch: Float[Array, "2"]
+    plate: Float[Array, "2"]
+    frequency: Scalar
+
+
+# ---------------------------------------------------------------------------
+# The robot (static handle)
+# ---------------------------------------------------------------------------
+
+
+class FlapperRobot(eqx.Module):
+    """A compiled flapper world: the MJX model and the indices the bridge reads.
+
+    Build with :func:`make_robot`. Array leaves (the MJX model, the wing) are
+    traced by ``eqx.filter_jit``; names and indices are static.
+
+    Attributes:
+      model: the MJX model.
+      wing: wing geometry, air density, d0 and ds of the per-wing kernels.
+      root: "fixed", "free" or "lumped" (static).
+      aero_model: "wing" or "averaged" (static).
+      dt: timestep [s] (static).
+      stroke_inertia: stroke-servo inertia feedforward J [kg m^2] (static).
+    """
+
+    model: mjx.Model
+    wing: aero.Wing
+    root: str = eqx.field(static=True)
+    aero_model: str = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+    stroke_inertia: float = eqx.field(static=True)
+    base_body: int = eqx.field(static=True)
+    plate_body: int = eqx.field(static=True)
+    wing_bodies: tuple = eqx.field(static=True)
+    stroke_q: tuple = eqx.field(static=True)
+    stroke_v: tuple = eqx.field(static=True)
+    pitch_q: tuple = eqx.field(static=True)
+    pitch_v: tuple = eqx.field(static=True)
+    pitch_jnt: tuple = eqx.field(static=True)
+    plate_q: tuple = eqx.field(static=True)
+    plate_v: tuple = eqx.field(static=True)
+    stroke_act: tuple = eqx.field(static=True)
+    plate_act: tuple = eqx.field(static=True)
+    free_q: int = eqx.field(static=True)
+    free_v: int = eqx.field(static=True)
+    base_root: int = eqx.field(static=True)
+    plate_root: int = eqx.field(static=True)
+
+    @property
+    def has_wings(self) -> bool:
+        return self.root != "lumped"
+
+
+def make_robot(
+    root: str = "fixed",
+    aero_model: str = "wing",
+    *,
+    wing: aero.Wing | None = None,
+    wing_mass: float | None = None,
+    timestep: float | None = None,
+    dtype: Any = None,
+) -> FlapperRobot:
+    """Compile a flapper world.
+
+    Args:
+      root: "fixed" (base welded to the world), "free" (freejoint on the base)
+        or "lumped" (single rigid body, averaged model only).
+      aero_model: "wing" (per-wing quasi-steady) or "averaged" (seed 10).
+      wing: per-wing kernel description; default :meth:`aero.Wing.flapsim`.
+      wing_mass: override the MJCF wing mass [kg] (calibration).
+      timestep: override the MJCF timestep [s].
+      dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``); default
+        keeps JAX's default float type.
+    """
+    check_choice("root", root, flapper_model.ROOTS)
+    check_choice("aero_model", aero_model, AERO_MODELS)
+    if root == "lumped" and aero_model == "wing":
+        raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
+    m = flapper_model.build(root, wing_mass=wing_mass)
+    if timestep is not None:
+        check_range("timestep", timestep, 1e-6, 1e-2)
+        m.opt.timestep = float(timestep)
+    wing = aero.Wing.flapsim() if wing is None else wing
+    name = lambda obj, n: mujoco.mj_name2id(m, obj, n)  # noqa: E731
+    J, B, A = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_ACTUATOR
+    base = name(B, "base")
+    free_q = free_v = -1
+    if root in ("free", "lumped"):
+        jr = name(J, "root")
+        free_q, free_v = int(m.jnt_qposadr[jr]), int(m.jnt_dofadr[jr])
+    if root == "lumped":
+        plate = -1
+        wings = stroke_q = stroke_v = pitch_q = pitch_v = pitch_jnt = plate_q = plate_v = stroke_act = plate_act = ()
+        stroke_inertia = 0.0
+    else:
+        plate = name(B, "plate")
+        wings = tuple(name(B, n) for n in flapper_model.WING_BODIES)
+        sj = [name(J, n) for n in flapper_model.STROKE_JOINTS]
+        pj = [name(J, n) for n in flapper_model.PITCH_JOINTS]
+        qj = [name(J, n) for n in flapper_model.PLATE_JOINTS]
+        stroke_q = tuple(int(m.jnt_qposadr[j]) for j in sj)
+        stroke_v = tuple(int(m.jnt_dofadr[j]) for j in sj)
+        pitch_q = tuple(int(m.jnt_qposadr[j]) for j in pj)
+        pitch_v = tuple(int(m.jnt_dofadr[j]) for j in pj)
+        pitch_jnt = tuple(pj)
+        plate_q = tuple(int(m.jnt_qposadr[j]) for j in qj)
+        plate_v = tuple(int(m.jnt_dofadr[j]) for j in qj)
+        stroke_act = tuple(name(A, n + "_servo") for n in flapper_model.STROKE_JOINTS)
+        plate_act = tuple(name(A, n) for n in ("pitch_servo", "roll_servo"))
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        full = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, full)
+        stroke_inertia = float(full[stroke_v[0], stroke_v[0]])
+    mx = mjx.put_model(m)
+    if dtype is not None:
+        mx = jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, mx)
+        wing = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, wing)
+    return FlapperRobot(
+        model=mx,
+        wing=wing,
+        root=root,
+        aero_model=aero_model,
+        dt=float(m.opt.timestep),
+        stroke_inertia=stroke_inertia,
+        base_body=int(base),
+        plate_body=int(plate),
+        wing_bodies=wings,
+        stroke_q=stroke_q,
+        stroke_v=stroke_v,
+        pitch_q=pitch_q,
+        pitch_v=pitch_v,
+        pitch_jnt=pitch_jnt,
+        plate_q=plate_q,
+        plate_v=plate_v,
+        stroke_act=stroke_act,
+        plate_act=plate_act,
+        free_q=free_q,
+        free_v=free_v,
+        base_root=int(m.body_rootid[base]),
+        plate_root=int(m.body_rootid[plate]) if plate >= 0 else -1,
+    )
+
+
+def default_params(
+    robot: FlapperRobot | None = None,
+    *,
+    frequency: float = 30.0,
+    amplitude: float | None = None,
+    plate: Sequence[float] = (0.0, 0.0),
+    aero_options: aero.AeroOptions | None = None,
+    averaged: CycleAveragedParams | None = None,
+) -> FlapperParams:
+    """Nominal parameters: hinge values from the MJCF, stops and stroke
+    defaults from ``assets/flapper_params.json``, averaged-model values from
+    ``assets/flapper_cycle_averaged.json``."""
+    cfg = _load_json(PARAMS_PATH)
+    m = flapper_model.build("fixed")
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, flapper_model.PITCH_JOINTS[0])
+    hinge = FeatheringHinge(
+        stiffness=float(np.ravel(m.jnt_stiffness[j])[0]),
+        damping=float(m.dof_damping[m.jnt_dofadr[j]]),
+        stop_angle=cfg["stop_angle"],
+        stop_stiffness=cfg["stop_stiffness"],
+        stop_width=cfg["stop_width"],
+    )
+    amp = cfg["amplitude"] if amplitude is None else amplitude
+    as_float_array("plate", plate, (2,))
+    return FlapperParams(
+        stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
+        plate=np.asarray(plate, dtype=float),
+        hinge=hinge,
+        aero=aero.AeroOptions() if aero_options is None else aero_options,
+        averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
+    )
+
+
+# ---------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------
+
+
+def init_state(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    *,
+    position: Float[Array, "3"] | None = None,
+    quat: Float[Array, "4"] | None = None,
+    velocity: Float[Array, "3"] | None = None,
+    angular_velocity: Float[Array, "3"] | None = None,
+) -> FlapperState:
+    """Initial state on the stroke schedule (no start-up transient).
+
+    Args (free and lumped roots only; ignored for "fixed"):
+      position: (3,) base position, world frame [m] (default from the MJCF).
+      quat: (4,) base orientation ``[w, x, y, z]``.
+      velocity: (3,) base linear velocity, world frame [m/s].
+      angular_velocity: (3,) base angular velocity, body frame [rad/s].
+
+    Pure JAX: vmap it over batched params / initial conditions.
+    """
+    m = robot.model
+    d = mjx.make_data(m)
+    qpos, qvel = d.qpos, d.qvel
+    qpos = jnp.asarray(m.qpos0, dtype=qpos.dtype)
+    if robot.root in ("free", "lumped"):
+        a, v = robot.free_q, robot.free_v
+        if position is not None:
+            qpos = qpos.at[a : a + 3].set(position)
+        if quat is not None:
+            q = jnp.asarray(quat, dtype=qpos.dtype)
+            qpos = qpos.at[a + 3 : a + 7].set(q / jnp.linalg.norm(q))
+        if velocity is not None:
+            qvel = qvel.at[v : v + 3].set(velocity)
+        if angular_velocity is not None:
+            qvel = qvel.at[v + 3 : v + 6].set(angular_velocity)
+    if robot.has_wings:
+        zero = jnp.zeros((), dtype=qpos.dtype)
+        psi, psi_dot, _ = stroke_reference(params.stroke, zero)
+        if robot.aero_model == "averaged":
+            psi, psi_dot = jnp.zeros_like(psi), jnp.zeros_like(psi_dot)
+        qpos = qpos.at[jnp.array(robot.stroke_q)].set(psi)
+        qvel = qvel.at[jnp.array(robot.stroke_v)].set(psi_dot)
+        qpos = qpos.at[jnp.array(robot.plate_q)].set(params.plate)
+    d = d.replace(qpos=qpos, qvel=qvel)
+    return FlapperState(
+        data=d,
+        step=jnp.zeros((), dtype=jnp.int32),
+        phase_offset=jnp.zeros((), dtype=qpos.dtype),
+        healthy=jnp.ones((), dtype=bool),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Step
+# ---------------------------------------------------------------------------
+
+
+def _model_for(robot: FlapperRobot, params: FlapperParams) -> mjx.Model:
+    """The MJX model with this world's feathering spring and damper."""
+    m = robot.model
+    if not robot.has_wings:
+        return m
+    jnt = np.array(robot.pitch_jnt)
+    dof = np.array(robot.pitch_v)
+    k = jnp.broadcast_to(params.hinge.stiffness, (2,)).astype(m.jnt_stiffness.dtype)
+    b = jnp.broadcast_to(params.hinge.damping, (2,)).astype(m.dof_damping.dtype)
+    return m.replace(jnt_stiffness=m.jnt_stiffness.at[jnt].set(k), dof_damping=m.dof_damping.at[dof].set(b))
+
+
+def _frame_velocity(d: mjx.Data, body: int, root: int) -> tuple[Array, Array]:
+    """World (linear velocity at the body origin, angular velocity)."""
+    omega = d.cvel[body, :3]
+    v = d.cvel[body, 3:] + jnp.cross(omega, d.xpos[body] - d.subtree_com[root])
+    return v, omega
+
+
+def command_from_params(params: FlapperParams) -> FlapperCommand:
+    """Open-loop command: the schedule's frequency and the plate angles."""
+    return FlapperCommand(frequency=params.stroke.frequency, plate=params.plate)
+
+
+def step(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    command: FlapperCommand | None = None,
+) -> tuple[FlapperState, FlapperDiagnostics]:
+    """Advance one world by one timestep (see the module docstring).
+
+    ``command`` (frequency, plate angles) defaults to the open-loop values in
+    ``params``. No batch axis: ``jax.vmap`` adds it.
+    """
+    if command is None:
+        command = command_from_params(params)
+    m = _model_for(robot, params)
+    d = state.data
+    dt = robot.dt
+    d = mjx.fwd_position(m, d)
+    d = mjx.fwd_velocity(m, d)
+
+    f_nom = params.stroke.frequency
+    f_cmd = jnp.asarray(command.frequency, dtype=d.qpos.dtype)
+    cycles = phase_cycles(f_nom, state.step, dt, state.phase_offset)
+    psi_ref, psi_dot_ref, psi_ddot_ref = stroke_reference(params.stroke, cycles, f_cmd)
+    x_ref = d.xpos[robot.base_body]
+    nbody = m.nbody
+    xfrc = jnp.zeros((nbody, 6), dtype=d.qpos.dtype)
+    qfrc = jnp.zeros_like(d.qvel)
+    zeros2 = jnp.zeros((2,), dtype=d.qpos.dtype)
+
+    if robot.has_wings:
+        stroke = d.qpos[jnp.array(robot.stroke_q)]
+        pitch = d.qpos[jnp.array(robot.pitch_q)]
+        plate_angles = d.qpos[jnp.array(robot.plate_q)]
+    else:
+        stroke = pitch = zeros2
+        plate_angles = jnp.asarray(command.plate, dtype=d.qpos.dtype)
+
+    wing_loads = None
+    if robot.aero_model == "wing":
+        rot_plate = d.xmat[robot.plate_body]
+        v_w, w_w = _frame_velocity(d, robot.plate_body, robot.plate_root)
+        v_body, w_body = rot_plate.T @ v_w, rot_plate.T @ w_w
+        loads, forces, moments = [], [], []
+        for k, side in enumerate(SIDES):
+            kin = aero.WingKinematics(
+                stroke=d.qpos[robot.stroke_q[k]],
+                stroke_rate=d.qvel[robot.stroke_v[k]],
+                pitch=d.qpos[robot.pitch_q[k]],
+                pitch_rate=d.qvel[robot.pitch_v[k]],
+            )
+            ld = aero.wing_loads(robot.wing, kin, v_body=v_body, w_body=w_body, side=side, options=params.aero)
+            b = robot.wing_bodies[k]
+            ww = aero.wing_wrench(
+                ld, side=side, rot_world_wing=d.xmat[b], pos_world_origin=d.xpos[b], pos_world_com=d.xipos[b]
+            )
+            xfrc = xfrc.at[b].set(ww.wrench)
+            loads.append(ld)
+            forces.append(ww.force_world)
+            moments.append(ww.torque_world + jnp.cross(d.xipos[b] - x_ref, ww.force_world))
+        wing_loads = jax.tree.map(lambda a, b: jnp.stack([a, b]), *loads)
+        wing_force = jnp.stack(forces)
+        force = wing_force[0] + wing_force[1]
+        moment = moments[0] + moments[1]
+        lift_total = jnp.abs(loads[0].normal_force) + jnp.abs(loads[1].normal_force)
+        clipped = jnp.stack([loads[0].force_clipped, loads[1].force_clipped])
+    else:
+        b = robot.base_body
+        rot = d.xmat[b]
+        v_w, w_w = _frame_velocity(d, b, robot.base_root)
+        v_com = v_w + jnp.cross(w_w, d.xipos[b] - d.xpos[b])
+        avg = cycle_averaged_wrench(
+            params.averaged, frequency=f_cmd, plate=plate_angles, rot_world_body=rot, v_world=v_com, w_body=rot.T @ w_w
+        )
+        xfrc = xfrc.at[b].set(avg.wrench)
+        force = avg.force_world
+        moment = avg.torque_world + jnp.cross(d.xipos[b] - x_ref, force)
+        wing_force = jnp.zeros((2, 3), dtype=force.dtype)
+        lift_total = avg.thrust
+        clipped = jnp.zeros((2,), dtype=bool)
+        psi_ref = psi_dot_ref = psi_ddot_ref = zeros2
+
+    ctrl = d.ctrl
+    if robot.has_wings:
+        # Position servo kp(psi_ref - psi) with the joint damping kv as its
+        # (implicitly integrated) velocity gain; feedforward kv psi_dot_ref + J psi_ddot_ref.
+        sv = np.array(robot.stroke_v)
+        sa = np.array(robot.stroke_act)
+        kp = m.actuator_gainprm[sa, 0]
+        kv = m.dof_damping[sv]
+        ctrl = ctrl.at[sa].set(psi_ref + (kv * psi_dot_ref + robot.stroke_inertia * psi_ddot_ref) / kp)
+        ctrl = ctrl.at[np.array(robot.plate_act)].set(jnp.asarray(command.plate, dtype=ctrl.dtype))
+        qfrc = qfrc.at[np.array(robot.pitch_v)].set(stop_torque(params.hinge, pitch))
+
+    d = d.replace(xfrc_applied=xfrc, qfrc_applied=qfrc, ctrl=ctrl)
+    d = mjx.fwd_actuation(m, d)
+    d = mjx.fwd_acceleration(m, d)
+    d = d.replace(qacc=d.qacc_smooth)
+    d_new = mjx.euler(m, d)
+
+    ok = jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
+    healthy = state.healthy & ok
+    d_new = jax.tree.map(lambda new, old: jnp.where(healthy, new, old), d_new, d)
+    new_state = FlapperState(
+        data=d_new,
+        step=state.step + 1,
+        phase_offset=advance_offset(state.phase_offset, f_cmd, f_nom, dt),
+        healthy=healthy,
+    )
+    diag = FlapperDiagnostics(
+        time=state.step.astype(force.dtype) * dt,
+        force_world=force,
+        moment_world=moment,
+        lift_total=lift_total,
+        wing_force_world=wing_force,
+        wing_loads=wing_loads,
+        force_clipped=clipped,
+        stroke=stroke,
+        stroke_reference=psi_ref if robot.has_wings else zeros2,
+        stroke_error=stroke - psi_ref if robot.has_wings else zeros2,
+        pitch=pitch,
+        plate=plate_angles,
+        frequency=f_cmd,
+    )
+    return new_state, diag
+
+
+def simulate(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    n_steps: int,
+    *,
+    observe=None,
+    checkpoint: bool = True,
+) -> tuple[FlapperState, Any]:
+    """Open-loop rollout of one world (``jax.lax.scan``); returns (final, trace)."""
+    return rollout(lambda p, s: step(robot, p, s), params, state, n_steps, observe=observe, checkpoint=checkpoint)
