@@ -1,0 +1,25 @@
+"""Flapping-wing aerodynamics: pure, jit/vmap/grad-friendly kernels."""
+
+from flapjax.aero.coefficients import CoefficientModel, Dickinson1999, WhitneyWood
+from flapjax.aero.geometry import Wing, WingGeometry
+from flapjax.aero.kinematics import AffineVelocity, WingKinematics, affine_velocity
+from flapjax.aero.options import AeroOptions
+from flapjax.aero.quasi_steady import WingLoads, angle_of_attack, wing_loads
+from flapjax.aero.wrench import WingWrench, wing_wrench
+
+__all__ = [
+    "AeroOptions",
+    "AffineVelocity",
+    "CoefficientModel",
+    "Dickinson1999",
+    "WhitneyWood",
+    "Wing",
+    "WingGeometry",
+    "WingKinematics",
+    "WingLoads",
+    "WingWrench",
+    "affine_velocity",
+    "angle_of_attack",
+    "wing_loads",
+    "wing_wrench",
+]

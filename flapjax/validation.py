@@ -1,0 +1,99 @@
+"""Input validation shared by every public constructor and loader.
+
+All checks run eagerly, outside ``jit``, on concrete values. Each failure raises
+:class:`ConfigError` (a ``ValueError``) whose message names the field, the value
+that was given and what is allowed, so a bad configuration fails loudly before
+any world is simulated. Inside ``jit`` values are traced and these helpers
+return without checking (a tracer has no value to check).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field."""
+
+
+def _is_traced(value: Any) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def _fmt(value: Any) -> str:
+    arr = np.asarray(value)
+    if arr.size > 8:
+        return f"array of shape {arr.shape}"
+    return np.array2string(arr, precision=6) if arr.ndim else repr(arr.item())
+
+
+def as_float_array(name: str, value: Any, shape: Sequence[int | None] | None = None) -> np.ndarray:
+    """Return ``value`` as a finite float64 NumPy array of the given shape.
+
+    ``shape`` may contain ``None`` for a free dimension. Raises :class:`ConfigError`
+    naming ``name`` on a non-numeric dtype, a wrong shape, or NaN/inf entries.
+    """
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic objects
+        raise ConfigError(f"{name}: cannot be read as a number array ({exc})") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ConfigError(f"{name}: expected numbers, got dtype {arr.dtype} ({value!r})")
+    if np.iscomplexobj(arr):
+        raise ConfigError(f"{name}: expected real numbers, got complex dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(s is None or s == d for s, d in zip(shape, arr.shape))
+        if not ok:
+            want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ConfigError(f"{name}: expected shape {want}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"{name}: must be finite, got {_fmt(arr)}")
+    return arr
+
+
+def check_finite(name: str, value: Any) -> None:
+    """Raise if a concrete ``value`` holds NaN or inf; no-op on tracers."""
+    if _is_traced(value):
+        return
+    as_float_array(name, value)
+
+
+def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> None:
+    """Raise unless every entry of ``value`` is > 0 (or >= 0 with ``allow_zero``)."""
+    if _is_traced(value):
+        return
+    arr = as_float_array(name, value)
+    bad = arr < 0 if allow_zero else arr <= 0
+    if np.any(bad):
+        rng = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{name}: must be {rng}, got {_fmt(arr)}")
+
+
+def check_range(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> None:
+    """Raise unless ``lo <= value <= hi`` entrywise (either bound may be None)."""
+    if _is_traced(value):
+        return
+    arr = as_float_array(name, value)
+    if (lo is not None and np.any(arr < lo)) or (hi is not None and np.any(arr > hi)):
+        lo_s = "-inf" if lo is None else f"{lo:g}"
+        hi_s = "inf" if hi is None else f"{hi:g}"
+        raise ConfigError(f"{name}: must lie in [{lo_s}, {hi_s}], got {_fmt(arr)}")
+
+
+def check_shape(name: str, value: Any, shape: Sequence[int | None]) -> None:
+    """Raise unless ``value`` has the given shape (``None`` = any length)."""
+    arr_shape = np.shape(value)
+    ok = len(arr_shape) == len(shape) and all(s is None or s == d for s, d in zip(shape, arr_shape))
+    if not ok:
+        want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ConfigError(f"{name}: expected shape {want}, got shape {tuple(arr_shape)}")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ConfigError(f"{name}: must be one of {list(choices)}, got {value!r}")
