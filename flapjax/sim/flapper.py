@@ -595,3 +595,363 @@ def simulate(
 ) -> tuple[FlapperState, Any]:
     """Open-loop rollout of one world (``jax.lax.scan``); returns (final, trace)."""
     return rollout(lambda p, s: step(robot, p, s), params, state, n_steps, observe=observe, checkpoint=checkpoint)
+
+
+# ---------------------------------------------------------------------------
+# Cycle means and sweeps
+# ---------------------------------------------------------------------------
+
+
+def cycle_window(frequency: Scalar, n_steps: int, discard_steps: int, dt: float) -> Float[Array, "T"]:
+    """0/1 weights of the whole cycles inside steps ``[discard_steps, n_steps)``.
+
+    The window ends at the last step and spans ``floor((T - T0) dt f)``
+    complete cycles (at least the whole window when f is 0), so cycle means
+    carry no partial-cycle bias at any frequency.
+    """
+    t = jnp.arange(n_steps) * dt
+    t_end = n_steps * dt
+    span = (n_steps - discard_steps) * dt
+    f = jnp.asarray(frequency)
+    n_cycles = jnp.floor(span * f + 1e-9)
+    safe_f = jnp.where(n_cycles > 0, f, 1.0)
+    start = jnp.where(n_cycles > 0, t_end - n_cycles / safe_f, t_end - span)
+    return ((t >= start - 0.5 * dt) & (t < t_end)).astype(t.dtype)
+
+
+class CycleMean(eqx.Module):
+    """Cycle-mean loads of one world.
+
+    Attributes:
+      force: (3,) mean applied aerodynamic force, world frame [N].
+      moment: (3,) mean moment about the base origin, world frame [N m].
+      lift_total: () mean |F_N,L| + |F_N,R| [N].
+      stroke_error_rms: () RMS stroke tracking error over both wings [rad].
+      stroke_error_max: () max |psi - psi_ref| over the window [rad].
+      clip_fraction: () fraction of wing-steps with the force clip active [-].
+      healthy: () the world stayed finite.
+    """
+
+    force: Float[Array, "3"]
+    moment: Float[Array, "3"]
+    lift_total: Scalar
+    stroke_error_rms: Scalar
+    stroke_error_max: Scalar
+    clip_fraction: Scalar
+    healthy: Bool[Array, ""]
+
+
+def cycle_mean(
+    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True
+) -> CycleMean:
+    """Run one world open-loop from :func:`init_state` and average whole cycles
+    after ``discard_steps``. Differentiable in ``params``."""
+    if not 0 <= discard_steps < n_steps:
+        raise ConfigError(f"discard_steps: must lie in [0, n_steps), got {discard_steps} with n_steps={n_steps}")
+    state = init_state(robot, params)
+
+    def observe(_, dg):
+        return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped)
+
+    final, (force, moment, lift, err, clip) = simulate(
+        robot, params, state, n_steps, observe=observe, checkpoint=checkpoint
+    )
+    w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
+    tot = jnp.sum(w)
+    mean = lambda x: jnp.tensordot(w, x, axes=(0, 0)) / tot  # noqa: E731
+    return CycleMean(
+        force=mean(force),
+        moment=mean(moment),
+        lift_total=mean(lift),
+        stroke_error_rms=jnp.sqrt(mean(jnp.mean(err**2, axis=-1))),
+        stroke_error_max=jnp.max(jnp.where(w[:, None] > 0, jnp.abs(err), 0.0)),
+        clip_fraction=mean(jnp.mean(clip.astype(force.dtype), axis=-1)),
+        healthy=final.healthy,
+    )
+
+
+@eqx.filter_jit
+def _batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
+    return jax.vmap(lambda p: cycle_mean(robot, p, n_steps, discard_steps))(params)
+
+
+class SweepResult(eqx.Module):
+    """Cycle-mean loads of a fixed-base sweep, one row per world.
+
+    Attributes:
+      force: (n, 3) cycle-mean aerodynamic force, world frame [N].
+      moment: (n, 3) cycle-mean moment about the base origin, world frame [N m].
+      lift_total: (n,) cycle-mean |F_N,L| + |F_N,R| [N].
+      frequency: (n,) flapping frequency [Hz].
+      amplitude: (n,) stroke amplitude [rad].
+      plate: (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      stroke_error_rms: (n,) RMS stroke tracking error [rad].
+      stroke_error_max: (n,) max stroke tracking error [rad].
+      clip_fraction: (n,) fraction of wing-steps at the force clip [-].
+      healthy: (n,) the world stayed finite.
+      duration: run length [s]; discard: discarded transient [s]; dt: timestep [s].
+    """
+
+    force: Float[Array, "n 3"]
+    moment: Float[Array, "n 3"]
+    lift_total: Float[Array, "n"]
+    frequency: Float[Array, "n"]
+    amplitude: Float[Array, "n"]
+    plate: Float[Array, "n 2"]
+    stroke_error_rms: Float[Array, "n"]
+    stroke_error_max: Float[Array, "n"]
+    clip_fraction: Float[Array, "n"]
+    healthy: Bool[Array, "n"]
+    duration: float = eqx.field(static=True)
+    discard: float = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+
+    @property
+    def lift_per_f2(self) -> Float[Array, "n"]:
+        """F_z / f^2 [N/Hz^2]."""
+        return self.force[:, 2] / self.frequency**2
+
+
+def sweep_params(
+    frequencies,
+    *,
+    amplitude=None,
+    plate=(0.0, 0.0),
+    params: FlapperParams | None = None,
+    robot: FlapperRobot | None = None,
+) -> FlapperParams:
+    """Per-world parameters with a leading world axis: frequency (n,),
+    amplitude () or (n,), plate (2,) or (n, 2); the rest of ``params``
+    (default :func:`default_params`) shared by every world."""
+    freqs = as_float_array("frequencies", np.atleast_1d(np.asarray(frequencies, dtype=float)), (None,))
+    n = freqs.shape[0]
+    amp = None if amplitude is None else np.asarray(amplitude, dtype=float)
+    plate_a = np.asarray(plate, dtype=float)
+    if amp is not None and amp.ndim == 1:
+        n = max(n, amp.shape[0])
+    if plate_a.ndim == 2:
+        n = max(n, plate_a.shape[0])
+
+    def fit(name, x, tail):
+        x = np.asarray(x, dtype=float)
+        if x.shape == tail:
+            return np.broadcast_to(x, (n,) + tail).copy()
+        if x.shape == (1,) + tail or x.shape == (n,) + tail:
+            return np.broadcast_to(x, (n,) + tail).copy()
+        raise ConfigError(f"{name}: expected shape {tail} or ({n},{' ' if tail else ''}{', '.join(map(str, tail))}), got {x.shape}")
+
+    freqs = fit("frequencies", freqs, ())
+    check_positive("frequencies", freqs)
+    base = params if params is not None else default_params(robot)
+    amps = fit("amplitude", base.stroke.amplitude if amp is None else amp, ())
+    check_positive("amplitude", amps, allow_zero=True)
+    plates = fit("plate", plate_a, (2,))
+    check_range("plate", plates, -0.6, 0.6)
+    batched = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + jnp.shape(x)), base)
+    return eqx.tree_at(
+        lambda p: (p.stroke.frequency, p.stroke.amplitude, p.plate),
+        batched,
+        (jnp.asarray(freqs), jnp.asarray(amps), jnp.asarray(plates)),
+    )
+
+
+def sweep(
+    frequencies,
+    *,
+    duration: float = 0.6,
+    discard: float = 0.3,
+    plate=(0.0, 0.0),
+    amplitude=None,
+    params: FlapperParams | None = None,
+    robot: FlapperRobot | None = None,
+    batch_size: int = 4,
+) -> SweepResult:
+    """Fixed-base sweep: one world per row, cycle-mean force and moment.
+
+    Frequencies, amplitudes and plate angles broadcast against each other
+    (scalars / (2,) plate shared, or one value per world). Worlds run in
+    chunks of ``batch_size`` through one compiled ``vmap(scan)``, so any
+    number of rows reuses the same compilation (the last chunk is padded).
+
+    Args:
+      frequencies: (n,) flapping frequencies [Hz].
+      duration: run length [s]; discard: transient dropped before averaging [s].
+      plate: (2,) or (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      amplitude: () or (n,) stroke amplitude [rad]; default from the params.
+      params: shared parameters (hinge, aero options, ...).
+      robot: a fixed-base robot; default ``make_robot("fixed", "wing")``.
+      batch_size: worlds per compiled chunk.
+    """
+    check_positive("duration", duration)
+    check_range("discard", discard, 0.0, duration)
+    robot = make_robot("fixed", "wing") if robot is None else robot
+    if robot.root != "fixed":
+        raise ConfigError(f"robot: sweep needs a fixed-base robot, got root={robot.root!r}")
+    n_steps = int(round(duration / robot.dt))
+    discard_steps = int(round(discard / robot.dt))
+    if discard_steps >= n_steps:
+        raise ConfigError(f"discard: must be shorter than duration ({duration} s), got {discard}")
+    batched = sweep_params(frequencies, amplitude=amplitude, plate=plate, params=params, robot=robot)
+    n = int(batched.stroke.frequency.shape[0])
+    size = int(batch_size)
+    n_pad = -(-n // size) * size
+    padded = pad_worlds(batched, n_pad)
+    chunks = [
+        _batched_cycle_mean(robot, slice_worlds(padded, i, i + size), n_steps, discard_steps)
+        for i in range(0, n_pad, size)
+    ]
+    out = jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *chunks)
+    return SweepResult(
+        force=out.force,
+        moment=out.moment,
+        lift_total=out.lift_total,
+        frequency=batched.stroke.frequency,
+        amplitude=batched.stroke.amplitude,
+        plate=batched.plate,
+        stroke_error_rms=out.stroke_error_rms,
+        stroke_error_max=out.stroke_error_max,
+        clip_fraction=out.clip_fraction,
+        healthy=out.healthy,
+        duration=float(duration),
+        discard=float(discard),
+        dt=robot.dt,
+    )
+
+
+SEED_SWEEP = {20.0: 0.0661819985, 30.0: 0.1486352297, 40.0: 0.2639114107}
+"""Seed table 11.2: mean world F_z [N] of the fixed-base robot, 0.6 s runs, first 0.3 s discarded."""
+
+
+def print_sweep_table(result: SweepResult, *, file=None) -> None:
+    """Print mean lift vs frequency with F_z / f^2 (and the seed's value where it has one)."""
+    print(f"{'f [Hz]':>8} {'F_z [N]':>11} {'F_z/f^2 [N/Hz^2]':>18} {'seed F_z [N]':>13} {'diff':>8}", file=file)
+    for f, fz in zip(np.asarray(result.frequency), np.asarray(result.force[:, 2])):
+        seed = SEED_SWEEP.get(float(f))
+        extra = f"{seed:13.5f} {100 * (fz / seed - 1):+7.2f}%" if seed else f"{'':13} {'':8}"
+        print(f"{f:8.2f} {fz:11.5f} {fz / f**2:18.5e} {extra}", file=file)
+    ratio = np.asarray(result.lift_per_f2)
+    if ratio.size > 1:
+        spread = (ratio.max() - ratio.min()) / ratio.mean()
+        print(f"F_z/f^2 spread (max - min) / mean: {100 * spread:.2f} %", file=file)
+
+
+# ---------------------------------------------------------------------------
+# Closed-loop hover
+# ---------------------------------------------------------------------------
+
+
+class BasePose(eqx.Module):
+    """Measured pose of the base body (free and lumped roots).
+
+    Attributes:
+      position: (3,) base origin, world frame [m].
+      velocity: (3,) base origin velocity, world frame [m/s].
+      rot_world_body: (3, 3) R_WB.
+      w_body: (3,) angular velocity, body frame [rad/s].
+    """
+
+    position: Float[Array, "3"]
+    velocity: Float[Array, "3"]
+    rot_world_body: Float[Array, "3 3"]
+    w_body: Float[Array, "3"]
+
+
+def base_pose(robot: FlapperRobot, data: mjx.Data) -> BasePose:
+    """Base pose from the freejoint's qpos/qvel (linear velocity world frame,
+    angular velocity body frame, MuJoCo's convention)."""
+    if robot.free_q < 0:
+        raise ConfigError(f"robot: base_pose needs a free or lumped root, got root={robot.root!r}")
+    a, v = robot.free_q, robot.free_v
+    return BasePose(
+        position=data.qpos[a : a + 3],
+        velocity=data.qvel[v : v + 3],
+        rot_world_body=quat_to_mat(data.qpos[a + 3 : a + 7]),
+        w_body=data.qvel[v + 3 : v + 6],
+    )
+
+
+class HoverRecord(eqx.Module):
+    """Decimated trace of a hover run (leading axis: records).
+
+    Attributes:
+      time: () end time of the record [s].
+      position: (3,) base position [m].
+      velocity: (3,) base velocity [m/s].
+      tilt: (2,) body z tilt toward +x, +y [rad].
+      frequency: () commanded frequency [Hz].
+      plate: (2,) commanded plate angles [rad].
+      force_world: (3,) applied aerodynamic force [N].
+      healthy: () the world is still finite.
+    """
+
+    time: Scalar
+    position: Float[Array, "3"]
+    velocity: Float[Array, "3"]
+    tilt: Float[Array, "2"]
+    frequency: Scalar
+    plate: Float[Array, "2"]
+    force_world: Float[Array, "3"]
+    healthy: Bool[Array, ""]
+
+
+def hover_rollout(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    n_steps: int,
+    *,
+    gains=None,
+    target: Float[Array, "3"] | None = None,
+    record_every: int = 10,
+    checkpoint: bool = True,
+) -> tuple[FlapperState, HoverRecord]:
+    """Closed-loop hover of one world with :func:`flapjax.control.hover.hover_command`.
+
+    The controller runs every step, with the hover frequency
+    ``sqrt(m g / k_f)`` of ``params.averaged`` (for the per-wing model the
+    calibration makes its F_z / f^2 equal k_f). ``target`` defaults to the
+    initial position. Returns the final state and one record every
+    ``record_every`` steps (``n_steps`` must be a multiple of it).
+    """
+    from flapjax.control.hover import HoverGains, HoverState, body_tilt, hover_command
+
+    gains = HoverGains() if gains is None else gains
+    if n_steps % record_every:
+        raise ConfigError(f"n_steps: must be a multiple of record_every={record_every}, got {n_steps}")
+    pose0 = base_pose(robot, state.data)
+    target = pose0.position if target is None else jnp.asarray(target)
+    f_h = params.averaged.hover_frequency
+    g = params.averaged.gravity
+
+    def one(carry, _):
+        st, hs = carry
+        pose = base_pose(robot, st.data)
+        hs, cmd = hover_command(
+            gains, hs, hover_frequency=f_h, gravity=g, target=target, position=pose.position,
+            velocity=pose.velocity, rot_world_body=pose.rot_world_body, w_body=pose.w_body, dt=robot.dt,
+        )
+        st, dg = step(robot, params, st, FlapperCommand(frequency=cmd.frequency, plate=cmd.plate))
+        return (st, hs), (dg.force_world, cmd.frequency, cmd.plate)
+
+    if checkpoint:
+        one = jax.checkpoint(one)
+
+    def block(carry, _):
+        carry, (force, freq, plate) = jax.lax.scan(one, carry, None, length=record_every)
+        st = carry[0]
+        pose = base_pose(robot, st.data)
+        rec = HoverRecord(
+            time=st.step.astype(force.dtype) * robot.dt,
+            position=pose.position,
+            velocity=pose.velocity,
+            tilt=body_tilt(pose.rot_world_body),
+            frequency=jnp.mean(freq),
+            plate=plate[-1],
+            force_world=jnp.mean(force, axis=0),
+            healthy=st.healthy,
+        )
+        return carry, rec
+
+    hs0 = HoverState(altitude_integral=jnp.zeros((), dtype=state.phase_offset.dtype))
+    (final, _), records = jax.lax.scan(block, (state, hs0), None, length=n_steps // record_every)
+    return final, records
