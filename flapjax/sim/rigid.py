@@ -1,0 +1,129 @@
+"""Pure-JAX rigid-body backend: one free body per world, no MuJoCo.
+
+For contact-free flight (hover, near-ground and near-wall flight that never
+touches, the cycle-averaged flapper) a single free body is all the dynamics
+there is, and integrating it directly is much cheaper than a general MJX step.
+The integrator reproduces MuJoCo's semi-implicit Euler for a free joint whose
+body origin is its centre of mass:
+
+    v_dot   = F_world / m + g
+    w_dot   = I^-1 (R^T tau_world - w x I w)        (body frame)
+    v      += dt v_dot;   w += dt w_dot
+    p      += dt v;       q  = q * exp(dt w / 2)     (renormalized)
+
+so the same body wrench that the MJX bridges write into ``xfrc_applied``
+(world frame, about the centre of mass) drives both backends, and their
+trajectories agree to float32 round-off (tests/test_sim_rigid.py).
+Contacts are out of scope: :func:`touching` flags a world whose probe points
+reach a surface so it can be masked or reset.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.validation import ConfigError, as_float_array, check_positive, _is_traced
+
+Scalar = Float[Array, ""]
+
+
+class RigidBody(eqx.Module):
+    """Mass properties of the body (centre of mass at the body origin).
+
+    Attributes:
+      mass: () m [kg].
+      inertia: (3,) principal moments of inertia about the CoM, body axes [kg m^2].
+      gravity: (3,) gravitational acceleration, world frame [m/s^2].
+    """
+
+    mass: Scalar
+    inertia: Float[Array, "3"]
+    gravity: Float[Array, "3"]
+
+    def __init__(self, mass, inertia, gravity=(0.0, 0.0, -9.81)):
+        if not any(_is_traced(x) for x in (mass, inertia, gravity)):
+            as_float_array("mass", mass, ())
+            as_float_array("inertia", inertia, (3,))
+            as_float_array("gravity", gravity, (3,))
+            check_positive("mass", mass)
+            check_positive("inertia", inertia)
+            i = sorted(float(x) for x in jnp.asarray(inertia))
+            if i[2] > i[0] + i[1] * (1 + 1e-9):
+                raise ConfigError(f"inertia: principal moments must satisfy the triangle inequality, got {list(i)}")
+        self.mass = jnp.asarray(mass, dtype=float)
+        self.inertia = jnp.asarray(inertia, dtype=float)
+        self.gravity = jnp.asarray(gravity, dtype=float)
+
+
+class RigidState(eqx.Module):
+    """State of one free body.
+
+    Attributes:
+      position: (3,) CoM position, world frame [m].
+      quat: (4,) attitude ``[w, x, y, z]``, body to world [-].
+      velocity: (3,) CoM velocity, world frame [m/s] (MuJoCo's free-joint qvel[0:3]).
+      angular_velocity: (3,) body rates, body frame [rad/s] (MuJoCo's qvel[3:6]).
+    """
+
+    position: Float[Array, "3"]
+    quat: Float[Array, "4"]
+    velocity: Float[Array, "3"]
+    angular_velocity: Float[Array, "3"]
+
+    @classmethod
+    def at_rest(cls, position, quat=(1.0, 0.0, 0.0, 0.0)) -> "RigidState":
+        position = jnp.asarray(position, dtype=float)
+        return cls(position=position, quat=jnp.asarray(quat, dtype=position.dtype),
+                   velocity=jnp.zeros_like(position), angular_velocity=jnp.zeros_like(position))
+
+    @property
+    def rotation(self) -> Float[Array, "3 3"]:
+        """(3, 3) body-to-world rotation R_WB."""
+        return quat_to_mat(self.quat)
+
+    @property
+    def qpos(self) -> Float[Array, "7"]:
+        """MuJoCo free-joint ``qpos`` layout ``[p, q]``."""
+        return jnp.concatenate([self.position, self.quat])
+
+    @property
+    def qvel(self) -> Float[Array, "6"]:
+        """MuJoCo free-joint ``qvel`` layout ``[v_world, w_body]``."""
+        return jnp.concatenate([self.velocity, self.angular_velocity])
+
+
+def accelerations(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"]
+                  ) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
+    """Linear acceleration (world) [m/s^2] and angular acceleration (body)
+    [rad/s^2] under a world wrench ``[F; tau]`` about the CoM."""
+    rot = state.rotation
+    w = state.angular_velocity
+    tau_body = rot.T @ wrench_world[3:]
+    lin = wrench_world[:3] / body.mass + body.gravity
+    ang = (tau_body - jnp.cross(w, body.inertia * w)) / body.inertia
+    return lin, ang
+
+
+def step(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"], dt) -> RigidState:
+    """One semi-implicit Euler step of length ``dt`` [s] (MuJoCo's Euler)."""
+    lin, ang = accelerations(body, state, wrench_world)
+    velocity = state.velocity + dt * lin
+    angular_velocity = state.angular_velocity + dt * ang
+    return RigidState(
+        position=state.position + dt * velocity,
+        quat=quat_integrate(state.quat, angular_velocity, dt),
+        velocity=velocity,
+        angular_velocity=angular_velocity,
+    )
+
+
+def touching(points_body: Float[Array, "k 3"], radii: Float[Array, " k"], state: RigidState,
+             planes: Float[Array, "m 4"]) -> Bool[Array, ""]:
+    """True if any probe sphere (body-frame centre, radius [m]) reaches any
+    plane ``(n, c)`` (free side ``n . x > c``): contact would begin."""
+    centres = state.position + points_body @ state.rotation.T
+    gap = centres @ planes[:, :3].T - planes[:, 3][None, :] - radii[:, None]
+    return jnp.any(gap <= 0.0)
