@@ -1,0 +1,345 @@
+"""MJX multirotor worlds: controller -> chain -> ``xfrc_applied`` -> ``mjx.step``.
+
+One :class:`MultirotorWorld` holds the static part (the MJX model built from
+a profile, the chain options, the step length); :class:`WorldParams` holds
+everything that may differ per world (scene, profile values, chain
+coefficients, noise, gains) as a pytree, so a leading world axis batches it.
+Per step and world:
+
+1. state from ``qpos``/``qvel`` (fresh: after ``mjx.step`` the kinematic
+   fields describe the previous configuration, MJX_NOTES.md), plus sensor
+   noise from the noise stream;
+2. :func:`flapjax.control.wrench.wrench_command` -> desired body wrench;
+3. per-rotor ground/wall distances from :mod:`flapjax.sim.scene`, computed
+   analytically from the same scene parameters that place the MJX geoms;
+4. :func:`flapjax.rotor.realize_wrench` (allocation ... drag and wind), with
+   command noise from the noise stream and turbulence from its own stream;
+5. the realized body wrench rotated to the world frame into
+   ``xfrc_applied`` of the base (which acts at its CoM, the body origin);
+6. ``mjx.step`` with the per-world model (wall pose, frictions, mass).
+
+A world whose state turns non-finite or leaves a 100 m box is frozen at its
+last good state and flagged ``diverged``, so it cannot poison the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from mujoco import mjx
+
+from flapjax import rotor
+from flapjax.control.wrench import ControllerState, Reference, StateEstimate, WrenchGains, wrench_command
+from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.rotor.noise import NoiseParams, sample_sensor_noise, split_streams
+from flapjax.sim import multirotor_model as mm
+from flapjax.sim import scene as sc
+from flapjax.validation import check_positive
+
+_BOUND = 100.0
+
+
+class WorldParams(eqx.Module):
+    """Everything that may differ between worlds (batch it with a leading axis).
+
+    Attributes:
+      scene: ground, wall and box parameters.
+      profile: airframe values (mass and inertia are also written to MJX).
+      chain: chain coefficients (proximity, drag, wind, command noise).
+      noise: sensor and command noise.
+      gains: controller gains.
+    """
+
+    scene: sc.Scene
+    profile: rotor.RotorProfile
+    chain: rotor.ChainParams
+    noise: NoiseParams
+    gains: WrenchGains
+
+
+class WorldState(eqx.Module):
+    """State of one world.
+
+    Attributes:
+      data: MJX data (robot and box).
+      actuator: rotor speeds.
+      disturbance: turbulence force.
+      controller: integrator.
+      noise_key: PRNG key of the noise stream.
+      turbulence_key: PRNG key of the turbulence stream.
+      step: () step counter (time = step * dt, exact in float32).
+      diverged: () set once the world left the valid region.
+    """
+
+    data: Any
+    actuator: rotor.ActuatorState
+    disturbance: rotor.DisturbanceState
+    controller: ControllerState
+    noise_key: PRNGKeyArray
+    turbulence_key: PRNGKeyArray
+    step: Int[Array, ""]
+    diverged: Bool[Array, ""]
+
+
+class StepInfo(eqx.Module):
+    """Per-step diagnostics (a trajectory stacks them on a time axis).
+
+    Attributes:
+      position: (3,) CoM, world [m]; quat: (4,) attitude [w, x, y, z];
+      velocity: (3,) CoM velocity, world [m/s]; rate: (3,) body rates [rad/s];
+      ee_position: (3,) end-effector centre, world [m];
+      wrench_command: (6,) controller's body wrench [N, N m];
+      thrust_command, thrust_realized: (n,) [N]; saturated: (n,) bool;
+      control_margin: () [-]; ground_factor, wall_factor: (n,) [-];
+      ground_distance, wall_distance: (n,) [m];
+      wrench: (6,) realized body wrench [N, N m];
+      unreachable: (6,) part of the request the layout cannot make;
+      constraint_force: (3,) total contact force on the robot, world [N];
+      sensor_position_noise: (3,) this step's position noise draw [m];
+      diverged: () bool.
+    """
+
+    position: Float[Array, "3"]
+    quat: Float[Array, "4"]
+    velocity: Float[Array, "3"]
+    rate: Float[Array, "3"]
+    ee_position: Float[Array, "3"]
+    wrench_command: Float[Array, "6"]
+    thrust_command: Float[Array, " n"]
+    thrust_realized: Float[Array, " n"]
+    saturated: Bool[Array, " n"]
+    control_margin: Float[Array, ""]
+    ground_factor: Float[Array, " n"]
+    wall_factor: Float[Array, " n"]
+    ground_distance: Float[Array, " n"]
+    wall_distance: Float[Array, " n"]
+    wrench: Float[Array, "6"]
+    unreachable: Float[Array, "6"]
+    constraint_force: Float[Array, "3"]
+    sensor_position_noise: Float[Array, "3"]
+    diverged: Bool[Array, ""]
+
+
+def _yaw_quat(yaw):
+    return jnp.stack([jnp.cos(0.5 * yaw), jnp.zeros_like(yaw), jnp.zeros_like(yaw), jnp.sin(0.5 * yaw)])
+
+
+def _plane_quat(normal):
+    """Quaternion rotating +z onto a unit ``normal`` lying in the x-z plane."""
+    theta = jnp.arctan2(normal[0], normal[2])  # rotation about +y
+    return jnp.stack([jnp.cos(0.5 * theta), jnp.zeros_like(theta), jnp.sin(0.5 * theta), jnp.zeros_like(theta)])
+
+
+class MultirotorWorld:
+    """A multirotor in a ground/wall(/box) scene, simulated by MJX.
+
+    Args:
+      profile: nominal airframe (its rotor count and geometry fix the MJCF).
+      options: which chain steps run (static).
+      dt: step length [s].
+      with_box: add a movable box object (free body) to the scene.
+      iterations, ls_iterations: MJX solver iterations.
+      dtype: float dtype of the MJX model/data (``jnp.float32`` is faster on
+        CPU; ``None`` keeps JAX's default).
+    """
+
+    def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
+                 dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
+                 iterations: int = 3, ls_iterations: int = 6, dtype=None):
+        check_positive("dt", dt)
+        self.profile = profile
+        self.options = options
+        self.dt = float(dt)
+        self.with_box = bool(with_box)
+        self.box_half_size = tuple(float(x) for x in box_half_size)
+        xml = mm.multirotor_xml(profile, with_box=with_box, box_half_size=box_half_size, timestep=dt,
+                                iterations=iterations, ls_iterations=ls_iterations)
+        self.xml = xml
+        self.mj_model = mujoco.MjModel.from_xml_string(xml)
+        self.model = mjx.put_model(self.mj_model)
+        self.dtype = dtype
+        if dtype is not None:
+            self.model = _cast(self.model, dtype)
+        self._ids = dict(
+            ground=mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, mm.GROUND),
+            wall=mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, mm.WALL),
+            base=mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_BODY, mm.BASE),
+            box_geom=mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, "box") if with_box else -1,
+        )
+
+    # ------------------------------------------------------------------ params
+
+    def default_params(self, scene: sc.Scene | None = None) -> WorldParams:
+        """Nominal per-world parameters (default scene, no wind, no noise)."""
+        scene = sc.Scene(box_half_size=self.box_half_size) if scene is None else scene
+        return WorldParams(scene=scene, profile=self.profile, chain=rotor.ChainParams(), noise=NoiseParams(),
+                           gains=WrenchGains.for_profile(self.profile))
+
+    def randomize(self, params: WorldParams, key: PRNGKeyArray, ranges: sc.SceneRanges) -> WorldParams:
+        """Task randomization of the scene from the world key's randomization
+        stream (independent of the noise and turbulence streams)."""
+        scene = sc.randomize_scene(split_streams(key).randomization, params.scene, ranges)
+        return eqx.tree_at(lambda p: p.scene, params, scene)
+
+    def world_model(self, params: WorldParams):
+        """The MJX model of one world: wall pose, frictions, ground height, box
+        size and friction, robot mass and inertia from ``params``."""
+        m = self.model
+        ids = self._ids
+        s = params.scene
+        dt = m.geom_pos.dtype
+        n_w = sc.wall_normal(s)
+        wall_pos = jnp.stack([s.wall_x, jnp.zeros_like(s.wall_x), s.wall_anchor_z]).astype(dt)
+        geom_pos = m.geom_pos.at[ids["wall"]].set(wall_pos)
+        geom_pos = geom_pos.at[ids["ground"], 2].set(s.ground_height.astype(dt))
+        geom_quat = m.geom_quat.at[ids["wall"]].set(_plane_quat(n_w).astype(dt))
+        geom_friction = m.geom_friction.at[ids["wall"], 0].set(s.wall_friction.astype(dt))
+        geom_friction = geom_friction.at[ids["ground"], 0].set(s.ground_friction.astype(dt))
+        geom_size = m.geom_size
+        if self.with_box:
+            geom_friction = geom_friction.at[ids["box_geom"], 0].set(s.box_friction.astype(dt))
+            geom_size = geom_size.at[ids["box_geom"]].set(s.box_half_size.astype(dt))
+        body_mass = m.body_mass.at[ids["base"]].set(params.profile.mass.astype(dt))
+        body_inertia = m.body_inertia.at[ids["base"]].set(params.profile.inertia.astype(dt))
+        return m.replace(geom_pos=geom_pos, geom_quat=geom_quat, geom_friction=geom_friction, geom_size=geom_size,
+                         body_mass=body_mass, body_inertia=body_inertia)
+
+    # ------------------------------------------------------------------ state
+
+    def reset(self, params: WorldParams, key: PRNGKeyArray, position: Float[Array, "3"], yaw=0.0,
+              box_position: Float[Array, "3"] | None = None) -> WorldState:
+        """A world at rest at ``position`` (3,) [m] and heading ``yaw`` [rad],
+        rotors spinning at hover thrust, turbulence drawn from its stationary law.
+
+        ``key`` seeds the world's noise and turbulence streams.
+        """
+        streams = split_streams(key)
+        data = mjx.make_data(self.model)
+        if self.dtype is not None:
+            data = _cast(data, self.dtype)
+        qpos = data.qpos
+        position = jnp.asarray(position, dtype=qpos.dtype)
+        qpos = qpos.at[0:3].set(position).at[3:7].set(_yaw_quat(jnp.asarray(yaw, dtype=qpos.dtype)))
+        if self.with_box:
+            bp = jnp.asarray([0.6, 0.0, 0.0] if box_position is None else box_position, dtype=qpos.dtype)
+            bp = bp.at[2].set(params.scene.ground_height.astype(qpos.dtype) + params.scene.box_half_size[2].astype(qpos.dtype)) if box_position is None else bp
+            qpos = qpos.at[7:10].set(bp).at[10:14].set(jnp.array([1.0, 0, 0, 0], dtype=qpos.dtype))
+        data = data.replace(qpos=qpos)
+        prof = params.profile
+        hover = rotor.allocate(prof, jnp.array([0.0, 0.0, 9.81, 0.0, 0.0, 0.0]) * prof.mass)
+        hover = jnp.clip(hover, prof.thrust_min, prof.thrust_max)
+        k_turb, k_next = jax.random.split(streams.turbulence)
+        dist = rotor.DisturbanceState.stationary(params.chain.wind, k_turb)
+        return WorldState(
+            data=data, actuator=rotor.ActuatorState.at_thrust(prof, hover), disturbance=dist,
+            controller=ControllerState.zero(), noise_key=streams.noise, turbulence_key=k_next,
+            step=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
+        )
+
+    # ------------------------------------------------------------------ step
+
+    def step(self, params: WorldParams, state: WorldState, reference: Reference, model=None
+             ) -> tuple[WorldState, StepInfo]:
+        """Advance one world by ``dt``; ``model`` may be a prebuilt
+        :meth:`world_model` (rollouts build it once)."""
+        m = self.world_model(params) if model is None else model
+        prof = params.profile
+        d = state.data
+        ftype = d.qpos.dtype
+        qpos, qvel = d.qpos.astype(prof.mass.dtype), d.qvel.astype(prof.mass.dtype)
+        position, quat = qpos[0:3], qpos[3:7]
+        rot = quat_to_mat(quat)
+        v_world, w_body = qvel[0:3], qvel[3:6]
+
+        noise_key, k_sensor, k_cmd = jax.random.split(state.noise_key, 3)
+        turb_key, k_turb = jax.random.split(state.turbulence_key)
+        ns = sample_sensor_noise(params.noise.sensor, k_sensor)
+        estimate = StateEstimate(
+            position=position + ns.position, velocity=v_world + ns.velocity,
+            rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate,
+        )
+        wrench_cmd, ctrl = wrench_command(params.gains, prof, estimate, reference, state.controller, dt=self.dt)
+
+        box = None
+        if self.with_box:
+            box = sc.BoxPose(position=qpos[7:10], rotation=quat_to_mat(qpos[10:14]))
+        prox = sc.rotor_proximity(params.scene, prof, position, rot, box)
+        motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ v_world,
+                                  time=state.step.astype(prof.mass.dtype) * self.dt)
+        chain = params.chain
+        if self.options.command_noise:
+            chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
+        out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, self.options, dt=self.dt, params=chain,
+                                   motion=motion, disturbance=state.disturbance, turbulence_key=k_turb,
+                                   noise_key=k_cmd)
+        f_world = rot @ out.wrench[:3]
+        tau_world = rot @ out.wrench[3:]
+        xfrc = jnp.zeros_like(d.xfrc_applied).at[self._ids["base"]].set(
+            jnp.concatenate([f_world, tau_world]).astype(ftype))
+        d_new = mjx.step(m, d.replace(xfrc_applied=xfrc))
+        if self.dtype is not None:
+            d_new = _cast(d_new, self.dtype)
+
+        ok = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
+              & jnp.all(jnp.abs(d_new.qpos[0:3]) < _BOUND) & ~state.diverged)
+        d_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), d_new, d)
+        new_state = WorldState(
+            data=d_new, actuator=out.actuator_state, disturbance=out.disturbance_state, controller=ctrl,
+            noise_key=noise_key, turbulence_key=turb_key, step=state.step + 1, diverged=~ok,
+        )
+        info = StepInfo(
+            position=position, quat=quat, velocity=v_world, rate=w_body,
+            ee_position=position + rot @ prof.ee_position, wrench_command=wrench_cmd,
+            thrust_command=out.thrust_command, thrust_realized=out.thrust_realized, saturated=out.saturated,
+            control_margin=out.control_margin, ground_factor=out.ground_factor, wall_factor=out.wall_factor,
+            ground_distance=prox.ground_distance, wall_distance=prox.wall_distance, wrench=out.wrench,
+            unreachable=out.unreachable, constraint_force=d_new.qfrc_constraint[0:3].astype(prof.mass.dtype),
+            sensor_position_noise=ns.position, diverged=~ok,
+        )
+        return new_state, info
+
+    # ------------------------------------------------------------------ rollouts
+
+    def rollout(self, params: WorldParams, state: WorldState, reference: Reference, n_steps: int,
+                *, checkpoint: bool = True) -> tuple[WorldState, StepInfo]:
+        """``n_steps`` steps of one world under ``jax.lax.scan``.
+
+        ``reference`` is either one :class:`Reference` held for all steps or
+        one with a leading time axis of length ``n_steps``. Returns the final
+        state and the stacked :class:`StepInfo` trajectory (time axis first).
+        """
+        m = self.world_model(params)
+        timed = reference.position.ndim == 2
+
+        def body(s, ref):
+            r = ref if timed else reference
+            return self.step(params, s, r, model=m)
+
+        if checkpoint:
+            body = jax.checkpoint(body)
+        return jax.lax.scan(body, state, reference if timed else None, length=n_steps)
+
+    @functools.cached_property
+    def batched_rollout(self):
+        """``jit(vmap(rollout))``: params, state and reference carry a leading
+        world axis; ``n_steps`` is static."""
+        def run(params, state, reference, n_steps):
+            return jax.vmap(lambda p, s, r: self.rollout(p, s, r, n_steps))(params, state, reference)
+
+        return jax.jit(run, static_argnums=3)
+
+
+def _cast(tree, dtype):
+    def f(x):
+        if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating):
+            return jnp.asarray(x, dtype=dtype)
+        return x
+
+    return jax.tree.map(f, tree)
