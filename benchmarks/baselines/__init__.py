@@ -1,0 +1,1 @@
+"""Baselines measured beside flapjax: what users run today without it."""

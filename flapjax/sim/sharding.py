@@ -1,0 +1,207 @@
+"""Shard the world axis of batched rollouts across devices.
+
+Every batched function in flapjax vmaps one world over a leading world axis.
+This module places that axis on a 1-D :class:`jax.sharding.Mesh` and lets
+XLA's SPMD partitioner split the compiled rollout: each device steps its own
+slice of worlds, with no communication (worlds are independent). It wraps
+the rollout functions of :mod:`flapjax.sim.rollout`,
+:mod:`flapjax.sim.flapper` and :mod:`flapjax.sim.multirotor` without
+changing them.
+
+Single host, several devices (GPUs, or CPU devices forced with
+``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX is
+imported)::
+
+    mesh = sharding.world_mesh()                 # all local devices
+    params = sharding.shard_worlds(params, mesh) # leading axis split
+    final, trace = sharding.batch_rollout(step, params, state, 1000, mesh=mesh)
+
+Several hosts: start one process per host and call
+``jax.distributed.initialize(coordinator_address=..., num_processes=...,
+process_id=...)`` before anything else; ``jax.devices()`` then lists every
+device of every host and :func:`world_mesh` spans them all. Each process
+builds the same global batch (or its own slice with
+``jax.make_array_from_process_local_data``) and calls the same functions; no
+process pool or hand-written communication is involved.
+
+The mesh axis is ``Auto`` (GSPMD propagation): in JAX 0.10 ``jax.make_mesh``
+defaults to ``Explicit`` axes, under which MJX fails with a
+``ShardingTypeError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from flapjax.sim import rollout as _rollout
+from flapjax.validation import ConfigError
+
+WORLD_AXIS = "worlds"
+
+
+def world_mesh(n_devices: int | None = None, *, devices: Sequence[Any] | None = None,
+               axis_name: str = WORLD_AXIS) -> Mesh:
+    """A 1-D mesh over ``devices`` (default: the first ``n_devices`` of
+    ``jax.devices()``, all of them when None) with one ``Auto`` axis."""
+    devs = list(jax.devices() if devices is None else devices)
+    if n_devices is not None:
+        if int(n_devices) != n_devices or not 1 <= n_devices <= len(devs):
+            raise ConfigError(f"n_devices: must be an integer in [1, {len(devs)}], got {n_devices!r}")
+        devs = devs[: int(n_devices)]
+    return jax.make_mesh((len(devs),), (axis_name,), axis_types=(jax.sharding.AxisType.Auto,), devices=devs)
+
+
+def _axis(mesh: Mesh) -> str:
+    if len(mesh.axis_names) != 1:
+        raise ConfigError(f"mesh: expected a 1-D mesh over the world axis, got axes {mesh.axis_names}")
+    return mesh.axis_names[0]
+
+
+def world_sharding(mesh: Mesh) -> NamedSharding:
+    """Sharding that splits a leading world axis over the mesh."""
+    return NamedSharding(mesh, PartitionSpec(_axis(mesh)))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """Sharding that keeps a full copy on every device of the mesh."""
+    return NamedSharding(mesh, PartitionSpec())
+
+
+def _check_divisible(tree: Any, mesh: Mesh) -> int:
+    n = _rollout.world_count(tree)
+    k = mesh.devices.size
+    if n % k:
+        raise ConfigError(
+            f"n_worlds: {n} worlds cannot be split evenly over {k} devices; pad with "
+            f"flapjax.sim.sharding.pad_to_mesh (or flapjax.sim.rollout.pad_worlds) first"
+        )
+    return n
+
+
+def pad_to_mesh(tree: Any, mesh: Mesh) -> tuple[Any, int]:
+    """Pad the leading world axis to a multiple of the device count by
+    repeating the last world; returns ``(padded, n_worlds_before)``."""
+    n = _rollout.world_count(tree)
+    k = mesh.devices.size
+    return _rollout.pad_worlds(tree, -(-n // k) * k), n
+
+
+def shard_worlds(tree: Any, mesh: Mesh, axes: Any = 0) -> Any:
+    """Place a batched pytree on the mesh.
+
+    ``axes`` is a ``jax.vmap`` ``in_axes`` prefix: leaves under 0 are split
+    along their leading world axis, leaves under None are replicated.
+    """
+    split, full = world_sharding(mesh), replicated(mesh)
+    if axes is None:
+        return jax.device_put(tree, full)
+    if axes == 0:
+        _check_divisible(tree, mesh)
+        return jax.device_put(tree, split)
+    prefix = jax.tree.map(lambda a: split if a == 0 else full, axes, is_leaf=lambda a: a is None)
+    batched = jax.tree.map(lambda a, t: t if a == 0 else None, axes, tree, is_leaf=lambda a: a is None)
+    if jax.tree.leaves(batched):
+        _check_divisible(batched, mesh)
+    return jax.device_put(tree, prefix)
+
+
+def sharded(fn: Callable, mesh: Mesh, *, in_axes: Any = 0, static_argnums: Sequence[int] = ()) -> Callable:
+    """``jax.jit(fn)`` whose array arguments are placed on ``mesh`` first.
+
+    ``in_axes`` (one entry per positional argument, or one for all) says
+    which arguments carry a leading world axis (0, split over the mesh) and
+    which are shared (None, replicated), as for ``jax.vmap``. The compiled
+    function is partitioned by XLA along that axis; outputs keep the world
+    axis split (leaves without one are replicated).
+    """
+    static = tuple(static_argnums)
+    jitted = jax.jit(fn, static_argnums=static)
+
+    def call(*args):
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ConfigError(f"in_axes: {len(axes)} entries for {len(args)} arguments")
+        placed = [a if i in static else shard_worlds(a, mesh, ax) for i, (a, ax) in enumerate(zip(args, axes))]
+        return jitted(*placed)
+
+    call.jitted = jitted  # for .lower(...) and compile statistics
+    return call
+
+
+def batch_rollout(step, params, state, n_steps: int, *, mesh: Mesh | None = None, params_axes: Any = 0,
+                  state_axes: Any = 0, observe=None, checkpoint: bool = True):
+    """:func:`flapjax.sim.rollout.batch_rollout` with the world axis split
+    over ``mesh`` (unsharded ``jax.jit`` when ``mesh`` is None)."""
+
+    def run(p, s):
+        return _rollout.batch_rollout(step, p, s, n_steps, params_axes=params_axes, state_axes=state_axes,
+                                      observe=observe, checkpoint=checkpoint)
+
+    if mesh is None:
+        return jax.jit(run)(params, state)
+    return sharded(run, mesh, in_axes=(params_axes, state_axes))(params, state)
+
+
+def flapper_rollout(robot, params, state, n_steps: int, *, mesh: Mesh | None = None, observe=None,
+                    checkpoint: bool = True):
+    """Open-loop rollout of batched flapper worlds (:func:`flapjax.sim.flapper.simulate`
+    vmapped), world axis split over ``mesh``."""
+    from flapjax.sim import flapper
+
+    return batch_rollout(lambda p, s: flapper.step(robot, p, s), params, state, n_steps, mesh=mesh,
+                         observe=observe, checkpoint=checkpoint)
+
+
+def flapper_cycle_means(robot, params, n_steps: int, discard_steps: int, *, mesh: Mesh | None = None):
+    """Cycle-mean loads of batched flapper worlds (:func:`flapjax.sim.flapper.cycle_mean`
+    vmapped; ``params`` from :func:`flapjax.sim.flapper.sweep_params`), world
+    axis split over ``mesh``. Pads to a multiple of the device count and
+    returns exactly one row per input world."""
+    from flapjax.sim import flapper
+
+    def run(p):
+        return jax.vmap(lambda q: flapper.cycle_mean(robot, q, n_steps, discard_steps))(p)
+
+    if mesh is None:
+        return jax.jit(run)(params)
+    padded, n = pad_to_mesh(params, mesh)
+    out = sharded(run, mesh)(padded)
+    return jax.tree.map(lambda x: x[:n], out)
+
+
+def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: Mesh | None = None,
+                       checkpoint: bool = True):
+    """:meth:`flapjax.sim.multirotor.MultirotorWorld.rollout` vmapped over
+    batched params, states and references, world axis split over ``mesh``."""
+
+    def run(p, s, r):
+        return jax.vmap(lambda a, b, c: world.rollout(a, b, c, n_steps, checkpoint=checkpoint))(p, s, r)
+
+    if mesh is None:
+        return jax.jit(run)(params, state, reference)
+    return sharded(run, mesh)(params, state, reference)
+
+
+def shard_counts(x: jax.Array) -> list[int]:
+    """Rows of the leading axis held by each device (diagnostic)."""
+    return [int(np.shape(s.data)[0]) for s in x.addressable_shards]
+
+
+__all__ = [
+    "WORLD_AXIS",
+    "batch_rollout",
+    "flapper_cycle_means",
+    "flapper_rollout",
+    "multirotor_rollout",
+    "pad_to_mesh",
+    "replicated",
+    "shard_counts",
+    "shard_worlds",
+    "sharded",
+    "world_mesh",
+    "world_sharding",
+]
