@@ -1,0 +1,201 @@
+"""MJX bridge of the flapping-wing robot: frames, wrench bookkeeping, symmetry,
+plate-tilt moments, batching, stability, calibration and gradients."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+from mujoco import mjx
+import numpy as np
+import pytest
+
+from flapjax import ConfigError
+from flapjax.math import rot_y, rot_z
+from flapjax.sim import flapper as fl
+from flapjax.sim import flapper_model as fm
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    return fl.make_robot("fixed", "wing")
+
+
+@pytest.fixture(scope="module")
+def tilt_sweep(fixed):
+    # zero, pitch_joint +0.2, roll_joint +0.2 at 30 Hz: one compiled chunk of 3 worlds.
+    plates = np.array([[0.0, 0.0], [0.2, 0.0], [0.0, 0.2]])
+    return fl.sweep([30.0, 30.0, 30.0], plate=plates, duration=0.2, discard=0.1, robot=fixed, batch_size=3)
+
+
+# ---------------------------------------------------------------- model ----
+
+
+def test_variants_come_from_one_source_and_weigh_30_g():
+    models = {r: fm.build(r) for r in fm.ROOTS}
+    for r, m in models.items():
+        assert m.body_subtreemass[1] == pytest.approx(0.03, rel=1e-12), r
+    assert models["fixed"].nq == 6 and models["free"].nq == 13 and models["lumped"].nq == 7
+    mass, com, inertia = fm.composite_inertia(models["fixed"])
+    l_mass, l_com, l_inertia = fm.composite_inertia(models["lumped"])
+    assert l_mass == pytest.approx(mass)
+    np.testing.assert_allclose(l_com, com, atol=1e-12)
+    np.testing.assert_allclose(l_inertia, inertia, atol=1e-14)
+    # an override changes every variant the same way
+    assert fm.build("free", hinge_stiffness=2e-3).jnt_stiffness[-1] == pytest.approx(2e-3)
+    with pytest.raises(ConfigError, match="root"):
+        fm.build("tethered")
+    with pytest.raises(ConfigError, match="aero_model"):
+        fl.make_robot("lumped", "wing")
+
+
+@pytest.mark.parametrize("psi, theta", [(0.0, 0.0), (0.7, -0.4), (-1.2, 0.9)])
+def test_wing_frames_follow_the_aerodynamic_chain(psi, theta):
+    """Wing frame = plate axes R_z(s psi) R_y(theta), root at (0, s d0, ds)."""
+    m = fm.build("fixed")
+    d = mujoco.MjData(m)
+    for jn, val in [("left_stroke", psi), ("right_stroke", psi), ("left_pitch", theta), ("right_pitch", theta)]:
+        d.qpos[m.jnt_qposadr[m.joint(jn).id]] = val
+    mujoco.mj_forward(m, d)
+    plate = m.body("plate").id
+    r_plate, p_plate = d.xmat[plate].reshape(3, 3), d.xpos[plate]
+    for s, name in [(1, "left_wing"), (-1, "right_wing")]:
+        b = m.body(name).id
+        want = np.asarray(rot_z(s * psi) @ rot_y(theta))
+        np.testing.assert_allclose(r_plate.T @ d.xmat[b].reshape(3, 3), want, atol=1e-12)
+        np.testing.assert_allclose(r_plate.T @ (d.xpos[b] - p_plate), [0, s * 0.01395, 0.0189913], atol=1e-12)
+        # span along s*Y, chord hanging along -Z from the leading edge
+        com_local = d.xmat[b].reshape(3, 3).T @ (d.xipos[b] - d.xpos[b])
+        np.testing.assert_allclose(com_local, [0.0, s * 0.035, -0.01], atol=1e-12)
+
+
+# ------------------------------------------------------------ the bridge --
+
+
+def test_applied_forces_sum_to_diagnostics(fixed):
+    p = fl.default_params(fixed, frequency=35.0)
+    s = fl.init_state(fixed, p)
+    s = jax.jit(lambda s: jax.lax.fori_loop(0, 150, lambda _, s: fl.step(fixed, p, s)[0], s))(s)
+    s2, dg = jax.jit(lambda s: fl.step(fixed, p, s))(s)
+    xfrc = s2.data.xfrc_applied
+    np.testing.assert_allclose(xfrc[:, :3].sum(0), dg.force_world, rtol=1e-12, atol=1e-15)
+    wings = list(fixed.wing_bodies)
+    np.testing.assert_allclose(xfrc[wings, :3], dg.wing_force_world, rtol=1e-12)
+    assert float(jnp.linalg.norm(dg.force_world)) > 1e-3  # the wings are loaded
+    # moment about the base origin rebuilt from what was written to xfrc_applied
+    d = s.data
+    d = mjx.fwd_position(fixed.model, d)
+    x_ref = d.xpos[fixed.base_body]
+    moment = sum(xfrc[b, 3:] + jnp.cross(d.xipos[b] - x_ref, xfrc[b, :3]) for b in wings)
+    np.testing.assert_allclose(moment, dg.moment_world, rtol=1e-10, atol=1e-15)
+    # lift_total is the sum of |F_N|, not the vertical force
+    assert float(dg.lift_total) == pytest.approx(float(jnp.sum(jnp.abs(dg.wing_loads.normal_force))))
+    assert float(dg.lift_total) >= float(jnp.abs(dg.force_world[2])) - 1e-15
+
+
+def test_mirror_symmetry_zero_lateral_force_and_roll_yaw(tilt_sweep):
+    f = np.asarray(tilt_sweep.force[0])
+    mo = np.asarray(tilt_sweep.moment[0])
+    assert f[2] > 0.1
+    assert abs(f[1]) < 1e-9 * f[2]
+    assert abs(mo[0]) < 1e-9 * f[2] and abs(mo[2]) < 1e-9 * f[2]
+
+
+def test_plate_tilt_moments_are_crossed_with_expected_signs(tilt_sweep):
+    f0 = np.asarray(tilt_sweep.force[0])
+    f_p, m_p = np.asarray(tilt_sweep.force[1]), np.asarray(tilt_sweep.moment[1])
+    f_r, m_r = np.asarray(tilt_sweep.force[2]), np.asarray(tilt_sweep.moment[2])
+    # pitch_joint: thrust toward -y, positive ROLL moment (crossed naming)
+    assert f_p[1] < -0.1 * f0[2] * np.sin(0.2)
+    assert m_p[0] > 0 and abs(m_p[0]) > 3 * abs(m_p[1])
+    # roll_joint: thrust toward -x, negative PITCH moment
+    assert f_r[0] < -0.1 * f0[2] * np.sin(0.2)
+    assert m_r[1] < 0 and abs(m_r[1]) > 3 * abs(m_r[0])
+    # and the stroke servo tracks within 1 % of the amplitude
+    assert float(np.max(tilt_sweep.stroke_error_max)) < 0.015
+
+
+def test_jit_vmap_step_equals_loop(fixed):
+    params = fl.sweep_params([25.0, 38.0], plate=np.array([[0.0, 0.0], [0.1, -0.1]]), robot=fixed)
+    states = jax.vmap(lambda p: fl.init_state(fixed, p))(params)
+    step = lambda p, s: fl.step(fixed, p, s)  # noqa: E731
+
+    def n(p, s, k=30):
+        s = jax.lax.fori_loop(0, k - 1, lambda _, s: step(p, s)[0], s)
+        return step(p, s)
+
+    sb, dgb = jax.jit(jax.vmap(n))(params, states)
+    one = jax.jit(n)
+    for i in range(2):
+        p_i = jax.tree.map(lambda x: x[i], params)
+        s_i = jax.tree.map(lambda x: x[i], states)
+        s1, dg1 = one(p_i, s_i)
+        np.testing.assert_allclose(sb.data.qpos[i], s1.data.qpos, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(dgb.force_world[i], dg1.force_world, rtol=1e-9, atol=1e-13)
+
+
+def test_one_second_at_40_hz_stays_finite_and_lifts(fixed):
+    p = fl.default_params(fixed, frequency=40.0)
+    out = jax.jit(lambda p: fl.cycle_mean(fixed, p, 10000, 5000, checkpoint=False))(p)
+    assert bool(out.healthy)
+    assert np.all(np.isfinite(np.asarray(out.force)))
+    assert 0.2 < float(out.force[2]) < 0.35
+    assert float(out.clip_fraction) == 0.0
+
+
+def test_all_four_root_and_model_pairs_run():
+    for root in ("fixed", "free"):
+        for model in ("wing", "averaged"):
+            robot = fl.make_robot(root, model)
+            p = fl.default_params(robot, frequency=40.0)
+            s = fl.init_state(robot, p)
+            s, tr = jax.jit(lambda s: fl.simulate(robot, p, s, 100))(s)
+            assert bool(s.healthy), (root, model)
+            fz = float(tr.force_world[-1, 2])
+            if model == "averaged":
+                assert fz == pytest.approx(float(p.averaged.lift_coefficient) * 40.0**2, rel=1e-6)
+            else:
+                assert np.isfinite(fz)
+
+
+def test_sweep_compiles_once_for_any_number_of_frequencies(fixed, monkeypatch):
+    traces = []
+    real = fl.cycle_mean
+
+    def counting(*a, **k):
+        traces.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(fl, "cycle_mean", counting)
+    r2 = fl.sweep([21.0, 33.0], duration=0.01, discard=0.005, robot=fixed, batch_size=2)
+    r5 = fl.sweep([22.0, 27.0, 31.0, 36.0, 39.0], duration=0.01, discard=0.005, robot=fixed, batch_size=2)
+    assert len(traces) == 1
+    assert r2.force.shape == (2, 3) and r5.moment.shape == (5, 3)
+    np.testing.assert_allclose(r5.frequency, [22.0, 27.0, 31.0, 36.0, 39.0])
+
+
+# -------------------------------------------------- calibration, gradient --
+
+
+def test_calibrated_sweep_reproduces_seed_table():
+    r = fl.sweep([20.0, 30.0, 40.0], batch_size=3)
+    seed = np.array([0.0661819985, 0.1486352297, 0.2639114107])
+    fz = np.asarray(r.force[:, 2])
+    np.testing.assert_allclose(fz, seed, rtol=0.03)
+    ratio = np.asarray(r.lift_per_f2)
+    assert (ratio.max() - ratio.min()) / ratio.mean() < 0.015
+
+
+def test_lift_gradient_wrt_hinge_stiffness_matches_finite_difference(fixed):
+    base = fl.default_params(fixed, frequency=40.0)
+    n_steps, discard = 800, 400  # 0.08 s, the last 0.04 s (1.6 cycles -> 1 whole cycle) averaged
+
+    def lift(k_scale):
+        p = eqx.tree_at(lambda q: q.hinge.stiffness, base, base.hinge.stiffness * k_scale)
+        return fl.cycle_mean(fixed, p, n_steps, discard).force[2]
+
+    g = float(jax.jit(jax.grad(lift))(1.0))
+    f = jax.jit(lift)
+    h = 1e-4
+    fd = (float(f(1.0 + h)) - float(f(1.0 - h))) / (2 * h)
+    assert abs(fd) > 1e-4 * float(f(1.0))  # a real sensitivity, not noise
+    assert g == pytest.approx(fd, rel=0.02)
