@@ -1,0 +1,431 @@
+"""Functional task environments on MJX multirotor worlds (Brax / Playground style).
+
+An environment is a plain object holding static things (configuration, the
+:class:`~flapjax.sim.multirotor.MultirotorWorld`); all per-world data live in
+an :class:`EnvState` pytree, so ::
+
+    state = env.reset(key)                 # key -> one world
+    state = env.step(state, action)        # pure, jit- and vmap-able
+    jax.jit(jax.vmap(env.step))(states, actions)
+
+Per-world keys. ``reset(key)`` splits ``key`` into independent streams
+(:func:`flapjax.rotor.split_streams`): the randomization stream draws the scene,
+the object pose, the colours and the physical parameters; the noise stream
+drives sensor noise, command noise and observation noise; the turbulence
+stream drives the wind. ``reset(key, noise_key=k2)`` takes the noise and
+turbulence streams from ``k2`` instead, so changing ``k2`` never changes the
+randomized world.
+
+Actions (``config.action_mode``):
+
+* ``"setpoint"`` (default), shape (10,): ``[p_ee (3) world end-effector
+  target [m], v_ee (3) its velocity [m/s], f_ff (3) world feed-forward force
+  [N], yaw (1) heading [rad]]``. The environment turns it into a
+  :class:`~flapjax.control.wrench.Reference` for the CoM of a level body at
+  that heading (``p = p_ee - R_z(yaw) r_ee``), advances the position by
+  ``v_ee`` over the substeps, passes ``f_ff / m`` as feed-forward
+  acceleration, and :meth:`MultirotorWorld.step` runs the geometric wrench
+  controller and the full rotor chain. Scripted controllers and high-level
+  policies use this mode.
+* ``"wrench"``, shape (6,): the desired body wrench ``[F (3) N, tau (3) N m]``
+  about the CoM, held over the substeps and sent through the same rotor chain
+  (allocation, saturation, actuator, proximity, drag, wind) and MJX step;
+  no controller runs.
+
+``done`` turns 1 at the end of the episode or when a world diverged (frozen by
+the world); the environment does not auto-reset (training wrappers do).
+``metrics`` holds this step's values (Brax convention); ``info`` holds the
+episode accumulators that :meth:`TaskEnv.summarize` turns into task metrics,
+success and saturation use.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, PRNGKeyArray
+from mujoco import mjx
+
+from flapjax import rotor
+from flapjax.control.wrench import Reference
+from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.rotor.noise import sample_sensor_noise, split_streams
+from flapjax.sim import scene as sc
+from flapjax.sim.multirotor import MultirotorWorld, StepInfo, WorldParams, WorldState
+from flapjax.tasks.config import TaskConfig
+from flapjax.validation import ConfigError
+
+# Stream ids folded into a world's randomization / noise keys.
+_R_SCENE, _R_PHYSICS, _R_TEXTURE, _R_OBJECT, _R_START, _R_GOAL = range(6)
+_N_OBS = 7
+
+
+class EnvState(eqx.Module):
+    """State of one environment world.
+
+    Attributes:
+      world: physics state (MJX data, actuator, turbulence, controller).
+      params: this world's randomized physical parameters.
+      task: task-specific constants of this world (goal, colours, keys).
+      obs: (obs_size,) observation.
+      reward: () reward of the last step.
+      done: () 1.0 at the end of the episode or after divergence.
+      metrics: per-step values, ``{name: ()}``.
+      info: episode accumulators, ``{name: ()}`` (``step`` counts env steps).
+    """
+
+    world: WorldState
+    params: WorldParams
+    task: Any
+    obs: Float[Array, " obs"]
+    reward: Float[Array, ""]
+    done: Float[Array, ""]
+    metrics: dict
+    info: dict
+
+
+class TaskCommon(eqx.Module):
+    """Per-world constants every task has.
+
+    Attributes:
+      rgba: (ngeom, 4) geom colours written into the world's MJX model.
+      obs_key: key of the observation-noise stream.
+      start: (3,) CoM start position [m]; yaw: () start heading [rad].
+    """
+
+    rgba: Float[Array, "g 4"]
+    obs_key: PRNGKeyArray
+    start: Float[Array, "3"]
+    yaw: Float[Array, ""]
+
+
+def _uniform(key, rng, shape=()):
+    lo, hi = rng
+    return lo + (hi - lo) * jax.random.uniform(key, shape)
+
+
+class TaskEnv:
+    """Base of the multirotor tasks (see the module docstring for the contract).
+
+    Subclasses set ``name``, ``config_class``, ``with_box`` and implement
+    ``_nominal_scene``, ``_sample_task``, ``_task_obs``, ``_task_update``,
+    ``_task_summary``, ``scripted_action`` and ``trace``.
+    """
+
+    name: ClassVar[str] = "task"
+    config_class: ClassVar[type] = TaskConfig
+    with_box: ClassVar[bool] = False
+    box_half_size: ClassVar[tuple[float, float, float]] = (0.05, 0.05, 0.05)
+    #: Presets that can do the task (all three by default).
+    robots: ClassVar[tuple[str, ...]] = ("quad_x", "hexa", "hexa_tilted")
+
+    def __init__(self, config: TaskConfig | None = None):
+        config = self.default_config() if config is None else config
+        if not isinstance(config, self.config_class):
+            raise ConfigError(f"config: must be a {self.config_class.__name__} for task {self.name!r}, "
+                              f"got {type(config).__name__}")
+        if config.robot not in self.robots:
+            raise ConfigError(f"robot: task {self.name!r} supports {list(self.robots)}, got {config.robot!r}")
+        self.config = config
+        self.profile = rotor.profiles.preset(config.robot)
+        self.world = MultirotorWorld(
+            self.profile, options=config.chain_options(), dt=config.physics_dt, with_box=self.with_box,
+            box_half_size=self.box_half_size, iterations=config.solver_iterations,
+            ls_iterations=config.solver_ls_iterations, dtype=jnp.float32,
+        )
+        scene = self._nominal_scene()
+        self.nominal_params = eqx.tree_at(lambda p: p.noise, self.world.default_params(scene),
+                                          config.noise.params())
+        r = config.randomization
+        self.scene_ranges = sc.SceneRanges(
+            wall_pitch=r.wall_pitch, wall_x=r.wall_x,
+            wall_friction=tuple(float(scene.wall_friction) * s for s in r.friction_scale),
+            ground_friction=tuple(float(scene.ground_friction) * s for s in r.friction_scale),
+        )
+        self.nominal_rgba = np.asarray(self.world.mj_model.geom_rgba, dtype=np.float32)
+
+    # ------------------------------------------------------------------ config
+
+    @classmethod
+    def default_config(cls) -> TaskConfig:
+        """The task's default configuration (override with :func:`replace_config`)."""
+        return cls.config_class()
+
+    def __repr__(self):
+        return f"{type(self).__name__}(robot={self.config.robot!r})"
+
+    @property
+    def dt(self) -> float:
+        """Environment step [s]."""
+        return self.config.env_dt
+
+    @property
+    def action_size(self) -> int:
+        return 10 if self.config.action_mode == "setpoint" else 6
+
+    @functools.cached_property
+    def observation_size(self) -> int:
+        state = jax.eval_shape(self.reset, jax.random.key(0))
+        return int(state.obs.shape[-1])
+
+    def time(self, state: EnvState) -> Float[Array, ""]:
+        """Time at the start of the next step [s]."""
+        return state.info["step"].astype(jnp.float32) * self.dt
+
+    # ------------------------------------------------------------------ reset
+
+    def _nominal_scene(self) -> sc.Scene:
+        return sc.Scene(wall_x=10.0)
+
+    def randomize_params(self, key: PRNGKeyArray) -> WorldParams:
+        """This world's physical parameters from the randomization stream of ``key``
+        (nominal when randomization is off)."""
+        p = self.nominal_params
+        r = self.config.randomization
+        if not r.enabled:
+            return p
+        rk = split_streams(key).randomization
+        scene = sc.randomize_scene(jax.random.fold_in(rk, _R_SCENE), p.scene, self.scene_ranges)
+        box_friction = p.scene.box_friction * _uniform(jax.random.fold_in(rk, _R_SCENE + 100), r.friction_scale)
+        scene = eqx.tree_at(lambda s: s.box_friction, scene, box_friction)
+        k = jax.random.split(jax.random.fold_in(rk, _R_PHYSICS), 7)
+        n = self.profile.n_rotors
+        prof = p.profile
+        thrust = _uniform(k[1], r.thrust_scale, (n,))
+        prof = eqx.tree_at(
+            lambda q: (q.mass, q.inertia, q.thrust_max, q.thrust_min, q.torque_coeff, q.time_constant),
+            prof,
+            (prof.mass * _uniform(k[0], r.mass_scale), prof.inertia * _uniform(k[6], r.inertia_scale),
+             prof.thrust_max * thrust, prof.thrust_min * thrust,
+             prof.torque_coeff * _uniform(k[2], r.torque_scale, (n,)),
+             prof.time_constant * _uniform(k[3], r.time_constant_scale, (n,))),
+        )
+        chain = eqx.tree_at(lambda c: (c.proximity.wall_thrust_coeff, c.proximity.wall_lateral_coeff), p.chain,
+                            (_uniform(k[4], r.wall_thrust_coeff), _uniform(k[5], r.wall_lateral_coeff)))
+        return eqx.tree_at(lambda q: (q.scene, q.profile, q.chain), p, (scene, prof, chain))
+
+    def _rgba(self, key: PRNGKeyArray):
+        base = jnp.asarray(self.nominal_rgba)
+        r = self.config.randomization
+        if not (r.enabled and r.texture):
+            return base
+        rk = jax.random.fold_in(split_streams(key).randomization, _R_TEXTURE)
+        jitter = r.colour_jitter * jax.random.uniform(rk, (base.shape[0], 3), base.dtype, -1.0, 1.0)
+        return base.at[:, :3].set(jnp.clip(base[:, :3] + jitter, 0.0, 1.0))
+
+    def _offset(self, key, name: str, stream: int, shape) -> Float[Array, "..."]:
+        r = self.config.randomization
+        if not r.enabled:
+            return jnp.zeros(shape)
+        rk = jax.random.fold_in(split_streams(key).randomization, stream)
+        return _uniform(rk, getattr(r, name), shape)
+
+    def reset(self, key: PRNGKeyArray, noise_key: PRNGKeyArray | None = None) -> EnvState:
+        """A fresh world from ``key`` (randomization from its randomization
+        stream; noise and turbulence from ``noise_key`` if given, else ``key``)."""
+        noise_src = key if noise_key is None else noise_key
+        params = self.randomize_params(key)
+        common = TaskCommon(
+            rgba=self._rgba(key),
+            obs_key=jax.random.fold_in(split_streams(noise_src).noise, _N_OBS),
+            start=jnp.zeros(3), yaw=jnp.zeros(()),
+        )
+        task, start, yaw, box_pose = self._sample_task(key, params, common)
+        box_position = None if box_pose is None else box_pose[0]
+        ws = self.world.reset(params, noise_src, start, yaw=yaw, box_position=box_position)
+        if box_pose is not None:
+            qpos = ws.data.qpos
+            qyaw = box_pose[1].astype(qpos.dtype)
+            quat = jnp.stack([jnp.cos(0.5 * qyaw), jnp.zeros_like(qyaw), jnp.zeros_like(qyaw), jnp.sin(0.5 * qyaw)])
+            ws = eqx.tree_at(lambda w: w.data, ws, ws.data.replace(qpos=qpos.at[10:14].set(quat)))
+        info = self._init_info()
+        info.update(self._task_init_info())
+        zero = jnp.zeros((), jnp.float32)
+        metrics = {k: jnp.zeros((), jnp.float32) for k in ("saturation", "control_margin") + self.metric_names}
+        state = EnvState(world=ws, params=params, task=task, obs=jnp.zeros(0), reward=zero, done=zero,
+                         metrics=metrics, info=info)
+        return eqx.tree_at(lambda s: s.obs, state, self._observe(state))
+
+    def _init_info(self) -> dict:
+        return dict(step=jnp.zeros((), jnp.int32), rotor_steps=jnp.zeros(()), saturated_rotor_steps=jnp.zeros(()),
+                    min_margin=jnp.asarray(jnp.inf), diverged=jnp.zeros((), bool))
+
+    metric_names: ClassVar[tuple[str, ...]] = ()
+
+    # ------------------------------------------------------------------ step
+
+    def world_model(self, state: EnvState):
+        """The MJX model of this world (physics parameters and colours)."""
+        m = self.world.world_model(state.params)
+        return m.replace(geom_rgba=state.task.common.rgba.astype(m.geom_rgba.dtype))
+
+    def action_to_reference(self, params: WorldParams, action: Float[Array, "10"]) -> Reference:
+        """Setpoint action -> CoM reference of a level body (see module docstring)."""
+        action = jnp.asarray(action, dtype=params.profile.mass.dtype)
+        p_ee, v_ee, f_ff, yaw = action[0:3], action[3:6], action[6:9], action[9]
+        c, s = jnp.cos(yaw), jnp.sin(yaw)
+        r_ee = params.profile.ee_position
+        offset = jnp.stack([c * r_ee[0] - s * r_ee[1], s * r_ee[0] + c * r_ee[1], r_ee[2]])
+        return Reference(position=p_ee - offset, velocity=v_ee, acceleration=f_ff / params.profile.mass, yaw=yaw)
+
+    def step(self, state: EnvState, action) -> EnvState:
+        """Advance one environment step (``config.substeps`` physics steps)."""
+        cfg = self.config
+        params = state.params
+        m = self.world_model(state)
+        dt = cfg.physics_dt
+
+        if cfg.action_mode == "setpoint":
+            ref = self.action_to_reference(params, action)
+
+            def sub(ws, k):
+                r = eqx.tree_at(lambda q: q.position, ref, ref.position + ref.velocity * (k * dt))
+                return self.world.step(params, ws, r, model=m)
+        else:
+            wrench = jnp.asarray(action, dtype=params.profile.mass.dtype)
+
+            def sub(ws, k):
+                return _wrench_step(self.world, params, ws, wrench, m)
+
+        ws, infos = jax.lax.scan(sub, state.world, jnp.arange(cfg.substeps, dtype=params.profile.mass.dtype))
+        info = dict(state.info)
+        n_sat = jnp.sum(infos.saturated.astype(jnp.float32))
+        n_rot = float(infos.saturated.size)
+        margin = jnp.min(infos.control_margin)
+        info["step"] = info["step"] + 1
+        info["rotor_steps"] = info["rotor_steps"] + n_rot
+        info["saturated_rotor_steps"] = info["saturated_rotor_steps"] + n_sat
+        info["min_margin"] = jnp.minimum(info["min_margin"], margin)
+        info["diverged"] = info["diverged"] | ws.diverged
+        new = eqx.tree_at(lambda s: (s.world, s.info), state, (ws, info))
+        reward, task_metrics, task_info = self._task_update(state, new, infos)
+        info.update(task_info)
+        metrics = dict(saturation=n_sat / n_rot, control_margin=margin, **task_metrics)
+        metrics = {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
+        done = (info["step"] >= cfg.episode_length) | info["diverged"]
+        new = eqx.tree_at(lambda s: (s.info, s.metrics, s.reward, s.done), new,
+                          (info, metrics, jnp.where(info["diverged"], 0.0, reward).astype(jnp.float32),
+                           done.astype(jnp.float32)))
+        return eqx.tree_at(lambda s: s.obs, new, self._observe(new))
+
+    # ------------------------------------------------------------------ observation
+
+    def body_state(self, state: EnvState):
+        """``(position, quat, velocity, rate)`` of the CoM from the world state."""
+        d = state.world.data
+        dtype = state.params.profile.mass.dtype
+        q, v = d.qpos.astype(dtype), d.qvel.astype(dtype)
+        return q[0:3], q[3:7], v[0:3], v[3:6]
+
+    def ee_position(self, state: EnvState) -> Float[Array, "3"]:
+        """(3,) end-effector centre, world [m] (exact, noise-free)."""
+        p, q, _, _ = self.body_state(state)
+        return p + quat_to_mat(q) @ state.params.profile.ee_position
+
+    def _observe(self, state: EnvState):
+        p, q, v, w = self.body_state(state)
+        key = jax.random.fold_in(state.task.common.obs_key, state.info["step"])
+        ns = sample_sensor_noise(state.params.noise.sensor, key)
+        rot = quat_to_mat(quat_integrate(q, ns.attitude, 1.0))
+        ee = p + ns.position + rot @ state.params.profile.ee_position
+        phase = (state.info["step"].astype(p.dtype) / self.config.episode_length)[None]
+        common = jnp.concatenate([ee, v + ns.velocity, rot.reshape(-1), w + ns.rate, phase])
+        return jnp.concatenate([common, self._task_obs(state, ee)]).astype(jnp.float32)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def summarize(self, state: EnvState) -> dict[str, Array]:
+        """Episode results of one world: ``success`` and task metrics, plus
+        ``saturation_fraction`` (rotor-steps at a limit / rotor-steps),
+        ``min_control_margin`` and ``diverged``."""
+        info = state.info
+        out = dict(
+            saturation_fraction=info["saturated_rotor_steps"] / jnp.maximum(info["rotor_steps"], 1.0),
+            min_control_margin=info["min_margin"],
+            diverged=info["diverged"],
+        )
+        task = self._task_summary(state)
+        task["success"] = task["success"] & ~info["diverged"]
+        out.update(task)
+        return out
+
+    def scenario(self, state: EnvState) -> dict[str, Array]:
+        """Scalars describing the randomized world (for plots: success vs ...)."""
+        s = state.params.scene
+        return dict(wall_pitch=s.wall_pitch, mass=state.params.profile.mass,
+                    thrust_scale=jnp.mean(state.params.profile.thrust_max / self.profile.thrust_max))
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def _sample_task(self, key, params, common):
+        raise NotImplementedError
+
+    def _task_init_info(self) -> dict:
+        return {}
+
+    def _task_obs(self, state: EnvState, ee_obs) -> Float[Array, " k"]:
+        raise NotImplementedError
+
+    def _task_update(self, prev: EnvState, new: EnvState, infos: StepInfo):
+        raise NotImplementedError
+
+    def _task_summary(self, state: EnvState) -> dict:
+        raise NotImplementedError
+
+    def scripted_action(self, state: EnvState) -> Float[Array, " a"]:
+        """The reference controller's setpoint action for ``state``."""
+        raise NotImplementedError
+
+    def trace(self, state: EnvState) -> dict[str, Array]:
+        """Small per-step record for plots."""
+        raise NotImplementedError
+
+
+def _wrench_step(world: MultirotorWorld, params: WorldParams, state: WorldState, wrench_cmd, model):
+    """One physics step with a given desired body wrench (no controller):
+    the chain and MJX step of :meth:`MultirotorWorld.step`."""
+    prof = params.profile
+    d = state.data
+    ftype = d.qpos.dtype
+    qpos, qvel = d.qpos.astype(prof.mass.dtype), d.qvel.astype(prof.mass.dtype)
+    position, quat = qpos[0:3], qpos[3:7]
+    rot = quat_to_mat(quat)
+    v_world, w_body = qvel[0:3], qvel[3:6]
+    noise_key, _, k_cmd = jax.random.split(state.noise_key, 3)
+    turb_key, k_turb = jax.random.split(state.turbulence_key)
+    box = None
+    if world.with_box:
+        box = sc.BoxPose(position=qpos[7:10], rotation=quat_to_mat(qpos[10:14]))
+    prox = sc.rotor_proximity(params.scene, prof, position, rot, box)
+    motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ v_world,
+                              time=state.step.astype(prof.mass.dtype) * world.dt)
+    chain = params.chain
+    if world.options.command_noise:
+        chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
+    out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, world.options, dt=world.dt, params=chain,
+                               motion=motion, disturbance=state.disturbance, turbulence_key=k_turb, noise_key=k_cmd)
+    base = world._ids["base"]
+    xfrc = jnp.zeros_like(d.xfrc_applied).at[base].set(
+        jnp.concatenate([rot @ out.wrench[:3], rot @ out.wrench[3:]]).astype(ftype))
+    d_new = mjx.step(model, d.replace(xfrc_applied=xfrc))
+    ok = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
+          & jnp.all(jnp.abs(d_new.qpos[0:3]) < 100.0) & ~state.diverged)
+    d_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), d_new, d)
+    new_state = WorldState(data=d_new, actuator=out.actuator_state, disturbance=out.disturbance_state,
+                           controller=state.controller, noise_key=noise_key, turbulence_key=turb_key,
+                           step=state.step + 1, diverged=~ok)
+    info = StepInfo(
+        position=position, quat=quat, velocity=v_world, rate=w_body, ee_position=position + rot @ prof.ee_position,
+        wrench_command=wrench_cmd, thrust_command=out.thrust_command, thrust_realized=out.thrust_realized,
+        saturated=out.saturated, control_margin=out.control_margin, ground_factor=out.ground_factor,
+        wall_factor=out.wall_factor, ground_distance=prox.ground_distance, wall_distance=prox.wall_distance,
+        wrench=out.wrench, unreachable=out.unreachable,
+        constraint_force=d_new.qfrc_constraint[0:3].astype(prof.mass.dtype),
+        sensor_position_noise=jnp.zeros(3, dtype=prof.mass.dtype), diverged=~ok,
+    )
+    return new_state, info

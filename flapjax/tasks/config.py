@@ -1,0 +1,242 @@
+"""Task configuration: noise, domain randomization, effects, overrides.
+
+Every task is configured by a frozen dataclass (hashable, so a configuration
+can key compiled functions) built from :class:`TaskConfig`. Sensor and command
+noise (:class:`NoiseConfig`) and domain randomization
+(:class:`RandomizationConfig`) are separate settings with separate PRNG
+streams; :func:`config_to_dict` writes all of them into every report.
+
+Ranges are ``(lo, hi)`` tuples; ``*_scale`` ranges multiply the nominal value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from flapjax.rotor.chain import ChainOptions
+from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+
+#: Physical effects that can be switched off for an ablation (ChainOptions flags).
+EFFECTS = ("saturation", "actuator", "ground_effect", "wall_effect", "drag", "wind", "gusts", "turbulence")
+ACTION_MODES = ("setpoint", "wrench")
+
+
+def _range(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> tuple[float, float]:
+    arr = as_float_array(name, value, (2,))
+    if arr[0] > arr[1]:
+        raise ConfigError(f"{name}: range must be (lo, hi) with lo <= hi, got {arr.tolist()}")
+    check_range(name, arr, lo, hi)
+    return float(arr[0]), float(arr[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseConfig:
+    """Sensor and command noise (white, Gaussian, per axis).
+
+    The defaults are a small, motion-capture-like level (so nominal worlds
+    still differ in their noise draws); :meth:`off` gives noise-free worlds.
+
+    Attributes:
+      sensor_position_std: position noise of the state estimate and the
+        observation [m].
+      sensor_velocity_std: velocity noise [m/s].
+      sensor_attitude_std: attitude noise (small rotation about body axes) [rad].
+      sensor_rate_std: body-rate noise [rad/s].
+      command_thrust_std: per-rotor thrust command noise before the clamp [N].
+    """
+
+    sensor_position_std: float = 0.002
+    sensor_velocity_std: float = 0.01
+    sensor_attitude_std: float = 0.002
+    sensor_rate_std: float = 0.01
+    command_thrust_std: float = 0.02
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            as_float_array(f.name, getattr(self, f.name), ())
+            check_range(f.name, getattr(self, f.name), 0.0, None)
+            object.__setattr__(self, f.name, float(getattr(self, f.name)))
+
+    @classmethod
+    def off(cls) -> "NoiseConfig":
+        """No sensor and no command noise."""
+        return cls(0.0, 0.0, 0.0, 0.0, 0.0)
+
+    def params(self) -> NoiseParams:
+        """The :class:`~flapjax.rotor.NoiseParams` pytree of one world."""
+        s = self
+        return NoiseParams(
+            sensor=SensorNoise(position_std=(s.sensor_position_std,) * 3, velocity_std=(s.sensor_velocity_std,) * 3,
+                               attitude_std=(s.sensor_attitude_std,) * 3, rate_std=(s.sensor_rate_std,) * 3),
+            command=CommandNoise(thrust_std=s.command_thrust_std),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomizationConfig:
+    """Per-world domain randomization (uniform draws from the randomization stream).
+
+    With ``enabled=False`` every world is nominal; the ranges still appear in
+    reports so a result states what "randomized" would have meant.
+
+    Attributes:
+      enabled: draw per-world values from the ranges below.
+      wall_pitch: wall tilt from vertical [rad] (absolute, |beta| <= 45 deg).
+      wall_x: offset of the wall position along x [m].
+      friction_scale: factor on the nominal ground, wall and box friction [-].
+      object_position: offset of the box (x and y, each) [m].
+      object_yaw: box heading [rad].
+      start_position: offset of the robot's start (x, y and z, each) [m].
+      goal_position: offset of the goal (x and y, each) [m].
+      texture: randomize geom colours (``geom_rgba``) when enabled.
+      colour_jitter: half-width of the uniform RGB perturbation [-].
+      mass_scale: factor on the airframe mass [-].
+      inertia_scale: factor on the principal inertia [-].
+      thrust_scale: factor on each rotor's thrust constant (T_max, T_min) [-].
+      torque_scale: factor on each rotor's torque coefficient kappa [-].
+      time_constant_scale: factor on each rotor's actuator time constant [-].
+      wall_thrust_coeff: near-wall thrust coefficient c_T (absolute) [-].
+      wall_lateral_coeff: near-wall lateral coefficient c_L (absolute) [-].
+    """
+
+    enabled: bool = False
+    wall_pitch: tuple[float, float] = (0.0, 0.0)
+    wall_x: tuple[float, float] = (0.0, 0.0)
+    friction_scale: tuple[float, float] = (0.7, 1.3)
+    object_position: tuple[float, float] = (0.0, 0.0)
+    object_yaw: tuple[float, float] = (0.0, 0.0)
+    start_position: tuple[float, float] = (-0.05, 0.05)
+    goal_position: tuple[float, float] = (0.0, 0.0)
+    texture: bool = True
+    colour_jitter: float = 0.3
+    mass_scale: tuple[float, float] = (0.9, 1.1)
+    inertia_scale: tuple[float, float] = (0.9, 1.1)
+    thrust_scale: tuple[float, float] = (0.92, 1.08)
+    torque_scale: tuple[float, float] = (0.8, 1.2)
+    time_constant_scale: tuple[float, float] = (0.8, 1.2)
+    wall_thrust_coeff: tuple[float, float] = (0.0, 0.1)
+    wall_lateral_coeff: tuple[float, float] = (0.0, 0.1)
+
+    def __post_init__(self):
+        object.__setattr__(self, "enabled", bool(self.enabled))
+        object.__setattr__(self, "texture", bool(self.texture))
+        as_float_array("colour_jitter", self.colour_jitter, ())
+        check_range("colour_jitter", self.colour_jitter, 0.0, 1.0)
+        object.__setattr__(self, "colour_jitter", float(self.colour_jitter))
+        bounds = dict(wall_pitch=(-0.7853981633974483, 0.7853981633974483), friction_scale=(1e-3, None),
+                      object_yaw=(-3.141592653589793, 3.141592653589793), mass_scale=(1e-3, None),
+                      inertia_scale=(1e-3, None), thrust_scale=(1e-3, None), torque_scale=(0.0, None),
+                      time_constant_scale=(1e-3, None), wall_thrust_coeff=(0.0, None), wall_lateral_coeff=(0.0, None))
+        for f in dataclasses.fields(self):
+            if f.name in ("enabled", "texture", "colour_jitter"):
+                continue
+            lo, hi = bounds.get(f.name, (None, None))
+            object.__setattr__(self, f.name, _range(f.name, getattr(self, f.name), lo, hi))
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    """Settings shared by every task.
+
+    Attributes:
+      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``).
+      physics_dt: MJX step [s].
+      substeps: physics steps per environment step (the agent's period is
+        ``physics_dt * substeps``).
+      episode_length: environment steps per episode.
+      action_mode: ``"setpoint"`` (end-effector reference for the geometric
+        wrench controller, see :mod:`flapjax.tasks.base`) or ``"wrench"``
+        (desired body wrench, straight into the rotor chain).
+      disabled_effects: physical effects switched off (names in :data:`EFFECTS`).
+      noise: sensor and command noise.
+      randomization: domain randomization.
+      solver_iterations, solver_ls_iterations: MJX solver iterations.
+    """
+
+    robot: str = "quad_x"
+    physics_dt: float = 0.004
+    substeps: int = 5
+    episode_length: int = 250
+    action_mode: str = "setpoint"
+    disabled_effects: tuple[str, ...] = ()
+    noise: NoiseConfig = dataclasses.field(default_factory=NoiseConfig)
+    randomization: RandomizationConfig = dataclasses.field(default_factory=RandomizationConfig)
+    solver_iterations: int = 2
+    solver_ls_iterations: int = 4
+
+    def __post_init__(self):
+        from flapjax.rotor.profile import PRESETS
+
+        check_choice("robot", self.robot, sorted(PRESETS))
+        check_positive("physics_dt", self.physics_dt)
+        check_range("physics_dt", self.physics_dt, None, 0.01)
+        for name in ("substeps", "episode_length", "solver_iterations", "solver_ls_iterations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{name}: must be an integer >= 1, got {v!r}")
+        check_choice("action_mode", self.action_mode, ACTION_MODES)
+        object.__setattr__(self, "disabled_effects", tuple(self.disabled_effects))
+        for e in self.disabled_effects:
+            check_choice("disabled_effects", e, EFFECTS)
+        if not isinstance(self.noise, NoiseConfig):
+            raise ConfigError(f"noise: must be a NoiseConfig, got {type(self.noise).__name__}")
+        if not isinstance(self.randomization, RandomizationConfig):
+            raise ConfigError(f"randomization: must be a RandomizationConfig, got {type(self.randomization).__name__}")
+
+    @property
+    def env_dt(self) -> float:
+        """Environment step [s]."""
+        return self.physics_dt * self.substeps
+
+    def chain_options(self) -> ChainOptions:
+        """Static chain switches: every effect on unless disabled; command
+        noise on exactly when its standard deviation is positive."""
+        flags = {e: e not in self.disabled_effects for e in EFFECTS}
+        return ChainOptions(**flags, command_noise=self.noise.command_thrust_std > 0.0)
+
+
+def replace_config(config, overrides: Mapping[str, Any] | None = None, **kwargs):
+    """A copy of ``config`` with fields replaced; nested dataclasses accept
+    mappings (``{"noise": {"sensor_position_std": 0.01}}``) or dotted keys
+    (``{"noise.sensor_position_std": 0.01}``). Unknown names raise
+    :class:`~flapjax.ConfigError` naming the field and the allowed ones."""
+    items = dict(overrides or {})
+    items.update(kwargs)
+    nested: dict[str, dict[str, Any]] = {}
+    flat: dict[str, Any] = {}
+    for key, value in items.items():
+        head, _, rest = key.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            flat[key] = value
+    names = {f.name for f in dataclasses.fields(config)}
+    for key in list(flat) + list(nested):
+        if key not in names:
+            raise ConfigError(f"{key}: unknown field of {type(config).__name__}; allowed: {sorted(names)}")
+    for key, sub in nested.items():
+        base = flat.pop(key, getattr(config, key))
+        flat[key] = replace_config(base, sub)
+    for key, value in list(flat.items()):
+        current = getattr(config, key)
+        if dataclasses.is_dataclass(current) and isinstance(value, Mapping):
+            flat[key] = replace_config(current, value)
+        elif key == "disabled_effects" and isinstance(value, str):
+            flat[key] = (value,)
+    return dataclasses.replace(config, **flat)
+
+
+def config_to_dict(config) -> dict[str, Any]:
+    """JSON-ready dict of a configuration (tuples become lists)."""
+    def conv(x):
+        if dataclasses.is_dataclass(x):
+            return {f.name: conv(getattr(x, f.name)) for f in dataclasses.fields(x)}
+        if isinstance(x, (tuple, list)):
+            return [conv(v) for v in x]
+        return x
+
+    out = conv(config)
+    out["env_dt"] = config.env_dt
+    return out
