@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import equinox as eqx
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -132,28 +133,49 @@ def sharded(fn: Callable, mesh: Mesh, *, in_axes: Any = 0, static_argnums: Seque
     return call
 
 
+@eqx.filter_jit
+def _batch_rollout(step, params, state, n_steps, params_axes, state_axes, observe, checkpoint):
+    return _rollout.batch_rollout(step, params, state, n_steps, params_axes=params_axes, state_axes=state_axes,
+                                  observe=observe, checkpoint=checkpoint)
+
+
 def batch_rollout(step, params, state, n_steps: int, *, mesh: Mesh | None = None, params_axes: Any = 0,
                   state_axes: Any = 0, observe=None, checkpoint: bool = True):
-    """:func:`flapjax.sim.rollout.batch_rollout` with the world axis split
-    over ``mesh`` (unsharded ``jax.jit`` when ``mesh`` is None)."""
+    """:func:`flapjax.sim.rollout.batch_rollout`, jitted, with the world axis
+    split over ``mesh`` (one device when ``mesh`` is None).
 
-    def run(p, s):
-        return _rollout.batch_rollout(step, p, s, n_steps, params_axes=params_axes, state_axes=state_axes,
-                                      observe=observe, checkpoint=checkpoint)
+    ``step`` and ``observe`` are static: pass the same function objects
+    again to reuse the compilation.
+    """
+    if mesh is not None:
+        params = shard_worlds(params, mesh, params_axes)
+        state = shard_worlds(state, mesh, state_axes)
+    return _batch_rollout(step, params, state, int(n_steps), params_axes, state_axes, observe, checkpoint)
 
-    if mesh is None:
-        return jax.jit(run)(params, state)
-    return sharded(run, mesh, in_axes=(params_axes, state_axes))(params, state)
+
+@eqx.filter_jit
+def _flapper_rollout(robot, params, state, n_steps, observe, checkpoint):
+    from flapjax.sim import flapper
+
+    return jax.vmap(lambda p, s: flapper.simulate(robot, p, s, n_steps, observe=observe, checkpoint=checkpoint))(
+        params, state)
 
 
 def flapper_rollout(robot, params, state, n_steps: int, *, mesh: Mesh | None = None, observe=None,
                     checkpoint: bool = True):
     """Open-loop rollout of batched flapper worlds (:func:`flapjax.sim.flapper.simulate`
     vmapped), world axis split over ``mesh``."""
+    if mesh is not None:
+        robot = shard_worlds(robot, mesh, None)
+        params, state = shard_worlds(params, mesh), shard_worlds(state, mesh)
+    return _flapper_rollout(robot, params, state, int(n_steps), observe, checkpoint)
+
+
+@eqx.filter_jit
+def _flapper_cycle_means(robot, params, n_steps, discard_steps):
     from flapjax.sim import flapper
 
-    return batch_rollout(lambda p, s: flapper.step(robot, p, s), params, state, n_steps, mesh=mesh,
-                         observe=observe, checkpoint=checkpoint)
+    return jax.vmap(lambda q: flapper.cycle_mean(robot, q, n_steps, discard_steps))(params)
 
 
 def flapper_cycle_means(robot, params, n_steps: int, discard_steps: int, *, mesh: Mesh | None = None):
@@ -161,29 +183,25 @@ def flapper_cycle_means(robot, params, n_steps: int, discard_steps: int, *, mesh
     vmapped; ``params`` from :func:`flapjax.sim.flapper.sweep_params`), world
     axis split over ``mesh``. Pads to a multiple of the device count and
     returns exactly one row per input world."""
-    from flapjax.sim import flapper
-
-    def run(p):
-        return jax.vmap(lambda q: flapper.cycle_mean(robot, q, n_steps, discard_steps))(p)
-
     if mesh is None:
-        return jax.jit(run)(params)
+        return _flapper_cycle_means(robot, params, int(n_steps), int(discard_steps))
     padded, n = pad_to_mesh(params, mesh)
-    out = sharded(run, mesh)(padded)
+    out = _flapper_cycle_means(shard_worlds(robot, mesh, None), shard_worlds(padded, mesh), int(n_steps), int(discard_steps))
     return jax.tree.map(lambda x: x[:n], out)
+
+
+@eqx.filter_jit
+def _multirotor_rollout(world, params, state, reference, n_steps, checkpoint):
+    return jax.vmap(lambda a, b, c: world.rollout(a, b, c, n_steps, checkpoint=checkpoint))(params, state, reference)
 
 
 def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: Mesh | None = None,
                        checkpoint: bool = True):
     """:meth:`flapjax.sim.multirotor.MultirotorWorld.rollout` vmapped over
     batched params, states and references, world axis split over ``mesh``."""
-
-    def run(p, s, r):
-        return jax.vmap(lambda a, b, c: world.rollout(a, b, c, n_steps, checkpoint=checkpoint))(p, s, r)
-
-    if mesh is None:
-        return jax.jit(run)(params, state, reference)
-    return sharded(run, mesh)(params, state, reference)
+    if mesh is not None:
+        params, state, reference = (shard_worlds(t, mesh) for t in (params, state, reference))
+    return _multirotor_rollout(world, params, state, reference, int(n_steps), checkpoint)
 
 
 def shard_counts(x: jax.Array) -> list[int]:
