@@ -105,8 +105,14 @@ class CycleAveragedParams(eqx.Module):
     @classmethod
     def from_json(cls, path: str | Path) -> "CycleAveragedParams":
         """Load from a JSON object of field name -> number (see :meth:`from_dict`)."""
-        with open(path) as fh:
-            return cls.from_dict(json.load(fh))
+        path = Path(path)
+        try:
+            values = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path.name}: cannot read cycle-averaged parameters ({exc})") from exc
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path.name}: expected a JSON object of field -> number, got {type(values).__name__}")
+        return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain floats / lists, the inverse of :meth:`from_dict`."""

@@ -1,0 +1,124 @@
+"""Every public constructor and loader rejects bad input with a message that
+names the field (and, where there is one, the allowed range), before any
+world is simulated. One row per case."""
+
+import json
+
+import numpy as np
+import pytest
+
+from flapjax import ConfigError, aero, rotor
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.sim import rigid
+from flapjax.sim.scene import Scene
+
+QUAD = rotor.profiles.quad_x()
+
+
+def _profile(**changes):
+    d = rotor.profile_to_dict(QUAD)
+    d.update(changes)
+    return rotor.profile_from_dict(d)
+
+
+def _rotor(i, **changes):
+    d = rotor.profile_to_dict(QUAD)
+    d["rotors"][i] = {**d["rotors"][i], **changes}
+    return rotor.profile_from_dict(d)
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+RECT = [[0, 0], [0.07, 0], [0.07, 0.02], [0, 0.02]]
+
+CASES = [
+    # --- wing geometry and planforms
+    ("span negative", lambda t: aero.WingGeometry.rectangular(-0.07, 0.02), r"span: must be > 0, got -0\.07"),
+    ("chord zero", lambda t: aero.WingGeometry.rectangular(0.07, 0.0), r"chord: must be > 0, got 0"),
+    ("span NaN", lambda t: aero.WingGeometry.rectangular(np.nan, 0.02), r"span: must be finite"),
+    ("span not scalar", lambda t: aero.WingGeometry.rectangular([0.07, 0.08], 0.02), r"span: expected shape \(\)"),
+    ("chord string", lambda t: aero.WingGeometry.rectangular(0.07, "wide"), r"chord: expected numbers"),
+    ("planform bow tie", lambda t: aero.WingGeometry.from_planform([[0, 0], [0.07, 0.02], [0.07, 0], [0, 0.02]]),
+     r"polygon: is not simple"),
+    ("planform collinear", lambda t: aero.WingGeometry.from_planform([[0, 0], [0.03, 0], [0.07, 0]]),
+     r"polygon: is degenerate"),
+    ("planform two vertices", lambda t: aero.WingGeometry.from_planform([[0, 0], [0.07, 0]]), r"polygon: needs at least 3"),
+    ("planform wrong shape", lambda t: aero.WingGeometry.from_planform(np.zeros((4, 3))), r"polygon: expected shape \(N, 2\)"),
+    ("planform inf", lambda t: aero.WingGeometry.from_planform([[0, 0], [np.inf, 0], [0, 0.02]]), r"polygon: must be finite"),
+    ("planform behind root", lambda t: aero.WingGeometry.from_planform([[-0.01, 0], [0.07, 0], [0, 0.02]]),
+     r"polygon: spanwise coordinates r must be >= 0"),
+    ("air density zero", lambda t: aero.Wing(aero.WingGeometry.rectangular(0.07, 0.02), 0.0, 0.01, 0.02),
+     r"Wing\.rho: must be > 0"),
+    ("force limit negative", lambda t: aero.AeroOptions(force_limit=-5.0), r"AeroOptions\.force_limit: must be > 0"),
+    ("lift scale zero", lambda t: aero.AeroOptions(lift_scale=0.0), r"AeroOptions\.lift_scale: must be > 0"),
+    ("damping limit NaN", lambda t: aero.AeroOptions(damping_limit=np.nan), r"AeroOptions\.damping_limit: must be finite"),
+    ("coefficients wrong type", lambda t: aero.AeroOptions(coefficients="whitney"), r"AeroOptions\.coefficients"),
+    ("side zero", lambda t: aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0),
+                                            v_body=np.zeros(3), w_body=np.zeros(3), side=0), r"side: must be \+1"),
+    ("wrench rotation shape", lambda t: aero.wing_wrench(
+        aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0), v_body=np.zeros(3), w_body=np.zeros(3),
+                        side=1), side=1, rot_world_wing=np.eye(2), pos_world_origin=np.zeros(3),
+        pos_world_com=np.zeros(3)), r"rot_world_wing: expected shape \(3, 3\)"),
+    # --- cycle-averaged model
+    ("k_f negative", lambda t: CycleAveragedParams(lift_coefficient=-1e-4), r"lift_coefficient: must be > 0"),
+    ("averaged mass zero", lambda t: CycleAveragedParams(mass=0.0), r"mass: must be > 0"),
+    ("D_w wrong shape", lambda t: CycleAveragedParams(rate_damping=(1e-4, 1e-4)), r"rate_damping: expected shape \(3,\)"),
+    ("averaged unknown field", lambda t: CycleAveragedParams.from_dict({"k_lift": 1.0}), r"unknown field"),
+    ("averaged JSON truncated", lambda t: CycleAveragedParams.from_json(_write(t, "avg.json", '{"mass": 0.0')),
+     r"avg\.json"),
+    # --- rotor profiles
+    ("unknown robot", lambda t: rotor.profiles.preset("octo_plus"), r"profile: must be one of \['hexa', 'hexa_tilted', 'quad_x'\]"),
+    ("mass negative", lambda t: _profile(mass=-1.0), r"mass: must be > 0, got -1"),
+    ("inertia zero", lambda t: _profile(inertia=[0.01, 0.0, 0.02]), r"inertia: must be > 0"),
+    ("inertia impossible", lambda t: _profile(inertia=[0.01, 0.01, 0.05]), r"inertia: principal moments must satisfy"),
+    ("thrust limits out of order", lambda t: _rotor(1, thrust_min=5.0, thrust_max=2.0),
+     r"rotors\[1\]\.thrust_max: must be > thrust_min = 5 N \(limits in order\), got 2 N"),
+    ("non-unit axis", lambda t: _rotor(2, axis=[0.0, 0.0, 2.0]), r"rotors\[2\]\.axis: must be a unit vector"),
+    ("spin not sign", lambda t: _rotor(0, spin=0.5), r"rotors\[0\]\.spin: must be \+1 or -1, got 0\.5"),
+    ("radius zero", lambda t: _rotor(3, radius=0.0), r"rotors\[3\]\.radius: must be > 0, got 0"),
+    ("time constant negative", lambda t: _rotor(0, time_constant=-0.02), r"rotors\[0\]\.time_constant: must be > 0"),
+    ("position wrong length", lambda t: _rotor(0, position=[0.1, 0.1]), r"rotors\[0\]\.position: expected shape \(3,\)"),
+    ("rotor missing key", lambda t: rotor.profile_from_dict({**rotor.profile_to_dict(QUAD),
+                                                              "rotors": [{"position": [0, 0, 0]}]}),
+     r"rotors\[0\]\.axis: missing"),
+    ("profile unknown key", lambda t: _profile(wingspan=1.0), r"unknown keys \['wingspan'\]"),
+    ("profile NaN mass", lambda t: _profile(mass=float("nan")), r"mass: must be finite"),
+    ("profile mismatched lengths", lambda t: rotor.RotorProfile(
+        positions=np.zeros((4, 3)), axes=np.tile([0, 0, 1.0], (4, 1)), spins=[1, -1, 1], thrust_min=np.zeros(4),
+        thrust_max=np.ones(4), torque_coeff=np.zeros(4), radius=np.ones(4), time_constant=np.ones(4),
+        rate_limit=np.ones(4), mass=1.0, inertia=[0.01, 0.01, 0.02]), r"spins: expected shape \(4,\)"),
+    ("profile file wrong extension", lambda t: rotor.load_profile(_write(t, "quad.yaml", "mass: 1")),
+     r"must end in \.toml or \.json"),
+    ("profile JSON malformed", lambda t: rotor.load_profile(_write(t, "quad.json", '{"mass": 1.0, "rotors": [')),
+     r"quad\.json: cannot parse"),
+    ("profile TOML truncated", lambda t: rotor.load_profile(_write(t, "quad.toml", 'mass = 1.0\n[[rotors]\n')),
+     r"quad\.toml: cannot parse"),
+    ("profile TOML wrong type", lambda t: rotor.load_profile(_write(t, "q.toml", 'mass = "heavy"\nrotors = [1]\n')),
+     r"rotors\[0\]: expected a table"),
+    # --- scene, disturbances, noise
+    ("wall pitch too steep", lambda t: Scene(wall_pitch=1.2), r"wall_pitch: must lie in \[-0\.785398, 0\.785398\], got 1\.2"),
+    ("ground friction zero", lambda t: Scene(ground_friction=0.0), r"ground_friction: must be > 0"),
+    ("box size wrong shape", lambda t: Scene(box_half_size=(0.05, 0.05)), r"box_half_size: expected shape \(3,\)"),
+    ("drag negative", lambda t: rotor.DragParams(linear=(-0.1, 0.2, 0.3)), r"linear: must lie in \[0, inf\]"),
+    ("turbulence time zero", lambda t: rotor.WindParams(turbulence_std=(0.1, 0.1, 0.1), turbulence_time=(0.5, 0.0, 0.5)),
+     r"turbulence_time: must be > 0"),
+    ("sensor noise negative", lambda t: rotor.SensorNoise(position_std=(-0.01, 0.0, 0.0)), r"position_std: must lie in \[0, inf\]"),
+    ("command noise NaN", lambda t: rotor.CommandNoise(thrust_std=np.nan), r"thrust_std: must be finite"),
+    # --- rigid backend
+    ("rigid mass zero", lambda t: rigid.RigidBody(0.0, [0.01, 0.01, 0.02]), r"mass: must be > 0"),
+    ("rigid inertia shape", lambda t: rigid.RigidBody(1.0, [0.01, 0.01]), r"inertia: expected shape \(3,\)"),
+]
+
+
+@pytest.mark.parametrize("label, make, message", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_raises_config_error_naming_the_field(label, make, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        make(tmp_path)
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 40
