@@ -174,6 +174,11 @@ class MultirotorWorld:
             box_geom=mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, "box") if with_box else -1,
         )
 
+    @functools.cached_property
+    def _data0(self):
+        data = mjx.make_data(self.model)
+        return _cast(data, self.dtype) if self.dtype is not None else data
+
     # ------------------------------------------------------------------ params
 
     def default_params(self, scene: sc.Scene | None = None) -> WorldParams:
@@ -221,9 +226,7 @@ class MultirotorWorld:
         ``key`` seeds the world's noise and turbulence streams.
         """
         streams = split_streams(key)
-        data = mjx.make_data(self.model)
-        if self.dtype is not None:
-            data = _cast(data, self.dtype)
+        data = self._data0
         qpos = data.qpos
         position = jnp.asarray(position, dtype=qpos.dtype)
         qpos = qpos.at[0:3].set(position).at[3:7].set(_yaw_quat(jnp.asarray(yaw, dtype=qpos.dtype)))
@@ -325,6 +328,12 @@ class MultirotorWorld:
         if checkpoint:
             body = jax.checkpoint(body)
         return jax.lax.scan(body, state, reference if timed else None, length=n_steps)
+
+    @functools.cached_property
+    def batched_reset(self):
+        """``jit(vmap(reset))`` over (params, key, position, yaw), each with a
+        leading world axis; fixed box placement."""
+        return jax.jit(jax.vmap(lambda p, k, x, y: self.reset(p, k, x, y)))
 
     @functools.cached_property
     def batched_rollout(self):

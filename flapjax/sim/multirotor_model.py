@@ -69,6 +69,9 @@ def multirotor_xml(
   <compiler angle="radian"/>
   <option timestep="{timestep:.9g}" gravity="0 0 -9.81" jacobian="sparse" iterations="{iterations}"
           ls_iterations="{ls_iterations}" integrator="Euler" cone="pyramidal"/>
+  <asset>
+    <material name="default" rgba="1 1 1 1"/>
+  </asset>
   <worldbody>
     <geom name="{GROUND}" type="plane" size="0 0 1" friction="1 0.005 0.0001" rgba=".5 .5 .5 1"/>
     <geom name="{WALL}" type="plane" size="0 0 1" pos="1 0 0.1" zaxis="-1 0 0" friction="0.6 0.005 0.0001" rgba=".7 .7 .6 1"/>

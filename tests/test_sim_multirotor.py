@@ -1,0 +1,259 @@
+"""Analytic scene geometry and MJX multirotor worlds near ground and walls."""
+
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax import rotor
+from flapjax.control.wrench import Reference
+from flapjax.math import quat_to_mat, rot_y, rot_z
+from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+from flapjax.sim import multirotor as mr
+from flapjax.sim import scene as sc
+
+PRESETS = ["quad_x", "hexa", "hexa_tilted"]
+YAW = np.pi / 2  # arm parallel to the wall while hovering
+PITCH_RANGE = sc.SceneRanges(wall_pitch=(-0.35, 0.35))
+
+
+# ----------------------------------------------------------------------------- analytic scene
+
+
+def test_wall_plane_geometry():
+    beta = 0.3
+    s = sc.Scene(wall_x=1.0, wall_anchor_z=0.2, wall_pitch=beta)
+    n, c = sc.wall_plane(s)
+    np.testing.assert_allclose(n, [-np.cos(beta), 0, -np.sin(beta)], atol=1e-15)
+    # The anchor lies on the wall, and a point higher up lies closer to the robot side (overhang).
+    np.testing.assert_allclose(sc.plane_distance(jnp.array([1.0, 5.0, 0.2]), n, c), 0.0, atol=1e-15)
+    top = jnp.array([1.0 - np.tan(beta) * 0.5, 0.0, 0.7])
+    np.testing.assert_allclose(sc.plane_distance(top, n, c), 0.0, atol=1e-14)
+    # Perpendicular distance of a point at the anchor height is dx * cos(beta).
+    np.testing.assert_allclose(sc.plane_distance(jnp.array([0.8, 0.0, 0.2]), n, c), 0.2 * np.cos(beta), rtol=1e-14)
+
+
+def test_ray_casts_along_rotor_axis():
+    s = sc.Scene(ground_height=0.05, wall_x=2.0)
+    n, c = sc.ground_plane(s)
+    o = jnp.array([0.0, 0.0, 0.35])
+    np.testing.assert_allclose(sc.ray_plane(o, jnp.array([0.0, 0.0, -1.0]), n, c), 0.30, rtol=1e-14)
+    th = 0.4
+    d = rot_y(jnp.asarray(th)) @ jnp.array([0.0, 0.0, -1.0])
+    np.testing.assert_allclose(sc.ray_plane(o, d, n, c), 0.30 / np.cos(th), rtol=1e-14)  # later than world z says
+    assert float(sc.ray_plane(o, jnp.array([0.0, 0.0, 1.0]), n, c)) == np.inf
+    assert float(sc.ray_plane(jnp.array([0.0, 0.0, 0.0]), jnp.array([0.0, 0.0, -1.0]), n, c)) == 0.0
+    box = sc.BoxPose(position=jnp.array([0.0, 0.0, 0.1]), rotation=rot_z(jnp.asarray(0.3)))
+    half = jnp.array([0.1, 0.2, 0.05])
+    np.testing.assert_allclose(sc.ray_box(o, jnp.array([0.0, 0.0, -1.0]), box, half), 0.20, rtol=1e-14)
+    assert float(sc.ray_box(jnp.array([1.0, 0.0, 0.35]), jnp.array([0.0, 0.0, -1.0]), box, half)) == np.inf
+    dist, normal = sc.point_box(jnp.array([0.0, 0.5, 0.1]), sc.BoxPose(jnp.array([0.0, 0.0, 0.1]), jnp.eye(3)), half)
+    np.testing.assert_allclose(dist, 0.3, rtol=1e-14)
+    np.testing.assert_allclose(normal, [0, 1, 0], atol=1e-15)
+
+
+def test_rotor_proximity_pitched_wall_and_tilted_rotors():
+    prof = rotor.profiles.hexa_tilted()
+    beta = -0.25
+    s = sc.Scene(wall_pitch=beta, wall_x=0.6, wall_anchor_z=0.3)
+    pos = jnp.array([0.1, 0.05, 0.3])
+    rot = rot_z(jnp.asarray(0.2)) @ rot_y(jnp.asarray(0.1))
+    prox = sc.rotor_proximity(s, prof, pos, rot)
+    n_w, c_w = sc.wall_plane(s)
+    centres = pos + prof.positions @ rot.T
+    np.testing.assert_allclose(prox.wall_distance, centres @ n_w - c_w, rtol=1e-12)
+    np.testing.assert_allclose(prox.wall_normal, jnp.tile(rot.T @ n_w, (6, 1)), atol=1e-14)
+    # Brute force: march along each downwash ray to the first point outside the free space.
+    for i in range(6):
+        direction = -(rot @ prof.axes[i])
+        ts = np.linspace(0.0, 3.0, 300001)
+        pts = np.asarray(centres[i])[None] + ts[:, None] * np.asarray(direction)[None]
+        blocked = (pts[:, 2] <= 0.0) | (pts @ np.asarray(n_w) - float(c_w) <= 0.0)
+        t_hit = ts[np.argmax(blocked)] if blocked.any() else np.inf
+        np.testing.assert_allclose(prox.ground_distance[i], t_hit, atol=2e-5)
+    # The tilted rotors see the ground later than their height.
+    assert bool(jnp.all(prox.ground_distance >= centres[:, 2] - 1e-12))
+
+
+def test_hover_position_clearances():
+    prof = rotor.profiles.hexa()
+    s = sc.Scene(wall_pitch=0.3, wall_x=0.9, wall_anchor_z=0.1)
+    pos = sc.hover_position(s, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW)
+    prox = sc.rotor_proximity(s, prof, pos, rot_z(jnp.asarray(YAW)))
+    np.testing.assert_allclose(jnp.min(prox.wall_distance), 0.15, rtol=1e-12)
+    np.testing.assert_allclose(jnp.min(prox.ground_distance), 0.10, rtol=1e-12)
+
+
+def test_scene_matches_mjx_geoms_by_ray_cast():
+    """The analytic distances equal MJX's own ray casts on the placed geoms."""
+    from mujoco import mjx
+
+    prof = rotor.profiles.quad_x()
+    world = mr.MultirotorWorld(prof, with_box=True)
+    s = sc.Scene(wall_pitch=-0.3, wall_x=0.5, wall_anchor_z=0.2, ground_height=0.02)
+    params = world.default_params(s)
+    m = world.world_model(params)
+    pos, yaw = jnp.array([0.1, 0.0, 0.35]), 0.0
+    state = world.reset(params, jax.random.key(0), pos, yaw=yaw, box_position=jnp.array([0.0, 0.12, 0.07]))
+    d = mjx.kinematics(m, state.data)
+    rot = quat_to_mat(d.qpos[3:7])
+    box = sc.BoxPose(position=d.qpos[7:10], rotation=quat_to_mat(d.qpos[10:14]))
+    base = world._ids["base"]
+    dirs = [jnp.array([0.0, 0.0, -1.0]), jnp.array([0.6, 0.0, -0.8]), jnp.array([1.0, 0.0, 0.0]),
+            jnp.array([-0.3, 0.4, -np.sqrt(0.75)])]
+    origins = jnp.repeat(pos + prof.positions @ rot.T, len(dirs), axis=0)
+    vecs = jnp.tile(jnp.stack(dirs), (4, 1))
+    # (the material in the MJCF works around an MJX ray indexing bug with no materials)
+    dist_mjx, gid = jax.jit(jax.vmap(lambda o, v: mjx.ray(m, d, o, v, bodyexclude=base)))(origins, vecs)
+    n_g, c_g = sc.ground_plane(s)
+    n_w, c_w = sc.wall_plane(s)
+
+    def ours(o, v):
+        return jnp.minimum(jnp.minimum(sc.ray_plane(o, v, n_g, c_g), sc.ray_plane(o, v, n_w, c_w)),
+                           sc.ray_box(o, v, box, s.box_half_size))
+
+    mine = jax.vmap(ours)(origins, vecs)
+    hit = np.asarray(gid) >= 0
+    assert hit.sum() >= 12 and set(np.asarray(gid)[hit].tolist()) == {
+        world._ids["ground"], world._ids["wall"], world._ids["box_geom"]}
+    np.testing.assert_allclose(np.asarray(mine)[hit], np.asarray(dist_mjx)[hit], rtol=1e-9)
+    assert np.all(np.isinf(np.asarray(mine)[~hit]))
+
+# ----------------------------------------------------------------------------- MJX worlds
+
+HOVER_STEPS = 2500  # 5 s at dt = 2 ms
+PUSH_OVERLAP = 0.05  # the end-effector target lies this far inside the wall [m]
+
+
+def _effects_on(world):
+    wind = rotor.WindParams(constant=(0.3, 0.2, 0.0), gust_amplitude=[[0.8, 0.0, -0.3]], gust_start=[2.0],
+                            gust_duration=[1.0], turbulence_std=(0.3, 0.3, 0.2), turbulence_time=(0.5, 0.5, 0.5))
+    noise = NoiseParams(SensorNoise((0.002,) * 3, (0.01,) * 3, (0.003,) * 3, (0.01,) * 3), CommandNoise(0.05))
+    return eqx.tree_at(lambda p: (p.chain, p.noise), world.default_params(), (rotor.ChainParams(wind=wind), noise))
+
+
+def _push_target(scene, prof, overlap=0.03):
+    """CoM target whose end-effector reaches ``overlap`` into the wall (yaw 0, level)."""
+    n, c = sc.wall_plane(scene)
+    ee = prof.ee_position
+    z = scene.ground_height + 0.10 - jnp.min(prof.positions[:, 2])
+    x = (prof.ee_radius - overlap + c - n[2] * z - jnp.dot(n, ee)) / n[0]
+    return jnp.stack([x, jnp.zeros_like(x), z])
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def hover_run(request):
+    """Four worlds of one preset, 5 s, every effect on (noise, wind, proximity...).
+
+    0: scene key A, world key N1 (hover); 1: scene key B, world key N1 (hover);
+    2: scene key A, world key N2 (hover); 3: push on a vertical wall.
+    """
+    prof = rotor.profiles.preset(request.param)
+    world = mr.MultirotorWorld(prof, options=rotor.ChainOptions(command_noise=True))
+    p0 = _effects_on(world)
+    ka, kb = jax.random.key(11), jax.random.key(12)
+    kn1, kn2 = jax.random.key(21), jax.random.key(22)
+    params = [world.randomize(p0, k, PITCH_RANGE) for k in (ka, kb, ka)]
+    # The push world: vertical wall, no integral action (so the steady contact
+    # force is the position loop's spring), no turbulence (a clean average).
+    params.append(eqx.tree_at(
+        lambda p: (p.scene.wall_pitch, p.gains.integral, p.chain.wind.turbulence_std),
+        params[0], (jnp.asarray(0.0), jnp.zeros(3), jnp.zeros(3))))
+    hover = [sc.hover_position(p.scene, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW) for p in params[:3]]
+    push_ref = _push_target(params[3].scene, prof, PUSH_OVERLAP)
+    n_w = sc.wall_normal(params[3].scene)
+    push_start = push_ref + 0.12 * n_w * jnp.array([1.0, 1.0, 0.0])
+    starts = hover + [push_start]
+    refs = [Reference.hover(x, YAW) for x in hover] + [Reference.hover(push_ref, 0.0)]
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    params, refs = stack(params), stack(refs)
+    states = world.batched_reset(params, jnp.stack([kn1, kn1, kn2, kn1]), jnp.stack(starts), refs.yaw)
+    t0 = time.perf_counter()
+    final, traj = world.batched_rollout(params, states, refs, HOVER_STEPS)
+    jax.block_until_ready(traj)
+    return dict(prof=prof, world=world, params=params, refs=refs, traj=traj, final=final,
+                seconds=time.perf_counter() - t0)
+
+
+def test_hover_near_ground_and_wall_is_stable(hover_run):
+    traj, refs, prof = hover_run["traj"], hover_run["refs"], hover_run["prof"]
+    h = slice(0, 3)
+    assert not bool(jnp.any(traj.diverged[h]))
+    err = np.asarray(traj.position[h]) - np.asarray(refs.position[h])[:, None]
+    assert np.abs(err).max() < 0.08, np.abs(err).max(axis=(0, 1))
+    assert np.abs(err[:, -500:]).max() < 0.05  # last second
+    q = np.asarray(traj.quat[h])
+    tilt = 2 * np.arcsin(np.clip(np.linalg.norm(q[..., 1:3], axis=-1), 0, 1))
+    assert np.degrees(tilt.max()) < 12.0
+    # Never touched anything: no contact force all along.
+    np.testing.assert_array_equal(traj.constraint_force[h], 0.0)
+    # The proximity effects were really on: ground factor near 1/(1-(R/0.4)^2),
+    # wall factor > 1 on the rotors nearest the wall.
+    gf = np.asarray(traj.ground_factor[h])
+    expect = 1 / (1 - (float(prof.radius[0]) / 0.4) ** 2)
+    np.testing.assert_allclose(np.median(gf), expect, rtol=0.01)
+    assert np.asarray(traj.wall_factor[h]).max(axis=-1).min() > 1.001
+    assert np.asarray(traj.saturated[h]).mean() < 0.01
+
+
+def test_push_on_wall_produces_contact_force(hover_run):
+    traj, params, prof, refs = hover_run["traj"], hover_run["params"], hover_run["prof"], hover_run["refs"]
+    assert not bool(traj.diverged[3].any())
+    p3 = jax.tree.map(lambda x: x[3], params)
+    n, c = sc.wall_plane(p3.scene)
+    np.testing.assert_allclose(n, [-1.0, 0.0, 0.0], atol=1e-15)
+    # Before the approach there was no contact.
+    np.testing.assert_array_equal(traj.constraint_force[3, :50], 0.0)
+    last = slice(-250, None)  # last 0.5 s, at rest against the wall
+    f_wall = np.asarray(traj.constraint_force[3, last]) @ np.asarray(n)
+    assert f_wall.min() > 0.3  # the wall pushes back along its outward normal
+    # Force balance along x: contact = position spring k_x (x_ref - x) + steady wind.
+    x_err = float(refs.position[3, 0]) - np.asarray(traj.position[3, last, 0])
+    expect = float(p3.gains.position[0]) * x_err + float(p3.chain.wind.constant[0])
+    np.testing.assert_allclose(f_wall.mean(), expect.mean(), rtol=0.15)
+    # The end-effector touches the wall (soft contact: mm penetration at most).
+    ee_gap = np.asarray(traj.ee_position[3, last]) @ np.asarray(n) - float(c)
+    np.testing.assert_allclose(ee_gap, float(prof.ee_radius), atol=3e-3)
+    q = np.asarray(traj.quat[3])
+    assert np.degrees(2 * np.arcsin(np.linalg.norm(q[:, 1:3], axis=-1)).max()) < 15.0
+
+
+def test_noise_and_randomization_streams_are_independent(hover_run):
+    traj, params, world = hover_run["traj"], hover_run["params"], hover_run["world"]
+    pick = lambda i: jax.tree.map(lambda x: x[i], params)  # noqa: E731
+    # Same scene key, different noise key: identical scene and MJX geoms, different noise.
+    for leaf0, leaf2 in zip(jax.tree.leaves(pick(0).scene), jax.tree.leaves(pick(2).scene)):
+        np.testing.assert_array_equal(leaf0, leaf2)
+    m0, m2 = world.world_model(pick(0)), world.world_model(pick(2))
+    np.testing.assert_array_equal(m0.geom_quat, m2.geom_quat)
+    assert np.abs(np.asarray(traj.sensor_position_noise[0] - traj.sensor_position_noise[2])).max() > 1e-4
+    # Different scene key, same noise key: different wall, identical noise draws.
+    assert abs(float(pick(0).scene.wall_pitch - pick(1).scene.wall_pitch)) > 1e-3
+    np.testing.assert_array_equal(traj.sensor_position_noise[0], traj.sensor_position_noise[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PRESETS)
+def test_hover_1024_worlds_randomized_wall_pitch(name):
+    """1024 worlds, wall pitch uniform in +-20 deg, every effect on, 1 s
+    (the full 5 s runs in benchmarks/multirotor_hover_batch.py)."""
+    prof = rotor.profiles.preset(name)
+    world = mr.MultirotorWorld(prof, options=rotor.ChainOptions(command_noise=True))
+    p0 = _effects_on(world)
+    keys = jax.random.split(jax.random.key(5), 1024)
+    params = jax.vmap(lambda k: world.randomize(p0, k, PITCH_RANGE))(keys)
+    pos = jax.vmap(lambda s: sc.hover_position(s, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW))(
+        params.scene)
+    refs = jax.vmap(lambda x: Reference.hover(x, YAW))(pos)
+    states = world.batched_reset(params, keys, pos, refs.yaw)
+    _, traj = world.batched_rollout(params, states, refs, 500)
+    pitch = np.asarray(params.scene.wall_pitch)
+    assert pitch.min() < -0.3 and pitch.max() > 0.3 and np.unique(pitch).size == 1024
+    assert not bool(jnp.any(traj.diverged))
+    err = np.abs(np.asarray(traj.position) - np.asarray(pos)[:, None])
+    assert err.max() < 0.08
+    np.testing.assert_array_equal(traj.constraint_force, 0.0)
+    assert float(jnp.min(traj.wall_distance)) > 0.05
