@@ -11,9 +11,14 @@ from flapjax import ConfigError
 from flapjax.sim import rigid
 
 MASS, INERTIA = 0.7, np.array([0.004, 0.005, 0.008])
-XML = f"""<mujoco><option timestep="0.002" integrator="Euler" gravity="0 0 -9.81"><flag contact="disable"/></option>
+COM, IQUAT = np.array([0.01, -0.02, 0.015]), np.array([0.9, 0.3, -0.2, 0.25]) / np.linalg.norm([0.9, 0.3, -0.2, 0.25])
+
+
+def _xml(com, iquat):
+    return f"""<mujoco><option timestep="0.002" integrator="Euler" gravity="0 0 -9.81"><flag contact="disable"/></option>
 <worldbody><body name="b" pos="0 0 1"><freejoint/>
-<inertial pos="0 0 0" mass="{MASS}" diaginertia="{INERTIA[0]} {INERTIA[1]} {INERTIA[2]}"/></body></worldbody></mujoco>"""
+<inertial pos="{com[0]} {com[1]} {com[2]}" quat="{iquat[0]} {iquat[1]} {iquat[2]} {iquat[3]}" mass="{MASS}"
+ diaginertia="{INERTIA[0]} {INERTIA[1]} {INERTIA[2]}"/></body></worldbody></mujoco>"""
 
 
 def _wrench(k):
@@ -23,11 +28,13 @@ def _wrench(k):
                      0.004 * np.sin(7 * t), -0.003 * np.cos(4 * t), 0.002 * np.sin(t)])
 
 
-def test_matches_mujoco_euler_free_body():
-    m = mujoco.MjModel.from_xml_string(XML)
+@pytest.mark.parametrize("offset", [False, True], ids=["com_at_origin", "com_offset_rotated_inertia"])
+def test_matches_mujoco_euler_free_body(offset):
+    com, iquat = (COM, IQUAT) if offset else (np.zeros(3), np.array([1.0, 0, 0, 0]))
+    m = mujoco.MjModel.from_xml_string(_xml(com, iquat))
     d = mujoco.MjData(m)
     d.qvel[:] = [0.1, -0.2, 0.3, 2.0, -1.0, 3.0]
-    body = rigid.RigidBody(MASS, INERTIA)
+    body = rigid.RigidBody(MASS, INERTIA, com_offset=m.body_ipos[1], inertia_quat=m.body_iquat[1])
     state = rigid.RigidState(position=jnp.array(d.qpos[:3]), quat=jnp.array(d.qpos[3:]),
                              velocity=jnp.array(d.qvel[:3]), angular_velocity=jnp.array(d.qvel[3:]))
     step = jax.jit(lambda s, w: rigid.step(body, s, w, 0.002))

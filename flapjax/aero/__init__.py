@@ -1,5 +1,6 @@
 """Flapping-wing aerodynamics: pure, jit/vmap/grad-friendly kernels."""
 
+from flapjax.aero.cycle_averaged import CycleAveragedLoads, CycleAveragedParams, cycle_averaged_wrench
 from flapjax.aero.coefficients import CoefficientModel, Dickinson1999, WhitneyWood
 from flapjax.aero.geometry import Wing, WingGeometry
 from flapjax.aero.kinematics import AffineVelocity, WingKinematics, affine_velocity
@@ -11,6 +12,8 @@ __all__ = [
     "AeroOptions",
     "AffineVelocity",
     "CoefficientModel",
+    "CycleAveragedLoads",
+    "CycleAveragedParams",
     "Dickinson1999",
     "WhitneyWood",
     "Wing",
@@ -20,6 +23,7 @@ __all__ = [
     "WingWrench",
     "affine_velocity",
     "angle_of_attack",
+    "cycle_averaged_wrench",
     "wing_loads",
     "wing_wrench",
 ]

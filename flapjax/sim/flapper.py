@@ -48,12 +48,13 @@ from flapjax import aero
 from flapjax.aero.cycle_averaged import CycleAveragedLoads, CycleAveragedParams, cycle_averaged_wrench
 from flapjax.control.stroke import StrokeSchedule, advance_offset, phase_cycles, stroke_reference
 from flapjax.math import quat_to_mat
-from flapjax.sim import flapper_model
+from flapjax.sim import flapper_model, rigid
 from flapjax.sim.rollout import batch_rollout, pad_worlds, rollout, slice_worlds
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
 
 Scalar = Float[Array, ""]
 AERO_MODELS = ("wing", "averaged")
+BACKENDS = ("mjx", "rigid")
 SIDES = (1, -1)  # left, right
 PARAMS_PATH = flapper_model.ASSETS / "flapper_params.json"
 AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
@@ -219,6 +220,9 @@ class FlapperRobot(eqx.Module):
       aero_model: "wing" or "averaged" (static).
       dt: timestep [s] (static).
       stroke_inertia: stroke-servo inertia feedforward J [kg m^2] (static).
+      backend: "mjx" (MuJoCo MJX) or "rigid" (the pure-JAX single-body
+        integrator of :mod:`flapjax.sim.rigid`; lumped root only) (static).
+      rigid_body: mass properties of the lumped body for the rigid backend.
     """
 
     model: mjx.Model
@@ -243,6 +247,8 @@ class FlapperRobot(eqx.Module):
     free_v: int = eqx.field(static=True)
     base_root: int = eqx.field(static=True)
     plate_root: int = eqx.field(static=True)
+    backend: str = eqx.field(static=True, default="mjx")
+    rigid_body: Any = None
 
     @property
     def has_wings(self) -> bool:
@@ -257,6 +263,7 @@ def make_robot(
     wing_mass: float | None = None,
     timestep: float | None = None,
     dtype: Any = None,
+    backend: str = "mjx",
 ) -> FlapperRobot:
     """Compile a flapper world.
 
@@ -269,9 +276,15 @@ def make_robot(
       timestep: override the MJCF timestep [s].
       dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``); default
         keeps JAX's default float type.
+      backend: "mjx", or "rigid" for the pure-JAX rigid-body integrator
+        (contact-free; root "lumped" only). The two agree to float32
+        round-off; the rigid one is many times cheaper per step.
     """
     check_choice("root", root, flapper_model.ROOTS)
     check_choice("aero_model", aero_model, AERO_MODELS)
+    check_choice("backend", backend, BACKENDS)
+    if backend == "rigid" and root != "lumped":
+        raise ConfigError(f"backend: 'rigid' integrates one rigid body; it needs root='lumped', got root={root!r}")
     if root == "lumped" and aero_model == "wing":
         raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
     m = flapper_model.build(root, wing_mass=wing_mass)
@@ -311,9 +324,17 @@ def make_robot(
         mujoco.mj_fullM(m, d, full)
         stroke_inertia = float(full[stroke_v[0], stroke_v[0]])
     mx = mjx.put_model(m)
+    body = None
+    if backend == "rigid":
+        body = rigid.RigidBody(
+            float(m.body_mass[base]), m.body_inertia[base], gravity=m.opt.gravity,
+            com_offset=m.body_ipos[base], inertia_quat=m.body_iquat[base],
+        )
     if dtype is not None:
+        cast = lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x  # noqa: E731
         mx = jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, mx)
-        wing = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, wing)
+        wing = jax.tree.map(cast, wing)
+        body = jax.tree.map(cast, body)
     return FlapperRobot(
         model=mx,
         wing=wing,
@@ -337,6 +358,8 @@ def make_robot(
         free_v=free_v,
         base_root=int(m.body_rootid[base]),
         plate_root=int(m.body_rootid[plate]) if plate >= 0 else -1,
+        backend=backend,
+        rigid_body=body,
     )
 
 
@@ -397,6 +420,18 @@ def init_state(
 
     Pure JAX: vmap it over batched params / initial conditions.
     """
+    if robot.backend == "rigid":
+        dtype = robot.rigid_body.mass.dtype
+        q0 = jnp.asarray(robot.model.qpos0, dtype=dtype)
+        a = robot.free_q
+        body_state = rigid.RigidState(
+            position=q0[a : a + 3] if position is None else jnp.asarray(position, dtype=dtype),
+            quat=q0[a + 3 : a + 7] if quat is None else jnp.asarray(quat, dtype=dtype) / jnp.linalg.norm(jnp.asarray(quat, dtype=dtype)),
+            velocity=jnp.zeros(3, dtype) if velocity is None else jnp.asarray(velocity, dtype=dtype),
+            angular_velocity=jnp.zeros(3, dtype) if angular_velocity is None else jnp.asarray(angular_velocity, dtype=dtype),
+        )
+        return FlapperState(data=body_state, step=jnp.zeros((), dtype=jnp.int32),
+                            phase_offset=jnp.zeros((), dtype=dtype), healthy=jnp.ones((), dtype=bool))
     m = robot.model
     d = mjx.make_data(m)
     qpos, qvel = d.qpos, d.qvel
@@ -471,6 +506,8 @@ def step(
     """
     if command is None:
         command = command_from_params(params)
+    if robot.backend == "rigid":
+        return _step_rigid(robot, params, state, command)
     m = _model_for(robot, params)
     d = state.data
     dt = robot.dt
@@ -580,6 +617,39 @@ def step(
         pitch=pitch,
         plate=plate_angles,
         frequency=f_cmd,
+    )
+    return new_state, diag
+
+
+def _step_rigid(
+    robot: FlapperRobot, params: FlapperParams, state: FlapperState, command: FlapperCommand
+) -> tuple[FlapperState, FlapperDiagnostics]:
+    """The lumped body under the cycle-averaged wrench, integrated by
+    :func:`flapjax.sim.rigid.step` (same wrench and Euler scheme as MJX)."""
+    body, s = robot.rigid_body, state.data
+    dtype = body.mass.dtype
+    rot = s.rotation
+    f_cmd = jnp.asarray(command.frequency, dtype=dtype)
+    plate = jnp.asarray(command.plate, dtype=dtype)
+    avg = cycle_averaged_wrench(
+        params.averaged, frequency=f_cmd, plate=plate, rot_world_body=rot,
+        v_world=rigid.com_velocity(body, s), w_body=s.angular_velocity,
+    )
+    new = rigid.step(body, s, avg.wrench, robot.dt)
+    ok = jnp.all(jnp.isfinite(new.qpos)) & jnp.all(jnp.isfinite(new.qvel))
+    healthy = state.healthy & ok
+    new = jax.tree.map(lambda a, b: jnp.where(healthy, a, b), new, s)
+    zeros2 = jnp.zeros((2,), dtype=dtype)
+    moment = avg.torque_world + jnp.cross(rigid.com_position(body, s) - s.position, avg.force_world)
+    new_state = FlapperState(
+        data=new, step=state.step + 1,
+        phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt), healthy=healthy,
+    )
+    diag = FlapperDiagnostics(
+        time=state.step.astype(dtype) * robot.dt, force_world=avg.force_world, moment_world=moment,
+        lift_total=avg.thrust, wing_force_world=jnp.zeros((2, 3), dtype=dtype), wing_loads=None,
+        force_clipped=jnp.zeros((2,), dtype=bool), stroke=zeros2, stroke_reference=zeros2, stroke_error=zeros2,
+        pitch=zeros2, plate=plate, frequency=f_cmd,
     )
     return new_state, diag
 

@@ -3,13 +3,16 @@
 For contact-free flight (hover, near-ground and near-wall flight that never
 touches, the cycle-averaged flapper) a single free body is all the dynamics
 there is, and integrating it directly is much cheaper than a general MJX step.
-The integrator reproduces MuJoCo's semi-implicit Euler for a free joint whose
-body origin is its centre of mass:
+The integrator reproduces MuJoCo's semi-implicit Euler for a free joint. The
+state is MuJoCo's: the body origin's position and world velocity and the body
+rates; the centre of mass sits at ``c`` (body frame) and the inertia ``I``
+about it may be rotated by ``inertia_quat``:
 
-    v_dot   = F_world / m + g
-    w_dot   = I^-1 (R^T tau_world - w x I w)        (body frame)
-    v      += dt v_dot;   w += dt w_dot
-    p      += dt v;       q  = q * exp(dt w / 2)     (renormalized)
+    a_com   = F_world / m + g
+    w_dot   = I^-1 (R^T tau_world - w x I w)                 (body frame)
+    a_o     = a_com - (R w_dot) x (R c) - w_W x (w_W x R c)  (origin, world)
+    v      += dt a_o;   w += dt w_dot
+    p      += dt v;     q  = q * exp(dt w / 2)                (renormalized)
 
 so the same body wrench that the MJX bridges write into ``xfrc_applied``
 (world frame, about the centre of mass) drives both backends, and their
@@ -31,23 +34,33 @@ Scalar = Float[Array, ""]
 
 
 class RigidBody(eqx.Module):
-    """Mass properties of the body (centre of mass at the body origin).
+    """Mass properties of the body.
 
     Attributes:
       mass: () m [kg].
-      inertia: (3,) principal moments of inertia about the CoM, body axes [kg m^2].
+      inertia: (3,) principal moments of inertia about the CoM [kg m^2].
       gravity: (3,) gravitational acceleration, world frame [m/s^2].
+      com_offset: (3,) centre of mass in the body frame [m] (MuJoCo's body_ipos).
+      inertia_quat: (4,) orientation of the principal axes in the body frame
+        ``[w, x, y, z]`` (MuJoCo's body_iquat).
     """
 
     mass: Scalar
     inertia: Float[Array, "3"]
     gravity: Float[Array, "3"]
+    com_offset: Float[Array, "3"]
+    inertia_quat: Float[Array, "4"]
 
-    def __init__(self, mass, inertia, gravity=(0.0, 0.0, -9.81)):
-        if not any(_is_traced(x) for x in (mass, inertia, gravity)):
+    def __init__(self, mass, inertia, gravity=(0.0, 0.0, -9.81), com_offset=(0.0, 0.0, 0.0),
+                 inertia_quat=(1.0, 0.0, 0.0, 0.0)):
+        if not any(_is_traced(x) for x in (mass, inertia, gravity, com_offset, inertia_quat)):
             as_float_array("mass", mass, ())
             as_float_array("inertia", inertia, (3,))
             as_float_array("gravity", gravity, (3,))
+            as_float_array("com_offset", com_offset, (3,))
+            q = as_float_array("inertia_quat", inertia_quat, (4,))
+            if abs(float((q**2).sum()) - 1.0) > 1e-6:
+                raise ConfigError(f"inertia_quat: must be a unit quaternion, got {q.tolist()}")
             check_positive("mass", mass)
             check_positive("inertia", inertia)
             i = sorted(float(x) for x in jnp.asarray(inertia))
@@ -56,6 +69,14 @@ class RigidBody(eqx.Module):
         self.mass = jnp.asarray(mass, dtype=float)
         self.inertia = jnp.asarray(inertia, dtype=float)
         self.gravity = jnp.asarray(gravity, dtype=float)
+        self.com_offset = jnp.asarray(com_offset, dtype=float)
+        self.inertia_quat = jnp.asarray(inertia_quat, dtype=float)
+
+    @property
+    def inertia_matrix(self) -> Float[Array, "3 3"]:
+        """(3, 3) inertia about the CoM in body axes [kg m^2]."""
+        r = quat_to_mat(self.inertia_quat)
+        return (r * self.inertia) @ r.T
 
 
 class RigidState(eqx.Module):
@@ -97,14 +118,28 @@ class RigidState(eqx.Module):
 
 def accelerations(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"]
                   ) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
-    """Linear acceleration (world) [m/s^2] and angular acceleration (body)
-    [rad/s^2] under a world wrench ``[F; tau]`` about the CoM."""
+    """Acceleration of the body origin (world) [m/s^2] and angular acceleration
+    (body) [rad/s^2] under a world wrench ``[F; tau]`` about the CoM."""
     rot = state.rotation
     w = state.angular_velocity
+    inertia = body.inertia_matrix
     tau_body = rot.T @ wrench_world[3:]
-    lin = wrench_world[:3] / body.mass + body.gravity
-    ang = (tau_body - jnp.cross(w, body.inertia * w)) / body.inertia
+    ang = jnp.linalg.solve(inertia, tau_body - jnp.cross(w, inertia @ w))
+    a_com = wrench_world[:3] / body.mass + body.gravity
+    c_w, w_w = rot @ body.com_offset, rot @ w
+    lin = a_com - jnp.cross(rot @ ang, c_w) - jnp.cross(w_w, jnp.cross(w_w, c_w))
     return lin, ang
+
+
+def com_velocity(body: RigidBody, state: RigidState) -> Float[Array, "3"]:
+    """(3,) velocity of the centre of mass, world frame [m/s]."""
+    rot = state.rotation
+    return state.velocity + jnp.cross(rot @ state.angular_velocity, rot @ body.com_offset)
+
+
+def com_position(body: RigidBody, state: RigidState) -> Float[Array, "3"]:
+    """(3,) position of the centre of mass, world frame [m]."""
+    return state.position + state.rotation @ body.com_offset
 
 
 def step(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"], dt) -> RigidState:
