@@ -78,6 +78,25 @@ def test_rotor_proximity_pitched_wall_and_tilted_rotors():
     assert bool(jnp.all(prox.ground_distance >= centres[:, 2] - 1e-12))
 
 
+def test_rotor_proximity_with_box():
+    prof = rotor.profiles.quad_x()
+    s = sc.Scene(wall_x=5.0, box_half_size=(0.05, 0.05, 0.05))
+    pos = jnp.array([0.0, 0.0, 0.3])
+    x = 0.18 / np.sqrt(2)
+    # Box under rotor 0 (at +x, +y): its top is 0.3 - 0.1 = 0.2 m below the rotor.
+    box = sc.BoxPose(position=jnp.array([x, x, 0.05]), rotation=jnp.eye(3))
+    prox = sc.rotor_proximity(s, prof, pos, jnp.eye(3), box)
+    np.testing.assert_allclose(prox.ground_distance, [0.2, 0.3, 0.3, 0.3], rtol=1e-12)
+    # The box top faces up: not a wall; the distant vertical wall is the nearest lateral surface.
+    np.testing.assert_allclose(prox.wall_distance[0], 5.0 - x, rtol=1e-12)
+    # A tall box beside rotor 0: its side face is the nearest near-vertical surface.
+    s_tall = sc.Scene(wall_x=5.0, box_half_size=(0.05, 0.05, 0.5))
+    box = sc.BoxPose(position=jnp.array([x + 0.15, x, 0.5]), rotation=jnp.eye(3))
+    prox = sc.rotor_proximity(s_tall, prof, pos, jnp.eye(3), box)
+    np.testing.assert_allclose(prox.wall_distance[0], 0.10, rtol=1e-12)
+    np.testing.assert_allclose(prox.wall_normal[0], [-1.0, 0.0, 0.0], atol=1e-15)
+
+
 def test_hover_position_clearances():
     prof = rotor.profiles.hexa()
     s = sc.Scene(wall_pitch=0.3, wall_x=0.9, wall_anchor_z=0.1)
@@ -98,7 +117,7 @@ def test_scene_matches_mjx_geoms_by_ray_cast():
     m = world.world_model(params)
     pos, yaw = jnp.array([0.1, 0.0, 0.35]), 0.0
     state = world.reset(params, jax.random.key(0), pos, yaw=yaw, box_position=jnp.array([0.0, 0.12, 0.07]))
-    d = mjx.kinematics(m, state.data)
+    d = jax.jit(mjx.kinematics)(m, state.data)
     rot = quat_to_mat(d.qpos[3:7])
     box = sc.BoxPose(position=d.qpos[7:10], rotation=quat_to_mat(d.qpos[10:14]))
     base = world._ids["base"]
@@ -196,7 +215,10 @@ def test_hover_near_ground_and_wall_is_stable(hover_run):
     expect = 1 / (1 - (float(prof.radius[0]) / 0.4) ** 2)
     np.testing.assert_allclose(np.median(gf), expect, rtol=0.01)
     assert np.asarray(traj.wall_factor[h]).max(axis=-1).min() > 1.001
-    assert np.asarray(traj.saturated[h]).mean() < 0.01
+    report = mr.saturation_report(jax.tree.map(lambda x: x[h], traj))
+    assert report.time_fraction.shape == (3, prof.n_rotors)
+    assert float(report.time_fraction.max()) < 0.01
+    assert float(report.min_margin.min()) > 0.0  # never at a limit while hovering
 
 
 def test_push_on_wall_produces_contact_force(hover_run):
@@ -238,8 +260,10 @@ def test_noise_and_randomization_streams_are_independent(hover_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 def test_hover_1024_worlds_randomized_wall_pitch(name):
-    """1024 worlds, wall pitch uniform in +-20 deg, every effect on, 1 s
-    (the full 5 s runs in benchmarks/multirotor_hover_batch.py)."""
+    """1024 worlds, wall pitch uniform in +-20 deg, every effect on, 0.6 s: the
+    sparse-Jacobian model runs the large batch (no LAPACK deadlock) and every
+    world holds its hover. The full 5 s at 1024 worlds is
+    benchmarks/multirotor_hover_batch.py (minutes on a 2-core CPU)."""
     prof = rotor.profiles.preset(name)
     world = mr.MultirotorWorld(prof, options=rotor.ChainOptions(command_noise=True))
     p0 = _effects_on(world)
@@ -249,11 +273,11 @@ def test_hover_1024_worlds_randomized_wall_pitch(name):
         params.scene)
     refs = jax.vmap(lambda x: Reference.hover(x, YAW))(pos)
     states = world.batched_reset(params, keys, pos, refs.yaw)
-    _, traj = world.batched_rollout(params, states, refs, 500)
+    _, traj = world.batched_rollout(params, states, refs, 300)
     pitch = np.asarray(params.scene.wall_pitch)
-    assert pitch.min() < -0.3 and pitch.max() > 0.3 and np.unique(pitch).size == 1024
+    assert pitch.min() < -0.33 and pitch.max() > 0.33 and np.unique(pitch).size == 1024
     assert not bool(jnp.any(traj.diverged))
     err = np.abs(np.asarray(traj.position) - np.asarray(pos)[:, None])
-    assert err.max() < 0.08
+    assert err.max() < 0.06, err.max()
     np.testing.assert_array_equal(traj.constraint_force, 0.0)
-    assert float(jnp.min(traj.wall_distance)) > 0.05
+    assert float(jnp.min(traj.wall_distance)) > 0.08 and float(jnp.min(traj.ground_distance)) > 0.06

@@ -46,10 +46,9 @@ def allocation_matrix(prof: RotorProfile) -> Float[Array, "6 n"]:
     return jnp.concatenate([prof.axes.T, rotor_moment_arms(prof).T], axis=0)
 
 
-def _pinv_rtol(b: Float[Array, "6 n"]) -> float:
-    # Singular values below this fraction of the largest one are the unreachable
-    # directions of coplanar layouts (exactly zero up to rounding).
-    return 1e-10
+# Singular values below this fraction of the largest one are the unreachable
+# directions of coplanar layouts (exactly zero up to rounding).
+_PINV_RTOL = 1e-10
 
 
 def allocate_with_residual(
@@ -72,7 +71,7 @@ def allocate_with_residual(
     else:
         scale = 1.0 / jnp.sqrt(weights)
     bs = b * scale[None, :]
-    thrust = scale * (jnp.linalg.pinv(bs, rtol=_pinv_rtol(bs)) @ wrench)
+    thrust = scale * (jnp.linalg.pinv(bs, rtol=_PINV_RTOL) @ wrench)
     reachable = b @ thrust
     return Allocation(thrust=thrust, reachable=reachable, unreachable=wrench - reachable)
 
@@ -90,4 +89,4 @@ def allocate(
 def reachable_projector(prof: RotorProfile) -> Float[Array, "6 6"]:
     """(6, 6) orthogonal projector ``B B^+`` onto the reachable wrench subspace."""
     b = allocation_matrix(prof)
-    return b @ jnp.linalg.pinv(b, rtol=_pinv_rtol(b))
+    return b @ jnp.linalg.pinv(b, rtol=_PINV_RTOL)

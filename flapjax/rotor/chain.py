@@ -26,7 +26,6 @@ are finite; beyond the limits the derivative is 0.
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 

@@ -33,7 +33,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.validation import check_positive, check_range, as_float_array, ConfigError, _is_traced
+from flapjax.validation import ConfigError, _is_traced, as_float_array, check_range
 
 Scalar = Float[Array, ""]
 

@@ -31,7 +31,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
-import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from mujoco import mjx
 
@@ -223,7 +222,8 @@ class MultirotorWorld:
         """A world at rest at ``position`` (3,) [m] and heading ``yaw`` [rad],
         rotors spinning at hover thrust, turbulence drawn from its stationary law.
 
-        ``key`` seeds the world's noise and turbulence streams.
+        ``key`` seeds the world's noise and turbulence streams;
+        ``box_position`` (3,) [m] places the box object (worlds with a box).
         """
         streams = split_streams(key)
         data = self._data0
@@ -231,8 +231,10 @@ class MultirotorWorld:
         position = jnp.asarray(position, dtype=qpos.dtype)
         qpos = qpos.at[0:3].set(position).at[3:7].set(_yaw_quat(jnp.asarray(yaw, dtype=qpos.dtype)))
         if self.with_box:
-            bp = jnp.asarray([0.6, 0.0, 0.0] if box_position is None else box_position, dtype=qpos.dtype)
-            bp = bp.at[2].set(params.scene.ground_height.astype(qpos.dtype) + params.scene.box_half_size[2].astype(qpos.dtype)) if box_position is None else bp
+            if box_position is None:  # resting on the ground, 0.6 m ahead of the origin
+                box_position = jnp.stack([jnp.asarray(0.6), jnp.asarray(0.0),
+                                          params.scene.ground_height + params.scene.box_half_size[2]])
+            bp = jnp.asarray(box_position, dtype=qpos.dtype)
             qpos = qpos.at[7:10].set(bp).at[10:14].set(jnp.array([1.0, 0, 0, 0], dtype=qpos.dtype))
         data = data.replace(qpos=qpos)
         prof = params.profile
@@ -352,3 +354,24 @@ def _cast(tree, dtype):
         return x
 
     return jax.tree.map(f, tree)
+
+
+class SaturationReport(eqx.Module):
+    """Saturation use over a trajectory (seed: report it with task success).
+
+    Attributes:
+      time_fraction: (..., n) fraction of steps each rotor's command was at or
+        beyond a limit [-].
+      min_margin: (...) smallest control margin over the trajectory [-]
+        (fraction of the thrust range; negative when saturated).
+    """
+
+    time_fraction: Float[Array, "... n"]
+    min_margin: Float[Array, "..."]
+
+
+def saturation_report(traj: StepInfo) -> SaturationReport:
+    """Per-rotor saturation time fraction and smallest control margin of a
+    trajectory with time axis ``-2`` for per-rotor fields (batched or not)."""
+    return SaturationReport(time_fraction=jnp.mean(traj.saturated.astype(traj.control_margin.dtype), axis=-2),
+                            min_margin=jnp.min(traj.control_margin, axis=-1))
