@@ -1,0 +1,294 @@
+"""The simulated worlds the benchmarks time, built through flapjax's public API.
+
+Each builder returns a :class:`Workload`: a pure function of batched
+``args`` that runs ``n_steps`` steps of ``n_worlds`` worlds under
+``jax.lax.scan`` inside ``jax.vmap`` and returns the final state (no
+per-step trace, so memory measures the simulation, not a recording).
+Float precision is JAX's default (float32 unless x64 is enabled).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from mujoco import mjx
+
+from flapjax import aero, rotor
+from flapjax.aero.cycle_averaged import cycle_averaged_wrench
+from flapjax.control.wrench import ControllerState, Reference, StateEstimate, wrench_command
+from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.rotor.noise import sample_sensor_noise
+from flapjax.sim import flapper as fl
+from flapjax.sim import rigid
+from flapjax.sim import scene as sc
+from flapjax.sim.multirotor import MultirotorWorld
+from flapjax.sim.rollout import broadcast_worlds
+
+# Multirotor scene: the rotor disks of the X-quad (0.18 m arms, 0.0635 m
+# radius) end ~0.13 m from a vertical wall at x = 1 m: the near-wall effect
+# and the ground effect (0.3 m above ground) both act.
+WALL_POSITION = (0.7, 0.0, 0.3)
+
+
+@dataclass
+class Workload:
+    name: str
+    fn: Callable
+    args: tuple
+    n_worlds: int
+    n_steps: int
+    dt: float
+
+    @property
+    def world_steps(self) -> int:
+        return self.n_worlds * self.n_steps
+
+
+def _final_only(step, n_steps):
+    """scan of ``step(carry) -> carry`` keeping only the final carry."""
+    def run(carry):
+        return jax.lax.scan(lambda c, _: (step(c), None), carry, None, length=n_steps)[0]
+    return run
+
+
+# --------------------------------------------------------------------------- flapper
+
+
+def flapper_batch(root: str, aero_model: str, n_worlds: int):
+    robot = fl.make_robot(root, aero_model)
+    if root == "fixed":
+        params = fl.sweep_params(np.linspace(20.0, 40.0, n_worlds), robot=robot)
+    else:
+        base = fl.default_params(robot)
+        f_h = float(base.averaged.hover_frequency)
+        base = eqx.tree_at(lambda p: p.stroke.frequency, base, jnp.asarray(f_h))
+        params = broadcast_worlds(base, n_worlds)
+        params = eqx.tree_at(lambda p: p.stroke.frequency, params,
+                             jnp.asarray(f_h * np.linspace(0.98, 1.02, n_worlds)))
+    state = eqx.filter_jit(jax.vmap(lambda p: fl.init_state(robot, p)))(params)
+    return robot, params, state
+
+
+def flapper(root: str, aero_model: str, n_worlds: int, n_steps: int) -> Workload:
+    """Open-loop flapper worlds through :func:`flapjax.sim.flapper.step`."""
+    robot, params, state = flapper_batch(root, aero_model, n_worlds)
+
+    def fn(robot, params, state):
+        def one(p, s):
+            return _final_only(lambda c: fl.step(robot, p, c)[0], n_steps)(s)
+        return jax.vmap(one)(params, state)
+
+    return Workload(f"flapper_{root}_{aero_model}", fn, (robot, params, state), n_worlds, n_steps, robot.dt)
+
+
+def flapper_bare(root: str, aero_model: str, n_worlds: int, n_steps: int) -> Workload:
+    """The same model and batch advanced by bare ``mjx.step`` (no bridge, no aero)."""
+    robot, params, state = flapper_batch(root, aero_model, n_worlds)
+
+    def fn(model, data):
+        return jax.vmap(lambda d: _final_only(lambda c: mjx.step(model, c), n_steps)(d))(data)
+
+    return Workload(f"flapper_{root}_{aero_model}_bare", fn, (robot.model, state.data), n_worlds, n_steps, robot.dt)
+
+
+def flapper_kernel(root: str, aero_model: str, n_worlds: int, n_steps: int) -> Workload:
+    """Only the aerodynamic kernels of one step, as the bridge calls them,
+    from kinematics computed once; the inputs drift each iteration so XLA
+    cannot hoist the work out of the loop."""
+    robot, params, state = flapper_batch(root, aero_model, n_worlds)
+    data = jax.jit(jax.vmap(lambda m, d: mjx.fwd_velocity(m, mjx.fwd_position(m, d)), in_axes=(None, 0)))(
+        robot.model, state.data)
+
+    if aero_model == "wing":
+        def kernel(p, d):
+            rot_plate = d.xmat[robot.plate_body]
+            v_w, w_w = fl._frame_velocity(d, robot.plate_body, robot.plate_root)
+            v_body, w_body = rot_plate.T @ v_w, rot_plate.T @ w_w
+            total = jnp.zeros((6,), d.qpos.dtype)
+            for k, side in enumerate(fl.SIDES):
+                kin = aero.WingKinematics(stroke=d.qpos[robot.stroke_q[k]], stroke_rate=d.qvel[robot.stroke_v[k]],
+                                          pitch=d.qpos[robot.pitch_q[k]], pitch_rate=d.qvel[robot.pitch_v[k]])
+                ld = aero.wing_loads(robot.wing, kin, v_body=v_body, w_body=w_body, side=side, options=p.aero)
+                b = robot.wing_bodies[k]
+                ww = aero.wing_wrench(ld, side=side, rot_world_wing=d.xmat[b], pos_world_origin=d.xpos[b],
+                                      pos_world_com=d.xipos[b])
+                total = total + ww.wrench
+            return total
+    else:
+        def kernel(p, d):
+            b = robot.base_body
+            rot = d.xmat[b]
+            v_w, w_w = fl._frame_velocity(d, b, robot.base_root)
+            avg = cycle_averaged_wrench(p.averaged, frequency=p.stroke.frequency, plate=p.plate, rot_world_body=rot,
+                                        v_world=v_w, w_body=rot.T @ w_w)
+            return avg.wrench
+
+    def fn(params, data):
+        def one(p, d):
+            def step(d):
+                w = kernel(p, d)
+                return d.replace(qvel=d.qvel + 1e-12 * jnp.sum(w))
+            return _final_only(step, n_steps)(d).qvel
+        return jax.vmap(one)(params, data)
+
+    return Workload(f"flapper_{root}_{aero_model}_kernel", fn, (params, data), n_worlds, n_steps, robot.dt)
+
+
+# --------------------------------------------------------------------------- multirotor
+
+
+def multirotor_world(iterations: int = 3) -> MultirotorWorld:
+    return MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, iterations=iterations)
+
+
+def multirotor_batch(world: MultirotorWorld, n_worlds: int):
+    params = broadcast_worlds(world.default_params(), n_worlds)
+    keys = jax.random.split(jax.random.PRNGKey(0), n_worlds)
+    pos = jnp.broadcast_to(jnp.asarray(WALL_POSITION), (n_worlds, 3))
+    # Small per-world offsets so the worlds are not identical.
+    pos = pos + jnp.linspace(-0.02, 0.02, n_worlds)[:, None] * jnp.array([1.0, 1.0, 1.0])
+    state = jax.jit(jax.vmap(lambda p, k, x: world.reset(p, k, x)))(params, keys, pos)
+    ref = jax.jit(jax.vmap(lambda x: Reference.hover(x)))(pos)
+    return params, state, ref
+
+
+def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
+    """X-quad near a wall and the ground, full chain, MJX backend
+    (:meth:`MultirotorWorld.step`, the body of its rollout)."""
+    world = multirotor_world(iterations)
+    params, state, ref = multirotor_batch(world, n_worlds)
+
+    def fn(params, state, ref):
+        def one(p, s, r):
+            m = world.world_model(p)
+            return _final_only(lambda c: world.step(p, c, r, model=m)[0], n_steps)(s)
+        return jax.vmap(one)(params, state, ref)
+
+    return Workload("multirotor_mjx", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+
+
+def multirotor_bare(n_worlds: int, n_steps: int) -> Workload:
+    """The same MJX model and batch advanced by bare ``mjx.step``."""
+    world = multirotor_world()
+    params, state, _ = multirotor_batch(world, n_worlds)
+
+    def fn(params, data):
+        return jax.vmap(lambda p, d: _final_only(lambda c: mjx.step(world.world_model(p), c), n_steps)(d))(
+            params, data)
+
+    return Workload("multirotor_bare", fn, (params, state.data), n_worlds, n_steps, world.dt)
+
+
+def _chain_step(world: MultirotorWorld, p, pos, quat, vel, w_body, aux, ref, step_index):
+    """Controller + noise + proximity + chain of one world (what
+    :meth:`MultirotorWorld.step` does around ``mjx.step``); returns the
+    world wrench [F; tau] (6,) and the next (actuator, disturbance,
+    controller, noise key, turbulence key)."""
+    actuator, disturbance, controller, noise_key, turb_key = aux
+    prof = p.profile
+    rot = quat_to_mat(quat)
+    noise_key, k_sensor, k_cmd = jax.random.split(noise_key, 3)
+    turb_key, k_turb = jax.random.split(turb_key)
+    ns = sample_sensor_noise(p.noise.sensor, k_sensor)
+    estimate = StateEstimate(position=pos + ns.position, velocity=vel + ns.velocity,
+                             rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate)
+    wrench_cmd, controller = wrench_command(p.gains, prof, estimate, ref, controller, dt=world.dt)
+    prox = sc.rotor_proximity(p.scene, prof, pos, rot, None)
+    motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ vel, time=step_index.astype(prof.mass.dtype) * world.dt)
+    out = rotor.realize_wrench(prof, wrench_cmd, actuator, prox, world.options, dt=world.dt, params=p.chain,
+                               motion=motion, disturbance=disturbance, turbulence_key=k_turb, noise_key=k_cmd)
+    w_world = jnp.concatenate([rot @ out.wrench[:3], rot @ out.wrench[3:]])
+    return w_world, (out.actuator_state, out.disturbance_state, controller, noise_key, turb_key)
+
+
+def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
+    """Only the controller + rotor chain of each step, on a drifting state."""
+    world = multirotor_world()
+    params, state, ref = multirotor_batch(world, n_worlds)
+
+    def fn(params, state, ref):
+        def one(p, s, r):
+            q, v = s.data.qpos, s.data.qvel
+            aux = (s.actuator, s.disturbance, s.controller, s.noise_key, s.turbulence_key)
+
+            def step(c):
+                pos, aux, k = c
+                w, aux = _chain_step(world, p, pos, q[3:7], v[0:3], v[3:6], aux, r, k)
+                return pos + 1e-9 * w[:3], aux, k + 1
+            return _final_only(step, n_steps)((q[0:3], aux, s.step))[0]
+        return jax.vmap(one)(params, state, ref)
+
+    return Workload("multirotor_chain", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+
+
+def rigid_backend_available() -> bool:
+    return "backend" in inspect.signature(MultirotorWorld.__init__).parameters
+
+
+def multirotor_rigid(n_worlds: int, n_steps: int) -> Workload:
+    """Full chain on the pure-JAX rigid-body backend.
+
+    Uses ``MultirotorWorld(backend="rigid")`` when flapjax provides it; else
+    the same per-step chain as :meth:`MultirotorWorld.step` with
+    :func:`flapjax.sim.rigid.step` in place of ``mjx.step``.
+    """
+    if rigid_backend_available():
+        world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid")
+        params, state, ref = multirotor_batch(world, n_worlds)
+
+        def fn(params, state, ref):
+            def one(p, s, r):
+                return _final_only(lambda c: world.step(p, c, r)[0], n_steps)(s)
+            return jax.vmap(one)(params, state, ref)
+
+        return Workload("multirotor_rigid", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+
+    world = multirotor_world()
+    params, state, ref = multirotor_batch(world, n_worlds)
+
+    def fn(params, state, ref):
+        return jax.vmap(lambda p, s, r: rigid_chain_rollout(world, p, s, r, n_steps, trace=False))(params, state, ref)
+
+    return Workload("multirotor_rigid", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+
+
+def rigid_chain_rollout(world: MultirotorWorld, p, s, r, n_steps: int, *, trace: bool = True, checkpoint: bool = True):
+    """One world of the full chain on :func:`flapjax.sim.rigid.step`, from a
+    :class:`MultirotorWorld` state; returns the final rigid state and, with
+    ``trace``, the (n_steps, 3) positions."""
+    body = rigid.RigidBody(p.profile.mass, p.profile.inertia, (0.0, 0.0, -9.81))
+    q, v = s.data.qpos, s.data.qvel
+    rs = rigid.RigidState(position=q[0:3], quat=q[3:7], velocity=v[0:3], angular_velocity=v[3:6])
+    aux = (s.actuator, s.disturbance, s.controller, s.noise_key, s.turbulence_key)
+
+    def body_fn(c, _):
+        rs, aux, k = c
+        w, aux = _chain_step(world, p, rs.position, rs.quat, rs.velocity, rs.angular_velocity, aux, r, k)
+        return (rigid.step(body, rs, w, world.dt), aux, k + 1), (rs.position if trace else None)
+
+    if checkpoint:
+        body_fn = jax.checkpoint(body_fn)
+    (rs, _, _), positions = jax.lax.scan(body_fn, (rs, aux, s.step), None, length=n_steps)
+    return (rs, positions) if trace else rs
+
+
+BUILDERS: dict[str, Callable[..., Workload]] = {
+    "flapper_fixed_wing": lambda n, k: flapper("fixed", "wing", n, k),
+    "flapper_free_averaged": lambda n, k: flapper("free", "averaged", n, k),
+    "multirotor_mjx": multirotor,
+    "multirotor_rigid": multirotor_rigid,
+}
+
+LABELS = {
+    "flapper_fixed_wing": "flapper, fixed base, per-wing aero",
+    "flapper_free_averaged": "flapper, free, cycle-averaged aero",
+    "multirotor_mjx": "X-quad, full chain near a wall (MJX)",
+    "multirotor_rigid": "X-quad, full chain near a wall (rigid backend)",
+}
+
