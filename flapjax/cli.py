@@ -1,0 +1,69 @@
+"""The ``flapjax`` command (typer): one sub-command per job.
+
+``flapjax identify`` runs the identification studies of the flapping-wing
+robot (:mod:`flapjax.identify_flapper`) and writes ``results.json``,
+``cycle_averaged.json`` and PNG plots into ``--out``. Further sub-commands
+register on :data:`app` with ``@app.command()``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from flapjax.validation import ConfigError
+
+app = typer.Typer(
+    name="flapjax",
+    help="flapjax: JAX-vectorized, differentiable simulator for small aerial robots.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def main() -> None:
+    """flapjax command line (run a sub-command with --help for its options)."""
+
+
+@app.command()
+def identify(
+    out: Path = typer.Option(Path("out/identify"), "--out", "-o", help="Output folder (created)."),
+    config: Optional[Path] = typer.Option(
+        None, "--config", "-c", help="TOML or JSON config overriding the defaults (see identification/)."
+    ),
+    quick: bool = typer.Option(False, "--quick", help="Smaller sweeps and shorter runs (minutes on a 2-core CPU)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Recompute every study instead of resuming."),
+    study: Optional[List[str]] = typer.Option(
+        None, "--study", "-s", help="Run only these studies (repeatable): lift, moments, damping, physical, validation."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+) -> None:
+    """Identify the cycle-averaged model (k_f, k_roll, k_pitch, D_w, k_v) and a
+    per-wing physical parameter from MJX rollouts, then fly both models.
+
+    Finished studies are saved as they complete; rerunning with the same
+    settings resumes and reuses them (--fresh recomputes).
+    """
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    from flapjax import identify_flapper as idfl
+
+    start = time.perf_counter()
+    try:
+        cfg = idfl.load_config(config, quick=quick)
+        if study:
+            cfg["run"]["studies"] = list(study)
+            cfg = idfl.validate_config(cfg)
+        idfl.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
+    except ConfigError as exc:
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        raise typer.Exit(code=2) from None
+    typer.echo(f"done in {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
