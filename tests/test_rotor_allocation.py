@@ -63,3 +63,16 @@ def test_hover_equal_thrust_quad():
     p = rotor.profiles.quad_x()
     t = rotor.allocate(p, jnp.array([0, 0, 16.0, 0, 0, 0]))
     np.testing.assert_allclose(t, 4.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_float32_allocation_does_not_invert_rounding_noise(name):
+    # In float32 the unreachable singular values of coplanar layouts are ~1e-7,
+    # not 0: they must be cut, or the thrusts explode.
+    p64 = rotor.profiles.preset(name)
+    p32 = jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, p64)
+    w = jnp.array([0.4, -0.3, 20.0, 0.2, -0.1, 0.05])
+    t32 = rotor.allocate(p32, w.astype(jnp.float32))
+    t64 = rotor.allocate(p64, w)
+    assert t32.dtype == jnp.float32
+    np.testing.assert_allclose(t32, t64, rtol=1e-4, atol=1e-4)

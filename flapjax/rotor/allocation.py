@@ -46,9 +46,16 @@ def allocation_matrix(prof: RotorProfile) -> Float[Array, "6 n"]:
     return jnp.concatenate([prof.axes.T, rotor_moment_arms(prof).T], axis=0)
 
 
-# Singular values below this fraction of the largest one are the unreachable
-# directions of coplanar layouts (exactly zero up to rounding).
-_PINV_RTOL = 1e-10
+def _pinv_rtol(dtype) -> float:
+    """Relative cut-off for singular values of ``B``: sqrt(machine epsilon).
+
+    The unreachable directions of coplanar layouts have singular values that
+    are zero up to rounding (~eps); the smallest genuine one of a multirotor
+    is a few percent of the largest. ``sqrt(eps)`` (1.5e-8 in float64, 3.5e-4
+    in float32) separates the two in both precisions; a fixed tiny cut-off
+    would invert float32 rounding noise into huge thrusts.
+    """
+    return float(jnp.finfo(dtype).eps) ** 0.5
 
 
 def allocate_with_residual(
@@ -71,7 +78,7 @@ def allocate_with_residual(
     else:
         scale = 1.0 / jnp.sqrt(weights)
     bs = b * scale[None, :]
-    thrust = scale * (jnp.linalg.pinv(bs, rtol=_PINV_RTOL) @ wrench)
+    thrust = scale * (jnp.linalg.pinv(bs, rtol=_pinv_rtol(bs.dtype)) @ wrench)
     reachable = b @ thrust
     return Allocation(thrust=thrust, reachable=reachable, unreachable=wrench - reachable)
 
@@ -89,4 +96,4 @@ def allocate(
 def reachable_projector(prof: RotorProfile) -> Float[Array, "6 6"]:
     """(6, 6) orthogonal projector ``B B^+`` onto the reachable wrench subspace."""
     b = allocation_matrix(prof)
-    return b @ jnp.linalg.pinv(b, rtol=_PINV_RTOL)
+    return b @ jnp.linalg.pinv(b, rtol=_pinv_rtol(b.dtype))
