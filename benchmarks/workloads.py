@@ -174,13 +174,21 @@ def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
 
 
 def multirotor_bare(n_worlds: int, n_steps: int) -> Workload:
-    """The same MJX model and batch advanced by bare ``mjx.step``."""
+    """The same MJX model and batch advanced by bare ``mjx.step``, with a
+    constant weight-cancelling force on the base so the robot hovers in the
+    same contact-free state as under the chain (a falling robot would hit
+    the ground and time the contact solver instead)."""
     world = multirotor_world()
     params, state, _ = multirotor_batch(world, n_worlds)
+    base = world._ids["base"]
 
     def fn(params, data):
-        return jax.vmap(lambda p, d: _final_only(lambda c: mjx.step(world.world_model(p), c), n_steps)(d))(
-            params, data)
+        def one(p, d):
+            m = world.world_model(p)
+            lift = jnp.zeros_like(d.xfrc_applied).at[base, 2].set((p.profile.mass * 9.81).astype(d.qpos.dtype))
+            d = d.replace(xfrc_applied=lift)
+            return _final_only(lambda c: mjx.step(m, c), n_steps)(d)
+        return jax.vmap(one)(params, data)
 
     return Workload("multirotor_bare", fn, (params, state.data), n_worlds, n_steps, world.dt)
 

@@ -1,0 +1,265 @@
+"""Turn ``benchmarks/results/*.json`` into the README tables and the plot.
+
+    python -m benchmarks.report
+
+Rewrites the part of ``benchmarks/README.md`` between the ``<!-- results -->``
+markers and ``benchmarks/results/throughput.png``. Numbers are copied from
+the JSON files as measured; nothing is estimated here except the
+worlds-that-fit columns, which divide a memory budget by the measured bytes
+per world (and say so).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import common as C
+
+README = C.ROOT / "README.md"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+LABELS = {
+    "flapper_fixed_wing": "flapper, fixed base, per-wing aero",
+    "flapper_free_averaged": "flapper, free, cycle-averaged aero",
+    "multirotor_mjx": "X-quad, full chain near a wall, MJX",
+    "multirotor_rigid": "X-quad, full chain near a wall, rigid backend",
+}
+
+
+def load(name: str):
+    p = C.RESULTS / f"{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def rate(x):
+    return C.fmt_rate(x)
+
+
+def yes(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def _table(header, rows) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def section_run(res) -> list[str]:
+    anyenv = next((r["env"] for r in res.values() if r and "env" in r), None)
+    if anyenv is None:
+        return ["No results yet: run `python -m benchmarks.run --quick`."]
+    run = load("run") or {}
+    lines = [
+        f"Measured {anyenv['date']} on `{anyenv['device_kind']}` ({anyenv['platform']}, "
+        f"{anyenv['cpu_count']} cores, {anyenv['n_devices']} JAX device(s)); JAX {anyenv['jax']}, "
+        f"MuJoCo {anyenv['mujoco']}, MJX {anyenv['mujoco_mjx']}, float32 "
+        f"(x64 {'on' if anyenv['x64'] else 'off'}).",
+        "",
+        "Machine load (1/5/15-min load average) when each section started: "
+        + ", ".join(f"{k} {v['env']['load_average']}" for k, v in res.items() if v and "env" in v) + ".",
+    ]
+    if run:
+        lines += ["", f"Command: `{run.get('command', '')}`; total wall time {run.get('wall_s', float('nan')):.0f} s."]
+    return lines
+
+
+def section_throughput(tp, base, cf) -> list[str]:
+    if not tp:
+        return ["(throughput not run)"]
+    serial = base["baseline_steps_per_s"] if base else None
+    cf_rate = {(r["dynamics"], r["n_worlds"]): r["steps_per_s"] for r in (cf or {}).get("rows", []) if "dynamics" in r}
+    rows = []
+    for r in tp["rows"]:
+        if r["workload"].startswith("flapper_fixed") and serial:
+            ref, label = serial, "FlapSim serial (C MuJoCo + NumPy)"
+        elif r["workload"].startswith("multirotor") and ("so_rpy_rotor_drag", r["n_worlds"]) in cf_rate:
+            ref, label = cf_rate[("so_rpy_rotor_drag", r["n_worlds"])], "crazyflow so_rpy_rotor_drag"
+        else:
+            ref, label = None, "-"
+        rows.append([LABELS.get(r["workload"], r["workload"]), r["n_worlds"], r["n_steps"], f"{r['compile_s']:.1f}",
+                     rate(r["steps_per_s"]), f"{r['total_mb']:.1f}", label, rate(ref) if ref else "-",
+                     f"{r['steps_per_s'] / ref:.2f}x" if ref else "-"])
+    return _table(["workload", "worlds", "steps", "compile [s]", "world-steps/s", "XLA memory [MiB]",
+                   "baseline (same run)", "baseline world-steps/s", "ratio"], rows)
+
+
+def section_share(tp) -> list[str]:
+    if not tp or not tp.get("kernel_share"):
+        return ["(kernel share not run)"]
+    rows = []
+    for e in tp["kernel_share"]:
+        per = lambda s: 1e6 * s / (e["n_steps"])  # noqa: E731  us per batched step
+        rows.append([LABELS.get(e["workload"], e["workload"]), e["kernels"], e["n_worlds"],
+                     f"{per(e['bare_step_s']):.0f}", f"{per(e['kernel_only_s']):.1f}",
+                     f"{100 * e['kernel_share']:.1f} %", f"{per(e['full_step_s']):.0f}",
+                     f"{100 * e['bridge_overhead']:+.1f} %", "<= 10 %", yes(e["goal_met"])])
+    return _table(["workload", "kernels", "worlds", "bare mjx.step [us/step]", "kernels alone [us/step]",
+                   "kernel share", "full step [us/step]", "full vs bare", "goal", "goal"], rows)
+
+
+def section_gradient(g) -> list[str]:
+    if not g:
+        return ["(gradient not run)"]
+    rows = []
+    for c in g["cases"]:
+        f, a, b = c["forward"], c["gradient_checkpoint"], c["gradient_no_checkpoint"]
+        rows.append([c["case"], c["n_worlds"], c["n_steps"], f"{f['steady_s']:.3f}", f"{a['steady_s']:.3f}",
+                     f"{a['ratio']:.2f}x", f"{b['steady_s']:.3f}", f"{b['ratio']:.2f}x",
+                     f"{f['temp_mb']:.1f}", f"{a['temp_mb']:.1f}", f"{b['temp_mb']:.1f}",
+                     f"{f['compile_s']:.0f} / {a['compile_s']:.0f} / {b['compile_s']:.0f}",
+                     "yes" if a["finite"] and b["finite"] else "no: " + ", ".join(a["nonfinite_leaves"][:4]),
+                     yes(c["goal_met"])])
+    return _table(["rollout", "worlds", "steps", "forward [s]", "grad, checkpoint [s]", "ratio", "grad, no checkpoint [s]",
+                   "ratio", "XLA temp fwd [MiB]", "temp grad ckpt [MiB]", "temp grad no ckpt [MiB]",
+                   "compile fwd / ckpt / no ckpt [s]", "all grads finite", "goal <= 4x"], rows)
+
+
+def section_baseline_a(b) -> list[str]:
+    if not b:
+        return ["(baseline A not run)"]
+    measured = (f"{b['baseline_s']:.1f} s" if b["baseline_measured_all"] else
+                f"{b['baseline_s_for_all']:.1f} s (measured {b['baseline_s']:.1f} s on "
+                f"{b['baseline_frequencies_measured']} frequencies, scaled linearly: the loop is serial)")
+    rows = [[f"{b['n_frequencies']} frequencies x {b['duration_s']} s ({b['n_steps']} steps)",
+             f"{b['flapjax_cold_s']:.1f} s", f"{b['flapjax_warm_s']:.2f} s", measured,
+             f"{b['speedup_with_compile']:.1f}x", f"{b['speedup_warm']:.0f}x", ">= 5x (with compile)",
+             yes(b["goal_met"]), f"{100 * b['max_rel_diff_fz']:.3g} %",
+             b["flapjax_recompilations_on_new_frequencies"]]]
+    return _table(["sweep", "flapjax, cold (build + compile + run)", "flapjax, warm",
+                   "baseline: C MuJoCo + NumPy, serial", "speed-up incl. compile", "speed-up warm", "goal", "goal",
+                   "max F_z difference", "recompiles on new frequencies"], rows)
+
+
+def section_quadrotor(tp, cf) -> list[str]:
+    if not cf:
+        return ["(crazyflow not run)"]
+    if not cf.get("available"):
+        return [f"crazyflow SKIPPED: {cf.get('message')}"]
+    fj = {(r["workload"], r["n_worlds"]): r for r in (tp or {}).get("rows", [])}
+    cfr = {(r["dynamics"], r["n_worlds"]): r for r in cf["rows"] if "dynamics" in r}
+    worlds = sorted({n for (_, n) in cfr})
+    rows = []
+    for n in worlds:
+        mjx_r, rig = fj.get(("multirotor_mjx", n)), fj.get(("multirotor_rigid", n))
+        a, b = cfr.get(("so_rpy_rotor_drag", n)), cfr.get(("first_principles", n))
+        g = lambda r: rate(r["steps_per_s"]) if r else "-"  # noqa: E731
+        ratio = lambda x, y: f"{x['steps_per_s'] / y['steps_per_s']:.2f}x" if x and y else "-"  # noqa: E731
+        rows.append([n, g(mjx_r), g(rig), g(a), g(b), ratio(rig, a), ratio(rig, b), ratio(mjx_r, a),
+                     f"{a['compile_s']:.1f} / {b['compile_s']:.1f}" if a and b else "-"])
+    return _table(["worlds", "flapjax MJX", "flapjax rigid", "crazyflow so_rpy_rotor_drag", "crazyflow first_principles",
+                   "rigid / so_rpy_rotor_drag", "rigid / first_principles", "MJX / so_rpy_rotor_drag",
+                   "crazyflow compile [s]"], rows) + [
+        "", f"crazyflow {cf.get('crazyflow_version', '?')} (its own venv, JAX {cf.get('crazyflow_jax_version', '?')}), "
+        f"dt = {cf['dt']} s for all columns; world-steps/s, steady state, same step counts as the throughput table."]
+
+
+def section_retrace(rt, tp, g) -> list[str]:
+    rows = []
+    for c in (rt or {}).get("checks", []):
+        rows.append([c["entry_point"], f"{c['first_call_s']:.1f}", c["compilations_first"],
+                     f"{c['second_call_s']:.2f}", c["recompilations_second"], "<= 20 s, no retrace", yes(c["goal_met"])])
+    out = _table(["entry point (16 worlds, 50 steps)", "first call incl. compile [s]", "compilations",
+                  "second call, new values [s]", "recompilations", "goal", "goal"], rows) if rows else ["(retrace not run)"]
+    if tp:
+        comp = {}
+        for r in tp["rows"]:
+            comp.setdefault(r["workload"], []).append(r["compile_s"])
+        out += ["", "Compile time of the batched rollouts in the throughput table (min - max over world counts):", ""]
+        out += _table(["rollout", "compile [s]", "goal <= 20 s"],
+                      [[LABELS.get(k, k), f"{min(v):.1f} - {max(v):.1f}", yes(max(v) <= 20.0)] for k, v in comp.items()])
+    if g:
+        out += ["", "Compile time of the gradient functions: see the gradient table (goal applies to rollouts)."]
+    return out
+
+
+def section_memory(tp) -> list[str]:
+    if not tp or not tp.get("memory"):
+        return ["(memory not measured)"]
+    rows = []
+    for m in tp["memory"]:
+        rows.append([LABELS.get(m["workload"], m["workload"]), f"{m['bytes_per_world'] / 1024:.1f}",
+                     f"{m['measured_from'][0]} -> {m['measured_from'][1]}",
+                     f"{m['worlds_in_host RAM 24 GB']:,}", f"{m['worlds_in_GPU 80 GB']:,}"])
+    return _table(["workload", "KiB per world (XLA args + outputs + temps)", "slope between worlds",
+                   "worlds in 24 GB RAM (measured slope)", "worlds in 80 GB GPU (on paper: same slope)"], rows) + [
+        "", f"Peak resident set of the throughput process: {tp.get('peak_rss_mb', float('nan')):.0f} MiB."]
+
+
+def section_scaling(sc) -> list[str]:
+    if not sc:
+        return ["(scaling not run)"]
+    rows = [[LABELS.get(r["workload"], r["workload"]), r["n_worlds"], r["devices"], rate(r["steps_per_s"]),
+             f"{r.get('speedup', 1.0):.2f}x", r.get("identical_to_1_device", "-"),
+             f"{r['max_abs_qpos_diff']:.2g}" if "max_abs_qpos_diff" in r else "-"] for r in sc["rows"]]
+    return _table(["workload", "worlds", "devices", "world-steps/s", "vs 1 device", "bitwise identical",
+                   "max |qpos diff|"], rows)
+
+
+def plot(tp, cf, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in LABELS:
+        rs = sorted((r for r in (tp or {}).get("rows", []) if r["workload"] == name), key=lambda r: r["n_worlds"])
+        if rs:
+            ax.plot([r["n_worlds"] for r in rs], [r["steps_per_s"] for r in rs], "o-", label=f"flapjax: {LABELS[name]}")
+    for dyn in ("so_rpy_rotor_drag", "first_principles"):
+        rs = sorted((r for r in (cf or {}).get("rows", []) if r.get("dynamics") == dyn), key=lambda r: r["n_worlds"])
+        if rs:
+            ax.plot([r["n_worlds"] for r in rs], [r["steps_per_s"] for r in rs], "s--", label=f"crazyflow {dyn}")
+    base = load("baseline_flapsim")
+    if base:
+        ax.axhline(base["baseline_steps_per_s"], color="k", ls=":", label="FlapSim serial (C MuJoCo + NumPy)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("worlds")
+    ax.set_ylabel("world-steps per second")
+    env = (tp or {}).get("env", {})
+    ax.set_title(f"throughput on {env.get('device_kind', '?')}, {env.get('date', '')[:10]}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build() -> str:
+    names = ("throughput", "gradient", "baseline_flapsim", "crazyflow", "retrace", "scaling")
+    res = {n: load(n) for n in names}
+    tp, g, base, cf, rt, sc = (res[n] for n in names)
+    parts = ["## Results", "", *section_run(res), "",
+             "![throughput vs worlds](results/throughput.png)", "",
+             "### 1. Throughput vs worlds", "", *section_throughput(tp, base, cf), "",
+             "### 2. Kernel share at 1024 worlds", "", *section_share(tp), "",
+             "### 3. Gradient cost", "", *section_gradient(g), "",
+             "### 4. Baseline A: FlapSim-style serial sweep", "", *section_baseline_a(base), "",
+             "### 5. Baseline B: crazyflow quadrotors vs flapjax's quadrotor", "", *section_quadrotor(tp, cf), "",
+             "### 6. Compile time and retrace checks", "", *section_retrace(rt, tp, g), "",
+             "### Memory per world", "", *section_memory(tp), "",
+             "### Sharding over devices", "", *section_scaling(sc)]
+    return "\n".join(parts) + "\n"
+
+
+def write() -> None:
+    text = build()
+    readme = README.read_text() if README.exists() else ""
+    if BEGIN in readme and END in readme:
+        head, rest = readme.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        readme = head + BEGIN + "\n" + text + END + tail
+    else:
+        readme = readme.rstrip() + "\n\n" + BEGIN + "\n" + text + END + "\n"
+    README.write_text(readme)
+    tp, cf = load("throughput"), load("crazyflow")
+    if tp or cf:
+        C.RESULTS.mkdir(parents=True, exist_ok=True)
+        plot(tp, cf, C.RESULTS / "throughput.png")
+    C.log(f"wrote {README} and {C.RESULTS / 'throughput.png'}")
+
+
+if __name__ == "__main__":
+    write()

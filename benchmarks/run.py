@@ -1,0 +1,60 @@
+"""Run every benchmark section, then regenerate the README tables and plot.
+
+    python -m benchmarks.run --quick                  # the documented run
+    python -m benchmarks.run                          # longer runs, more repeats
+    python -m benchmarks.run --quick --only gradient  # one section, then the report
+
+Each section runs in its own process (so its peak memory is its own) and
+writes ``benchmarks/results/<section>.json``; sections not rerun keep their
+previous results in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from benchmarks import common as C
+
+SECTIONS = ("throughput", "baseline_flapsim", "crazyflow", "gradient", "retrace", "scaling")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", nargs="*", choices=SECTIONS, default=None)
+    p.add_argument("--skip", nargs="*", choices=SECTIONS, default=())
+    a = p.parse_args(argv)
+    sections = [s for s in (a.only or SECTIONS) if s not in a.skip]
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)
+    env["PYTHONPATH"] = str(C.ROOT.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    t_all = time.perf_counter()
+    failed = []
+    timings = {}
+    for s in sections:
+        C.log(f"=== {s} ===")
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", f"benchmarks.{s}"] + (["--quick"] if a.quick else [])
+        r = subprocess.run(cmd, env=env, cwd=C.ROOT.parent)
+        timings[s] = time.perf_counter() - t0
+        C.log(f"=== {s}: {timings[s]:.0f} s, exit {r.returncode} ===")
+        if r.returncode != 0:
+            failed.append(s)
+    wall = time.perf_counter() - t_all
+    C.write_json("run", dict(command="python -m benchmarks.run" + (" --quick" if a.quick else "")
+                             + (f" --only {' '.join(a.only)}" if a.only else ""),
+                             sections=sections, section_s=timings, wall_s=wall, failed=failed,
+                             load_average_end=list(os.getloadavg())))
+    from benchmarks import report
+
+    report.write()
+    C.log(f"total {wall:.0f} s; failed sections: {failed or 'none'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
