@@ -50,7 +50,9 @@ class WorldParams(eqx.Module):
 
     Attributes:
       scene: ground, wall and box parameters.
-      profile: airframe values (mass and inertia are also written to MJX).
+      profile: airframe values used by the chain and the controller; mass
+        and inertia are also written to the MJX body, while the collision
+        geoms keep the nominal layout the world was built from.
       chain: chain coefficients (proximity, drag, wind, command noise).
       noise: sensor and command noise.
       gains: controller gains.
