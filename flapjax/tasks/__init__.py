@@ -1,0 +1,20 @@
+"""Aerial-manipulation tasks: functional environments, randomization, noise.
+
+``make(name, robot=..., **overrides)`` builds an environment with
+``reset(key) -> EnvState`` and ``step(state, action) -> EnvState``
+(jit- and vmap-able); see :mod:`flapjax.tasks.base` for the contract.
+"""
+
+from flapjax.tasks.base import EnvState, TaskEnv
+from flapjax.tasks.config import (ACTION_MODES, EFFECTS, NoiseConfig, RandomizationConfig, TaskConfig,
+                                  config_to_dict, replace_config)
+from flapjax.tasks.near_ground import NearGround, NearGroundConfig
+from flapjax.tasks.object_push import ObjectPush, ObjectPushConfig
+from flapjax.tasks.registry import default_config, get_class, make, names, register
+from flapjax.tasks.wall_contact import WallContact, WallContactConfig
+
+__all__ = [
+    "EnvState", "TaskEnv", "ACTION_MODES", "EFFECTS", "NoiseConfig", "RandomizationConfig", "TaskConfig",
+    "config_to_dict", "replace_config", "NearGround", "NearGroundConfig", "ObjectPush", "ObjectPushConfig",
+    "WallContact", "WallContactConfig", "default_config", "get_class", "make", "names", "register",
+]
