@@ -108,6 +108,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "discard": 0.3,
         "start": {},
         "optimizer": "lbfgs",
+        "line_search": "backtracking",
+        "grad_mode": "forward",
         "learning_rate": 0.05,
         "max_steps": 25,
     },
@@ -125,7 +127,7 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "lift": {"frequencies": [20.0, 30.0, 40.0, 45.0]},
     "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3]},
     "damping": {"rates": [-2.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
-    "physical": {"duration": 0.4, "discard": 0.2, "max_steps": 12},
+    "physical": {"parameters": ["lift_scale"], "duration": 0.2, "discard": 0.1, "max_steps": 8},
     "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3},
 }
 
@@ -281,6 +283,8 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         check_positive(f"physical.start.{k}", v)
     _check_run_window("physical", s)
     _check_fit("physical", s)
+    check_choice("physical.line_search", s["line_search"], idf.LINE_SEARCHES)
+    check_choice("physical.grad_mode", s["grad_mode"], idf.GRAD_MODES)
 
     s = cfg["validation"]
     check_range("validation.duration", s["duration"], 0.05, 20.0)
@@ -293,7 +297,9 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _optimizer(s: Mapping) -> Any:
-    return idf.make_optimizer(s["optimizer"], learning_rate=s["learning_rate"], decay_steps=s["max_steps"])
+    return idf.make_optimizer(
+        s["optimizer"], learning_rate=s["learning_rate"], decay_steps=s["max_steps"], line_search=s.get("line_search", "zoom")
+    )
 
 
 def _convergence(s: Mapping) -> idf.Convergence:
@@ -809,8 +815,11 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> idf.StudyResult:
     data = idf.Measurements(inputs=lift, targets=jnp.asarray(targets), scale=jnp.asarray(targets))
     t, n = idf.split(start, names)
     f_start = np.asarray(_eval_lift(lift, start))
+    optimizer = _optimizer(s)
+    step = idf.make_fit_step(physical_loss, optimizer, grad_mode=s["grad_mode"])
     res = idf.fit(
-        physical_loss, t, n, data, optimizer=_optimizer(s), convergence=_convergence(s), progress=_progress_cb(bar)
+        physical_loss, t, n, data, optimizer=optimizer, convergence=_convergence(s), step_fn=step,
+        progress=_progress_cb(bar),
     )
     unc = idf.gauss_newton_uncertainty(
         lambda tt: idf.residuals(lambda q, r: r(q), idf.combine(tt, n), data), res.trainable, sigma=1e-3
