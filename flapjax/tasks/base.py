@@ -256,6 +256,9 @@ class TaskEnv:
                     min_margin=jnp.asarray(jnp.inf), diverged=jnp.zeros((), bool))
 
     metric_names: ClassVar[tuple[str, ...]] = ()
+    #: Main task metric in :meth:`summarize` and the scenario value plotted against it.
+    primary_metric: ClassVar[str] = ""
+    scenario_key: ClassVar[str] = "mass"
 
     # ------------------------------------------------------------------ step
 

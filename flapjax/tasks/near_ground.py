@@ -95,6 +95,8 @@ class NearGround(TaskEnv):
 
     name: ClassVar[str] = "near_ground"
     config_class: ClassVar[type] = NearGroundConfig
+    primary_metric: ClassVar[str] = "height_rmse"
+    scenario_key: ClassVar[str] = "mass"
     metric_names: ClassVar[tuple[str, ...]] = ("height_error",)
 
     def reference(self, t) -> tuple[Array, Array, Array]:

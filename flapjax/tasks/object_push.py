@@ -105,6 +105,8 @@ class ObjectPush(TaskEnv):
     config_class: ClassVar[type] = ObjectPushConfig
     with_box: ClassVar[bool] = True
     box_half_size: ClassVar[tuple[float, float, float]] = (BOX_HALF, BOX_HALF, BOX_HALF)
+    primary_metric: ClassVar[str] = "final_error"
+    scenario_key: ClassVar[str] = "box_friction"
     metric_names: ClassVar[tuple[str, ...]] = ("box_distance",)
 
     def _nominal_scene(self):

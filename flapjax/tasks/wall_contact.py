@@ -101,6 +101,8 @@ class WallContact(TaskEnv):
 
     name: ClassVar[str] = "wall_contact"
     config_class: ClassVar[type] = WallContactConfig
+    primary_metric: ClassVar[str] = "force_rmse"
+    scenario_key: ClassVar[str] = "wall_pitch"
     metric_names: ClassVar[tuple[str, ...]] = ("normal_force", "force_error")
 
     def _nominal_scene(self):
