@@ -65,5 +65,9 @@ def identify(
     typer.echo(f"done in {time.perf_counter() - start:.1f} s")
 
 
+from flapjax.cli_evaluate import evaluate  # noqa: E402
+
+app.command("evaluate")(evaluate)
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from flapjax.tasks.config import NoiseConfig
+from flapjax.validation import ConfigError
 
 
 def evaluate(
@@ -30,15 +31,28 @@ def evaluate(
     """Run N worlds of a task with its reference controller; write a JSON and PNG report."""
     from flapjax.evaluate import evaluate as run
 
-    if noise == "default":
-        noise_cfg = NoiseConfig()
-    elif noise == "off":
-        noise_cfg = NoiseConfig.off()
-    else:
-        noise_cfg = NoiseConfig(**json.loads(noise))
-    report = run(task, robot=robot, n_worlds=worlds, out_dir=out, seed=seed, noise_seed=noise_seed,
-                 randomize=randomize, noise=noise_cfg, disabled_effects=tuple(disable),
-                 ablate=None if not ablate else tuple(ablate), progress=progress)
+    try:
+        if noise == "default":
+            noise_cfg = NoiseConfig()
+        elif noise == "off":
+            noise_cfg = NoiseConfig.off()
+        else:
+            try:
+                fields = json.loads(noise)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"noise: must be 'default', 'off' or a JSON object, got {noise!r} ({exc})") from None
+            if not isinstance(fields, dict):
+                raise ConfigError(f"noise: JSON must be an object of NoiseConfig fields, got {noise!r}")
+            try:
+                noise_cfg = NoiseConfig(**fields)
+            except TypeError as exc:
+                raise ConfigError(f"noise: {exc}") from None
+        report = run(task, robot=robot, n_worlds=worlds, out_dir=out, seed=seed, noise_seed=noise_seed,
+                     randomize=randomize, noise=noise_cfg, disabled_effects=tuple(disable),
+                     ablate=None if not ablate else tuple(ablate), progress=progress)
+    except ConfigError as exc:
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        raise typer.Exit(code=2) from None
     sat = report["saturation"]
     typer.echo(f"{task}/{robot}: success rate {report['success_rate']:.3f} over {worlds} worlds; "
                f"{report['primary_metric']} mean {report['metrics'][report['primary_metric']]['mean']:.4g}; "
