@@ -200,7 +200,7 @@ def r_squared(y, y_fit) -> float:
 OPTIMIZERS = ("lbfgs", "adam")
 
 
-LINE_SEARCHES = ("zoom", "backtracking")
+LINE_SEARCHES = ("zoom", "backtracking", "none")
 
 
 def make_optimizer(
@@ -211,12 +211,15 @@ def make_optimizer(
     ``"lbfgs"`` (best for the smooth least-squares losses here, converges in
     tens of steps) with a ``"zoom"`` line search (values and gradients) or a
     ``"backtracking"`` one (values only: the choice when each gradient is a
-    long rollout), or ``"adam"`` with ``learning_rate``, cosine-decayed to
+    long rollout) or ``"none"`` (unit steps: one compiled rollout, for
+    nearly quadratic losses), or ``"adam"`` with ``learning_rate``, cosine-decayed to
     1 % over ``decay_steps`` when that is > 0.
     """
     check_choice("optimizer", name, OPTIMIZERS)
     check_choice("line_search", line_search, LINE_SEARCHES)
     if name == "lbfgs":
+        if line_search == "none":
+            return optax.lbfgs(linesearch=None)
         if line_search == "backtracking":
             ls = optax.scale_by_backtracking_linesearch(max_backtracking_steps=12, store_grad=False)
             return optax.lbfgs(linesearch=ls)
