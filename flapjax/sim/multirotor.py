@@ -147,8 +147,8 @@ class MultirotorWorld:
       dt: step length [s].
       with_box: add a movable box object (free body) to the scene.
       iterations, ls_iterations: MJX solver iterations.
-      dtype: float dtype of the MJX model/data (``jnp.float32`` is faster on
-        CPU; ``None`` keeps JAX's default).
+      dtype: cast the MJX model and data to this float dtype (e.g. float32
+        while x64 is enabled); ``None`` keeps JAX's default.
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
@@ -196,24 +196,28 @@ class MultirotorWorld:
 
     def world_model(self, params: WorldParams):
         """The MJX model of one world: wall pose, frictions, ground height, box
-        size and friction, robot mass and inertia from ``params``."""
+        size and friction, robot mass and inertia from ``params``.
+
+        Quantities MuJoCo precomputes from the mass at compile time (e.g.
+        ``body_subtreemass``, ``dof_invweight0``) keep their nominal values.
+        """
         m = self.model
         ids = self._ids
         s = params.scene
-        dt = m.geom_pos.dtype
+        ftype = m.geom_pos.dtype
         n_w = sc.wall_normal(s)
-        wall_pos = jnp.stack([s.wall_x, jnp.zeros_like(s.wall_x), s.wall_anchor_z]).astype(dt)
+        wall_pos = jnp.stack([s.wall_x, jnp.zeros_like(s.wall_x), s.wall_anchor_z]).astype(ftype)
         geom_pos = m.geom_pos.at[ids["wall"]].set(wall_pos)
-        geom_pos = geom_pos.at[ids["ground"], 2].set(s.ground_height.astype(dt))
-        geom_quat = m.geom_quat.at[ids["wall"]].set(_plane_quat(n_w).astype(dt))
-        geom_friction = m.geom_friction.at[ids["wall"], 0].set(s.wall_friction.astype(dt))
-        geom_friction = geom_friction.at[ids["ground"], 0].set(s.ground_friction.astype(dt))
+        geom_pos = geom_pos.at[ids["ground"], 2].set(s.ground_height.astype(ftype))
+        geom_quat = m.geom_quat.at[ids["wall"]].set(_plane_quat(n_w).astype(ftype))
+        geom_friction = m.geom_friction.at[ids["wall"], 0].set(s.wall_friction.astype(ftype))
+        geom_friction = geom_friction.at[ids["ground"], 0].set(s.ground_friction.astype(ftype))
         geom_size = m.geom_size
         if self.with_box:
-            geom_friction = geom_friction.at[ids["box_geom"], 0].set(s.box_friction.astype(dt))
-            geom_size = geom_size.at[ids["box_geom"]].set(s.box_half_size.astype(dt))
-        body_mass = m.body_mass.at[ids["base"]].set(params.profile.mass.astype(dt))
-        body_inertia = m.body_inertia.at[ids["base"]].set(params.profile.inertia.astype(dt))
+            geom_friction = geom_friction.at[ids["box_geom"], 0].set(s.box_friction.astype(ftype))
+            geom_size = geom_size.at[ids["box_geom"]].set(s.box_half_size.astype(ftype))
+        body_mass = m.body_mass.at[ids["base"]].set(params.profile.mass.astype(ftype))
+        body_inertia = m.body_inertia.at[ids["base"]].set(params.profile.inertia.astype(ftype))
         return m.replace(geom_pos=geom_pos, geom_quat=geom_quat, geom_friction=geom_friction, geom_size=geom_size,
                          body_mass=body_mass, body_inertia=body_inertia)
 
