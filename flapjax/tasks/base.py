@@ -138,6 +138,9 @@ class TaskEnv:
             box_half_size=self.box_half_size, iterations=config.solver_iterations,
             ls_iterations=config.solver_ls_iterations, dtype=jnp.float32,
         )
+        # MultirotorWorld caches its initial MJX data on first use; build it here,
+        # outside any trace, so a first reset under jit cannot cache tracers.
+        getattr(self.world, "_data0", None)
         scene = self._nominal_scene()
         self.nominal_params = eqx.tree_at(lambda p: p.noise, self.world.default_params(scene),
                                           config.noise.params())

@@ -1,0 +1,81 @@
+"""Evaluation reports: settings and saturation use always present, the
+ground-effect ablation, determinism and key separation."""
+
+import json
+
+import numpy as np
+import pytest
+
+from flapjax import tasks
+from flapjax.evaluate import evaluate, run_episodes
+from flapjax.validation import ConfigError
+
+N = 32  # same batch as the in-suite success checks, so compiled functions are shared
+
+
+@pytest.fixture(scope="module")
+def near_ground_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("near_ground")
+    report = evaluate("near_ground", robot="quad_x", n_worlds=N, out_dir=out, progress=False)
+    return out, report
+
+
+def test_report_json_holds_settings_saturation_and_the_ground_effect_ablation(near_ground_report):
+    out, report = near_ground_report
+    data = json.loads((out / "report.json").read_text())
+    assert (out / "report.png").stat().st_size > 10_000
+    # Settings: the full noise and randomization configuration.
+    assert set(data["noise"]) == {"sensor_position_std", "sensor_velocity_std", "sensor_attitude_std",
+                                  "sensor_rate_std", "command_thrust_std"}
+    assert data["noise"]["sensor_position_std"] == tasks.NoiseConfig().sensor_position_std
+    assert data["randomization"]["enabled"] is False and "mass_scale" in data["randomization"]
+    assert data["config"]["robot"] == "quad_x" and data["n_worlds"] == N
+    # Saturation use.
+    sat = data["saturation"]
+    assert 0.0 <= sat["rotor_step_fraction_mean"] <= sat["rotor_step_fraction_max"] <= 1.0
+    assert -10.0 < sat["min_control_margin"] <= 0.5
+    # Success and the task metric.
+    assert data["success_rate"] >= 0.9
+    assert data["metrics"]["height_rmse"]["mean"] <= 0.02
+    # Ground effect on vs off for the same trajectory and controller: the
+    # unaware controller is pushed up near the ground, so the model with the
+    # effect tracks worse, and the two height trajectories differ by cm.
+    abl = data["ablations"]["ground_effect"]
+    assert abl["primary_on_mean"] > 1.5 * abl["primary_off_mean"]
+    assert 0.005 < abl["trace_rms_difference"] < 0.05
+    assert abl["off"]["saturation"]["min_control_margin"] > -10.0
+
+
+def test_randomized_report_records_the_randomization(tmp_path):
+    # A short, small run: only the report content is checked here.
+    rep = evaluate("near_ground", n_worlds=4, out_dir=tmp_path, randomize=True, ablate=(), progress=False,
+                   noise=tasks.NoiseConfig(sensor_position_std=0.004), overrides={"episode_length": 25})
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["randomization"]["enabled"] is True
+    assert data["noise"]["sensor_position_std"] == 0.004
+    assert data["ablations"] == {}
+    assert "saturation" in data and "min_control_margin" in data["saturation"]
+    assert rep["metrics"]["height_rmse"]["std"] > 0.0
+
+
+def test_same_keys_identical_results_and_noise_keys_keep_the_worlds():
+    env = tasks.make("near_ground")
+    a = run_episodes(env, N, seed=0)
+    b = run_episodes(env, N, seed=0)
+    for k in a["summary"]:
+        np.testing.assert_array_equal(a["summary"][k], b["summary"][k])
+    np.testing.assert_array_equal(a["trace"]["ee_height"], b["trace"]["ee_height"])
+    c = run_episodes(env, N, seed=0, noise_seed=1)
+    # Different noise: different trajectories, same worlds.
+    assert not np.array_equal(a["trace"]["ee_height"], c["trace"]["ee_height"])
+    for k in a["scenario"]:
+        np.testing.assert_array_equal(a["scenario"][k], c["scenario"][k])
+
+
+def test_bad_evaluation_arguments_fail_early():
+    with pytest.raises(ConfigError, match="task"):
+        evaluate("hover", n_worlds=2, progress=False)
+    with pytest.raises(ConfigError, match="ablate"):
+        evaluate("near_ground", n_worlds=2, ablate=("magic",), progress=False, overrides={"episode_length": 1})
+    with pytest.raises(ConfigError, match="n_worlds"):
+        run_episodes(tasks.make("near_ground"), 0)

@@ -1,0 +1,196 @@
+"""Task environments: configuration, per-world randomization and key streams,
+jit(vmap(step)) against a loop, reference controllers, a long large batch."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax import tasks
+from flapjax.evaluate import run_episodes
+from flapjax.validation import ConfigError
+
+N_SUCCESS = 32  # worlds per in-suite success check (256 in the evaluation runs)
+
+
+def _leaves_equal(a, b):
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def test_registry_lists_tasks_and_builds_with_overrides():
+    assert tasks.names() == ["near_ground", "object_push", "wall_contact"]
+    env = tasks.make("wall_contact", robot="hexa", **{"randomization.enabled": True, "noise.sensor_position_std": 0.01})
+    assert env.config.robot == "hexa" and env.profile.n_rotors == 6
+    assert env.config.randomization.enabled and env.config.randomization.wall_pitch == (-0.35, 0.35)
+    assert env.config.noise.sensor_position_std == 0.01
+    assert env.action_size == 10
+    assert tasks.make("near_ground", action_mode="wrench").action_size == 6
+    assert isinstance(tasks.default_config("object_push"), tasks.ObjectPushConfig)
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"robot": "octo"}, "robot"),
+    ({"bogus": 1}, "bogus"),
+    ({"noise.sensor_position_std": -0.1}, "sensor_position_std"),
+    ({"randomization.wall_pitch": (-1.0, 0.2)}, "wall_pitch"),
+    ({"randomization.mass_scale": (1.2, 0.8)}, "mass_scale"),
+    ({"disabled_effects": ("gravity",)}, "disabled_effects"),
+    ({"substeps": 0}, "substeps"),
+    ({"min_height": 0.8}, "min_height"),
+])
+def test_bad_configuration_names_the_field(overrides, field):
+    with pytest.raises(ConfigError, match=field):
+        tasks.make("near_ground", **overrides)
+
+
+def test_disabled_effects_reach_the_chain_and_command_noise_follows_its_std():
+    env = tasks.make("near_ground", disabled_effects=("ground_effect", "actuator"), noise=tasks.NoiseConfig.off())
+    opts = env.world.options
+    assert not opts.ground_effect and not opts.actuator and opts.saturation and opts.wall_effect
+    assert not opts.command_noise
+    assert tasks.make("near_ground").world.options.command_noise
+
+
+# ----------------------------------------------------------------------------- keys and randomization
+
+
+@pytest.fixture(scope="module")
+def push_env():
+    return tasks.make("object_push", **{"randomization.enabled": True})
+
+
+def test_randomization_draws_every_listed_parameter_within_its_range(push_env):
+    env = push_env
+    r = env.config.randomization
+    keys = jax.random.split(jax.random.key(3), 64)
+    s = jax.jit(jax.vmap(env.reset))(keys)
+    p, nominal = s.params, env.nominal_params
+    mass = np.asarray(p.profile.mass) / float(nominal.profile.mass)
+    assert r.mass_scale[0] <= mass.min() < mass.max() <= r.mass_scale[1] and mass.std() > 0.02
+    thrust = np.asarray(p.profile.thrust_max) / np.asarray(nominal.profile.thrust_max)
+    assert thrust.min() >= r.thrust_scale[0] and thrust.max() <= r.thrust_scale[1] and thrust.std() > 0.02
+    kappa = np.asarray(p.profile.torque_coeff) / np.asarray(nominal.profile.torque_coeff)
+    assert kappa.min() >= r.torque_scale[0] and kappa.max() <= r.torque_scale[1]
+    c_t = np.asarray(p.chain.proximity.wall_thrust_coeff)
+    assert r.wall_thrust_coeff[0] <= c_t.min() < c_t.max() <= r.wall_thrust_coeff[1]
+    fr = np.asarray(p.scene.box_friction) / env.config.box_friction
+    assert r.friction_scale[0] - 1e-9 <= fr.min() < fr.max() <= r.friction_scale[1] + 1e-9
+    box_xy = np.asarray(s.world.data.qpos[:, 7:9])
+    off = box_xy - np.array([env.config.box_x, 0.0])
+    assert np.all(off >= r.object_position[0] - 1e-6) and np.all(off <= r.object_position[1] + 1e-6)
+    assert off.std(axis=0).min() > 0.03
+    box_yaw = np.asarray(jax.vmap(env.box_pose)(s)[1])
+    assert box_yaw.min() >= r.object_yaw[0] - 1e-6 and box_yaw.max() <= r.object_yaw[1] + 1e-6 and box_yaw.std() > 0.1
+    rgba = np.asarray(s.task.common.rgba)
+    assert rgba.std(axis=0)[:, :3].min() > 0.05  # every geom's colour varies
+    np.testing.assert_array_equal(rgba[:, :, 3], np.broadcast_to(env.nominal_rgba[:, 3], rgba[:, :, 3].shape))
+    # The colours are written into the world's MJX model.
+    one = jax.tree.map(lambda x: x[5], s)
+    np.testing.assert_allclose(np.asarray(env.world_model(one).geom_rgba), rgba[5], rtol=1e-6)
+
+
+def test_wall_pitch_is_randomized_and_nominal_worlds_are_nominal():
+    env = tasks.make("wall_contact", **{"randomization.enabled": True})
+    s = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 64))
+    pitch = np.asarray(s.params.scene.wall_pitch)
+    assert -0.35 <= pitch.min() < -0.2 and 0.2 < pitch.max() <= 0.35
+    # The end-effector starts on the wall normal through the contact point.
+    ee0 = np.asarray(s.task.ee_start - s.task.contact_point)
+    n = np.asarray(s.task.normal)
+    assert np.all(np.einsum("ij,ij->i", ee0, n) > 0.2)
+    nominal = tasks.make("wall_contact")
+    s0 = jax.vmap(nominal.reset)(jax.random.split(jax.random.key(0), 4))
+    np.testing.assert_array_equal(np.asarray(s0.params.scene.wall_pitch), 0.0)
+    np.testing.assert_array_equal(np.asarray(s0.params.profile.mass), float(nominal.profile.mass))
+
+
+def test_same_key_same_world_and_noise_key_leaves_the_world_unchanged(push_env):
+    env = push_env
+    reset = jax.jit(env.reset)
+    k = jax.random.key(7)
+    _leaves_equal(reset(k), reset(k))
+    a = reset(k, jax.random.key(100))
+    b = reset(k, jax.random.key(200))
+    # Same randomized world: parameters, colours, goal, object pose, start.
+    _leaves_equal(a.params, b.params)
+    _leaves_equal((a.task.goal, a.task.box_start, a.task.common.rgba, a.task.common.start),
+                  (b.task.goal, b.task.box_start, b.task.common.rgba, b.task.common.start))
+    np.testing.assert_array_equal(np.asarray(a.world.data.qpos), np.asarray(b.world.data.qpos))
+    # ... but different noise streams (and a different noisy observation).
+    assert not np.array_equal(jax.random.key_data(a.world.noise_key), jax.random.key_data(b.world.noise_key))
+    assert not np.array_equal(np.asarray(a.obs), np.asarray(b.obs))
+    # A different world key changes the world.
+    c = reset(jax.random.key(8), jax.random.key(100))
+    assert not np.array_equal(np.asarray(a.params.profile.mass), np.asarray(c.params.profile.mass))
+
+
+# ----------------------------------------------------------------------------- stepping
+
+
+def test_jit_vmap_step_equals_a_loop_of_steps():
+    # One physics substep per env step keeps the two compilations small.
+    env = tasks.make("wall_contact", substeps=1, **{"randomization.enabled": True})
+    n = 3
+    keys = jax.random.split(jax.random.key(1), n)
+    step1 = jax.jit(lambda s: env.step(s, env.scripted_action(s)))
+    stepn = jax.jit(jax.vmap(lambda s: env.step(s, env.scripted_action(s))))
+    batch = jax.vmap(env.reset)(keys)
+    reset = jax.jit(env.reset)
+    singles = [reset(k) for k in keys]
+    for _ in range(3):
+        batch = stepn(batch)
+        singles = [step1(s) for s in singles]
+    for i, s in enumerate(singles):
+        b = jax.tree.map(lambda x: x[i], batch)
+        # float32 MJX: batching changes summation order, hence float32-level tolerances.
+        np.testing.assert_allclose(np.asarray(b.world.data.qpos), np.asarray(s.world.data.qpos), atol=2e-4)
+        np.testing.assert_allclose(np.asarray(b.obs), np.asarray(s.obs), atol=2e-3)
+        np.testing.assert_allclose(float(b.reward), float(s.reward), atol=1e-3)
+        assert int(b.info["step"]) == int(s.info["step"]) == 3
+    # The step did something: the controllers' integrators and the clocks moved.
+    assert np.abs(np.asarray(batch.world.controller.integral)).max() > 0.0
+    assert int(batch.world.step[0]) == 3 * env.config.substeps
+
+
+# ----------------------------------------------------------------------------- reference controllers
+
+
+@pytest.mark.parametrize("task", ["near_ground", "wall_contact",
+                                  pytest.param("object_push", marks=pytest.mark.slow)])
+def test_reference_controller_succeeds_in_nominal_worlds(task):
+    env = tasks.make(task)
+    res = run_episodes(env, N_SUCCESS, seed=0)
+    s = res["summary"]
+    assert not s["diverged"].any()
+    assert s["success"].mean() >= 0.9, {k: v.mean() for k, v in s.items()}
+    # The success criterion is the task's own threshold on its metric.
+    if task == "near_ground":
+        assert np.all(s["height_rmse"][s["success"]] <= env.config.success_rmse)
+        assert s["min_ee_height"].min() < 0.1  # it really went near the ground
+    elif task == "wall_contact":
+        assert np.median(s["contact_fraction"]) > 0.95
+        hold = res["trace"]["force_command"][:, 0] == env.config.normal_force
+        assert abs(np.median(res["trace"]["normal_force"][hold]) - env.config.normal_force) < 0.3
+    else:
+        assert np.median(s["box_travel"]) > 0.3 and np.median(s["final_error"]) < env.config.success_distance
+    assert 0.0 <= s["saturation_fraction"].max() <= 1.0
+
+
+@pytest.mark.slow
+def test_1024_worlds_1000_steps_stay_finite():
+    env = tasks.make("near_ground", substeps=1, episode_length=1000, **{"randomization.enabled": True})
+    res = run_episodes(env, 1024, seed=0)
+    h = res["trace"]["ee_height"]
+    assert h.shape == (1000, 1024)
+    assert np.all(np.isfinite(h)) and not res["summary"]["diverged"].any()
+    assert h.min() > 0.0 and h.max() < 1.0
