@@ -126,6 +126,17 @@ def measure(fn: Callable, args: tuple, *, world_steps: int, repeats: int = 3, ji
     return res
 
 
+def hlo_op_counts(compiled, ops=("scatter", "gather", "while", "custom-call")) -> dict[str, int]:
+    """How often each HLO op appears in the optimized program (a cost hint)."""
+    import re
+
+    try:
+        text = compiled.as_text()
+    except Exception:  # pragma: no cover - backend without text
+        return {}
+    return {op: len(re.findall(rf"= [^=]*? {op}\(", text)) for op in ops}
+
+
 def retime(compiled, args: tuple, repeats: int) -> float:
     """Median steady time of an already compiled function [s]."""
     block(compiled(*args))

@@ -75,6 +75,7 @@ def measure_case(label: str, loss, params, n_steps: int, n_worlds: int, repeats:
     fwd = C.measure(lambda p: loss(p, True), (params,), world_steps=ws, repeats=repeats)
     C.log(f"{label}: forward {fwd['steady_s']:.3f} s (compile {fwd['compile_s']:.1f} s)")
     out = dict(case=label, n_worlds=n_worlds, n_steps=n_steps, forward=C.strip_private(fwd))
+    out["forward"]["hlo_ops"] = C.hlo_op_counts(fwd["_compiled"])
     for ck in (True, False):
         g = C.measure(lambda p: eqx.filter_grad(lambda q: loss(q, ck))(p), (params,), world_steps=ws,
                       repeats=repeats)
@@ -86,6 +87,7 @@ def measure_case(label: str, loss, params, n_steps: int, n_worlds: int, repeats:
         nonzero = sum(int(jnp.any(x != 0)) for x in leaves)
         key = "gradient_checkpoint" if ck else "gradient_no_checkpoint"
         entry = C.strip_private(g)
+        entry["hlo_ops"] = C.hlo_op_counts(g["_compiled"])
         entry.update(ratio=g["steady_s"] / fwd["steady_s"], finite=finite, nonfinite_leaves=nonfinite,
                      nonzero_leaves=nonzero,
                      n_leaves=len(leaves))

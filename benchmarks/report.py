@@ -84,11 +84,11 @@ def section_throughput(tp, base, cf) -> list[str]:
                    "baseline (same run)", "baseline world-steps/s", "ratio"], rows)
 
 
-def section_share(tp) -> list[str]:
-    if not tp or not tp.get("kernel_share"):
+def section_share(ks) -> list[str]:
+    if not ks or not ks.get("kernel_share"):
         return ["(kernel share not run)"]
     rows = []
-    for e in tp["kernel_share"]:
+    for e in ks["kernel_share"]:
         per = lambda s: 1e6 * s / (e["n_steps"])  # noqa: E731  us per batched step
         rows.append([LABELS.get(e["workload"], e["workload"]), e["kernels"], e["n_worlds"],
                      f"{per(e['bare_step_s']):.0f}", f"{per(e['kernel_only_s']):.1f}",
@@ -228,13 +228,13 @@ def plot(tp, cf, path: Path) -> None:
 
 
 def build() -> str:
-    names = ("throughput", "gradient", "baseline_flapsim", "crazyflow", "retrace", "scaling")
+    names = ("throughput", "kernel_share", "gradient", "baseline_flapsim", "crazyflow", "retrace", "scaling")
     res = {n: load(n) for n in names}
-    tp, g, base, cf, rt, sc = (res[n] for n in names)
+    tp, ks, g, base, cf, rt, sc = (res[n] for n in names)
     parts = ["## Results", "", *section_run(res), "",
              "![throughput vs worlds](results/throughput.png)", "",
              "### 1. Throughput vs worlds", "", *section_throughput(tp, base, cf), "",
-             "### 2. Kernel share at 1024 worlds", "", *section_share(tp), "",
+             "### 2. Kernel share at 1024 worlds", "", *section_share(ks), "",
              "### 3. Gradient cost", "", *section_gradient(g), "",
              "### 4. Baseline A: FlapSim-style serial sweep", "", *section_baseline_a(base), "",
              "### 5. Baseline B: crazyflow quadrotors vs flapjax's quadrotor", "", *section_quadrotor(tp, cf), "",

@@ -19,7 +19,8 @@ import time
 
 from benchmarks import common as C
 
-SECTIONS = ("throughput", "baseline_flapsim", "crazyflow", "gradient", "retrace", "scaling")
+SECTIONS = ("throughput", "kernel_share", "baseline_flapsim", "crazyflow", "gradient", "retrace", "scaling")
+MODULES = {"crazyflow": "crazyflow_bench"}  # section name -> script (results/<section>.json)
 
 
 def main(argv=None) -> int:
@@ -38,7 +39,7 @@ def main(argv=None) -> int:
     for s in sections:
         C.log(f"=== {s} ===")
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", f"benchmarks.{s}"] + (["--quick"] if a.quick else [])
+        cmd = [sys.executable, "-m", f"benchmarks.{MODULES.get(s, s)}"] + (["--quick"] if a.quick else [])
         r = subprocess.run(cmd, env=env, cwd=C.ROOT.parent)
         timings[s] = time.perf_counter() - t0
         C.log(f"=== {s}: {timings[s]:.0f} s, exit {r.returncode} ===")

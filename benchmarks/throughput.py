@@ -1,10 +1,9 @@
-"""Throughput vs number of worlds, kernel share, memory per world.
+"""Throughput vs number of worlds and memory per world.
 
 For every workload of :mod:`benchmarks.workloads` and world count: compile
-time, steady world-steps per second (median), XLA memory. At the kernel-share
-world count (1024) the same model and batch are also advanced by bare
-``mjx.step`` and the physics kernels alone are timed, right after the full
-step, in the same process.
+time, steady world-steps per second (median), XLA memory. Memory per world
+is the slope of XLA's buffer total between the smallest and largest batch.
+(The kernel share lives in :mod:`benchmarks.kernel_share`.)
 
     python -m benchmarks.throughput [--quick] [--worlds 1 16 256]
 """
@@ -20,7 +19,6 @@ from benchmarks import workloads as W
 
 CPU_WORLDS = (1, 16, 256, 1024, 4096)
 GPU_WORLDS = (1, 16, 256, 1024, 4096, 16384, 65536)
-KERNEL_SHARE_WORLDS = 1024
 WORKLOADS = ("flapper_fixed_wing", "flapper_free_averaged", "multirotor_mjx", "multirotor_rigid")
 MEMORY_BUDGETS_GB = {"host RAM 24 GB": 24e9, "GPU 80 GB": 80e9}
 
@@ -50,7 +48,7 @@ def run(quick: bool, worlds=None, workloads=WORKLOADS, repeats=None) -> dict:
     if worlds is None:
         worlds = GPU_WORLDS if env["platform"] == "gpu" else CPU_WORLDS
     repeats = repeats or (3 if quick else 5)
-    rows, share = [], []
+    rows = []
     for name in workloads:
         for n in worlds:
             k = n_steps_for(n, quick)
@@ -59,23 +57,6 @@ def run(quick: bool, worlds=None, workloads=WORKLOADS, repeats=None) -> dict:
             rows.append(_row(name, wl, res))
             C.log(f"{name:24s} n={n:6d} steps={k:4d} compile {res['compile_s']:6.1f} s  "
                   f"{C.fmt_rate(res['steps_per_s'])} world-steps/s  XLA {res['total_mb']:.1f} MiB")
-            if n == KERNEL_SHARE_WORLDS and name in KERNEL_SHARE:
-                bare_b, kern_b, what = KERNEL_SHARE[name]
-                bare = bare_b(n, k)
-                rb = C.measure(bare.fn, bare.args, world_steps=bare.world_steps, repeats=repeats)
-                kern = kern_b(n, k)
-                rk = C.measure(kern.fn, kern.args, world_steps=kern.world_steps, repeats=repeats)
-                # Re-time the full step after the others so load drift hits both sides.
-                full_s = min(res["steady_s"], C.retime(res["_compiled"], wl.args, repeats))
-                entry = dict(workload=name, kernels=what, n_worlds=n, n_steps=k,
-                             full_step_s=full_s, bare_step_s=rb["steady_s"], kernel_only_s=rk["steady_s"],
-                             kernel_share=rk["steady_s"] / rb["steady_s"],
-                             bridge_overhead=(full_s - rb["steady_s"]) / rb["steady_s"],
-                             bare_compile_s=rb["compile_s"], goal=0.10)
-                entry["goal_met"] = entry["kernel_share"] <= 0.10
-                share.append(entry)
-                C.log(f"  kernel share ({what}): kernels {100 * entry['kernel_share']:.1f} % of bare mjx.step; "
-                      f"full bridge step vs bare: {100 * entry['bridge_overhead']:+.1f} %")
             del wl, res
             gc.collect()
             jax.clear_caches()
@@ -90,7 +71,7 @@ def run(quick: bool, worlds=None, workloads=WORKLOADS, repeats=None) -> dict:
         for label, budget in MEMORY_BUDGETS_GB.items():
             entry[f"worlds_in_{label}"] = int(budget // per_world) if per_world > 0 else None
         memory.append(entry)
-    return dict(env=env, quick=quick, repeats=repeats, rows=rows, kernel_share=share, memory=memory)
+    return dict(env=env, quick=quick, repeats=repeats, rows=rows, memory=memory)
 
 
 def main(argv=None):

@@ -132,8 +132,11 @@ def flapper_kernel(root: str, aero_model: str, n_worlds: int, n_steps: int) -> W
     def fn(params, data):
         def one(p, d):
             def step(d):
-                w = kernel(p, d)
-                return d.replace(qvel=d.qvel + 1e-12 * jnp.sum(w))
+                # Feed the result back into every field the kernels read, so
+                # no part of them is loop-invariant (XLA would hoist it).
+                e = 1e-12 * jnp.sum(kernel(p, d))
+                return d.replace(qpos=d.qpos + e, qvel=d.qvel + e, cvel=d.cvel + e, xpos=d.xpos + e,
+                                 xipos=d.xipos + e, xmat=d.xmat + e, subtree_com=d.subtree_com + e)
             return _final_only(step, n_steps)(d).qvel
         return jax.vmap(one)(params, data)
 
@@ -226,10 +229,12 @@ def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
             aux = (s.actuator, s.disturbance, s.controller, s.noise_key, s.turbulence_key)
 
             def step(c):
-                pos, aux, k = c
-                w, aux = _chain_step(world, p, pos, q[3:7], v[0:3], v[3:6], aux, r, k)
-                return pos + 1e-9 * w[:3], aux, k + 1
-            return _final_only(step, n_steps)((q[0:3], aux, s.step))[0]
+                # Every input drifts with the output: nothing is loop-invariant.
+                pos, quat, vel, rate, aux, k = c
+                w, aux = _chain_step(world, p, pos, quat, vel, rate, aux, r, k)
+                e = 1e-9 * jnp.sum(w)
+                return pos + e, quat + e, vel + e, rate + e, aux, k + 1
+            return _final_only(step, n_steps)((q[0:3], q[3:7], v[0:3], v[3:6], aux, s.step))[0]
         return jax.vmap(one)(params, state, ref)
 
     return Workload("multirotor_chain", fn, (params, state, ref), n_worlds, n_steps, world.dt)
