@@ -39,8 +39,11 @@ from flapjax.control.wrench import ControllerState, Reference, StateEstimate, Wr
 from flapjax.math import quat_integrate, quat_to_mat
 from flapjax.rotor.noise import NoiseParams, sample_sensor_noise, split_streams
 from flapjax.sim import multirotor_model as mm
+from flapjax.sim import rigid
 from flapjax.sim import scene as sc
-from flapjax.validation import check_positive
+from flapjax.validation import ConfigError, check_choice, check_positive
+
+BACKENDS = ("mjx", "rigid")
 
 _BOUND = 100.0
 
@@ -104,7 +107,10 @@ class StepInfo(eqx.Module):
       unreachable: (6,) part of the request the layout cannot make;
       constraint_force: (3,) total contact force on the robot, world [N];
       sensor_position_noise: (3,) this step's position noise draw [m];
-      diverged: () bool.
+      diverged: () bool;
+      touching: () the robot is in contact after this step (MJX: a contact
+        force acts on the robot; rigid backend: a collision shape reached the
+        ground or the wall; mask or reset such worlds).
     """
 
     position: Float[Array, "3"]
@@ -126,6 +132,7 @@ class StepInfo(eqx.Module):
     constraint_force: Float[Array, "3"]
     sensor_position_noise: Float[Array, "3"]
     diverged: Bool[Array, ""]
+    touching: Bool[Array, ""]
 
 
 def _yaw_quat(yaw):
@@ -139,7 +146,15 @@ def _plane_quat(normal):
 
 
 class MultirotorWorld:
-    """A multirotor in a ground/wall(/box) scene, simulated by MJX.
+    """A multirotor in a ground/wall(/box) scene, simulated by MJX or by the
+    pure-JAX rigid-body backend.
+
+    Both backends share everything but the integrator: the same controller,
+    chain, scene distances, noise and turbulence streams produce the same body
+    wrench, which MJX applies through ``xfrc_applied`` and ``mjx.step`` (real
+    contacts) and the rigid backend through :func:`flapjax.sim.rigid.step`
+    (same semi-implicit Euler, no contacts: a world whose hull, hubs, arm or
+    end-effector reaches the ground or the wall is flagged ``touching``).
 
     Args:
       profile: nominal airframe (its rotor count and geometry fix the MJCF).
@@ -149,12 +164,18 @@ class MultirotorWorld:
       iterations, ls_iterations: MJX solver iterations.
       dtype: cast the MJX model and data to this float dtype (e.g. float32
         while x64 is enabled); ``None`` keeps JAX's default.
+      backend: "mjx" (MuJoCo MJX, contacts) or "rigid" (contact-free,
+        several times cheaper per world-step).
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
                  dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
-                 iterations: int = 3, ls_iterations: int = 6, dtype=None):
+                 iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx"):
         check_positive("dt", dt)
+        check_choice("backend", backend, BACKENDS)
+        if backend == "rigid" and with_box:
+            raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
+        self.backend = backend
         self.profile = profile
         self.options = options
         self.dt = float(dt)
@@ -180,6 +201,20 @@ class MultirotorWorld:
         data = mjx.make_data(self.model)
         return _cast(data, self.dtype) if self.dtype is not None else data
 
+    def _probes(self, prof: rotor.RotorProfile) -> tuple[Array, Array]:
+        """Body-frame centres (k, 3) [m] and radii (k,) [m] of the collision
+        shapes the rigid backend watches: hull corners, hub spheres, arm ends
+        and the end-effector (the geoms of the MJCF)."""
+        corners = jnp.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)],
+                            dtype=prof.mass.dtype) * prof.hull_half_size
+        centres = jnp.concatenate([corners, prof.positions, prof.arm_base[None], prof.ee_position[None]])
+        radii = jnp.concatenate([jnp.zeros(8, prof.mass.dtype), mm.HUB_RADIUS_RATIO * prof.radius,
+                                 jnp.full((1,), mm.ARM_RADIUS, prof.mass.dtype), prof.ee_radius[None]])
+        return centres, radii
+
+    def _rigid_body(self, prof: rotor.RotorProfile) -> rigid.RigidBody:
+        return rigid.RigidBody(prof.mass, prof.inertia, gravity=jnp.asarray(self.mj_model.opt.gravity, prof.mass.dtype))
+
     # ------------------------------------------------------------------ params
 
     def default_params(self, scene: sc.Scene | None = None) -> WorldParams:
@@ -201,6 +236,8 @@ class MultirotorWorld:
         Quantities MuJoCo precomputes from the mass at compile time (e.g.
         ``body_subtreemass``, ``dof_invweight0``) keep their nominal values.
         """
+        if self.backend == "rigid":
+            return None
         m = self.model
         ids = self._ids
         s = params.scene
@@ -232,6 +269,11 @@ class MultirotorWorld:
         ``box_position`` (3,) [m] places the box object (worlds with a box).
         """
         streams = split_streams(key)
+        if self.backend == "rigid":
+            ftype = self.dtype if self.dtype is not None else params.profile.mass.dtype
+            position = jnp.asarray(position, dtype=ftype)
+            data = rigid.RigidState.at_rest(position, _yaw_quat(jnp.asarray(yaw, dtype=ftype)))
+            return self._initial_state(params, streams, data)
         data = self._data0
         qpos = data.qpos
         position = jnp.asarray(position, dtype=qpos.dtype)
@@ -243,6 +285,9 @@ class MultirotorWorld:
             bp = jnp.asarray(box_position, dtype=qpos.dtype)
             qpos = qpos.at[7:10].set(bp).at[10:14].set(jnp.array([1.0, 0, 0, 0], dtype=qpos.dtype))
         data = data.replace(qpos=qpos)
+        return self._initial_state(params, streams, data)
+
+    def _initial_state(self, params: WorldParams, streams, data) -> WorldState:
         prof = params.profile
         hover = rotor.allocate(prof, jnp.array([0.0, 0.0, 9.81, 0.0, 0.0, 0.0]) * prof.mass)
         hover = jnp.clip(hover, prof.thrust_min, prof.thrust_max)
@@ -292,11 +337,22 @@ class MultirotorWorld:
                                    noise_key=k_cmd)
         f_world = rot @ out.wrench[:3]
         tau_world = rot @ out.wrench[3:]
-        xfrc = jnp.zeros_like(d.xfrc_applied).at[self._ids["base"]].set(
-            jnp.concatenate([f_world, tau_world]).astype(ftype))
-        d_new = mjx.step(m, d.replace(xfrc_applied=xfrc))
-        if self.dtype is not None:
-            d_new = _cast(d_new, self.dtype)
+        wrench_world = jnp.concatenate([f_world, tau_world]).astype(ftype)
+        if self.backend == "rigid":
+            d_new = rigid.step(self._rigid_body(prof), d, wrench_world.astype(prof.mass.dtype), self.dt)
+            d_new = jax.tree.map(lambda x: x.astype(ftype), d_new)
+            planes = jnp.stack([jnp.concatenate([n, c[None]]) for n, c in
+                                (sc.ground_plane(params.scene), sc.wall_plane(params.scene))]).astype(ftype)
+            centres, radii = self._probes(prof)
+            touching = rigid.touching(centres.astype(ftype), radii.astype(ftype), d_new, planes)
+            constraint_force = jnp.zeros(3, prof.mass.dtype)
+        else:
+            xfrc = jnp.zeros_like(d.xfrc_applied).at[self._ids["base"]].set(wrench_world)
+            d_new = mjx.step(m, d.replace(xfrc_applied=xfrc))
+            if self.dtype is not None:
+                d_new = _cast(d_new, self.dtype)
+            constraint_force = d_new.qfrc_constraint[0:3].astype(prof.mass.dtype)
+            touching = jnp.any(d_new.qfrc_constraint[0:6] != 0)
 
         ok = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
               & jnp.all(jnp.abs(d_new.qpos[0:3]) < _BOUND) & ~state.diverged)
@@ -311,8 +367,8 @@ class MultirotorWorld:
             thrust_command=out.thrust_command, thrust_realized=out.thrust_realized, saturated=out.saturated,
             control_margin=out.control_margin, ground_factor=out.ground_factor, wall_factor=out.wall_factor,
             ground_distance=prox.ground_distance, wall_distance=prox.wall_distance, wrench=out.wrench,
-            unreachable=out.unreachable, constraint_force=d_new.qfrc_constraint[0:3].astype(prof.mass.dtype),
-            sensor_position_noise=ns.position, diverged=~ok,
+            unreachable=out.unreachable, constraint_force=constraint_force,
+            sensor_position_noise=ns.position, diverged=~ok, touching=touching,
         )
         return new_state, info
 

@@ -27,6 +27,10 @@ BOX = "box"
 EE_SITE = "ee"
 
 
+HUB_RADIUS_RATIO = 0.3  # hub sphere radius / rotor radius
+ARM_RADIUS = 0.008  # arm capsule radius [m]
+
+
 def _v(x) -> str:
     return " ".join(f"{float(c):.9g}" for c in np.ravel(np.asarray(x)))
 
@@ -40,7 +44,7 @@ def multirotor_xml(
     timestep: float = 0.002,
     iterations: int = 3,
     ls_iterations: int = 6,
-    hub_radius_ratio: float = 0.3,
+    hub_radius_ratio: float = HUB_RADIUS_RATIO,
 ) -> str:
     """MJCF text of the robot in the default scene (wall at x = 1 m, vertical)."""
     pos = np.asarray(prof.positions)
@@ -80,7 +84,7 @@ def multirotor_xml(
       <inertial pos="0 0 0" mass="{float(prof.mass):.9g}" diaginertia="{_v(inertia)}"/>
       <geom name="hull" type="box" size="{_v(hull)}" rgba=".3 .3 .35 1"/>
       {chr(10).join('      ' + g for g in geoms).strip()}
-      <geom name="arm" type="capsule" fromto="{_v(arm_base)} {_v(ee)}" size="0.008" rgba=".4 .4 .4 1"/>
+      <geom name="arm" type="capsule" fromto="{_v(arm_base)} {_v(ee)}" size="{ARM_RADIUS:.9g}" rgba=".4 .4 .4 1"/>
       <geom name="end_effector" type="sphere" size="{float(prof.ee_radius):.9g}" pos="{_v(ee)}" rgba=".9 .2 .2 1"/>
       <site name="{EE_SITE}" pos="{_v(ee)}"/>
     </body>{box}

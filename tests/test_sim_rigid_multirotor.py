@@ -1,0 +1,98 @@
+"""The multirotor on the rigid backend against MJX: contact-free flights near
+a wall with every effect of the chain on."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax import ConfigError, rotor
+from flapjax.control.wrench import Reference
+from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+from flapjax.sim import multirotor as mr
+from flapjax.sim import scene as sc
+
+YAW = np.pi / 2
+STEPS = 1000  # 2 s at dt = 2 ms
+
+
+def _every_effect(world):
+    wind = rotor.WindParams(constant=(0.3, 0.2, 0.0), gust_amplitude=[[0.8, 0.0, -0.3]], gust_start=[0.8],
+                            gust_duration=[0.6], turbulence_std=(0.3, 0.3, 0.2), turbulence_time=(0.5, 0.5, 0.5))
+    noise = NoiseParams(SensorNoise((0.002,) * 3, (0.01,) * 3, (0.003,) * 3, (0.01,) * 3), CommandNoise(0.05))
+    return eqx.tree_at(lambda p: (p.chain, p.noise), world.default_params(), (rotor.ChainParams(wind=wind), noise))
+
+
+def _fly(backend, dtype, preset="quad_x", n_steps=STEPS):
+    prof = rotor.profiles.preset(preset)
+    world = mr.MultirotorWorld(prof, options=rotor.ChainOptions(command_noise=True), backend=backend, dtype=dtype)
+    base = _every_effect(world)
+    params = [world.randomize(base, jax.random.key(k), sc.SceneRanges(wall_pitch=(-0.3, 0.3))) for k in (1, 2)]
+    starts = [sc.hover_position(p.scene, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW) for p in params]
+    # step the reference 5 cm up and toward the wall half way: the flight is not a still hover
+    refs = [Reference.hover(x + jnp.array([0.03, 0.0, 0.05]), YAW) for x in starts]
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    params, refs = stack(params), stack(refs)
+    states = world.batched_reset(params, jnp.stack([jax.random.key(5), jax.random.key(6)]), jnp.stack(starts),
+                                 refs.yaw)
+    return world.batched_rollout(params, states, refs, n_steps)
+
+
+@pytest.mark.parametrize("dtype, tol", [(jnp.float64, 1e-9), (jnp.float32, 2e-4)], ids=["float64", "float32"])
+def test_rigid_backend_matches_mjx_near_a_wall_with_every_effect_on(dtype, tol):
+    """2 s, quad_x, 10 cm above the ground and 15 cm from a pitched wall,
+    ground and wall effects, actuator lag, drag, wind, gusts, turbulence,
+    sensor and command noise: trajectories agree to ``tol`` [m, rad]."""
+    _, ref = _fly("mjx", dtype)
+    _, fast = _fly("rigid", dtype)
+    assert not bool(ref.touching.any()) and not bool(fast.touching.any())
+    assert not bool(ref.diverged.any())
+    moved = np.abs(np.asarray(ref.position[:, -1] - ref.position[:, 0])).max()
+    assert moved > 0.03
+    assert float(jnp.abs(ref.wall_factor - 1).max()) > 1e-3  # the wall effect is really active
+    np.testing.assert_allclose(fast.position, ref.position, rtol=0, atol=tol)
+    np.testing.assert_allclose(fast.quat, ref.quat, rtol=0, atol=tol)
+    np.testing.assert_allclose(fast.thrust_realized, ref.thrust_realized, rtol=0, atol=50 * tol)
+
+
+def test_rigid_backend_flags_a_world_that_touches_the_wall():
+    prof = rotor.profiles.quad_x()
+    world = mr.MultirotorWorld(prof, backend="rigid")
+    params = world.default_params()
+    start = jnp.array([0.3, 0.0, 0.5])  # end-effector 0.4 m in front of the wall at x = 1
+    into_wall = Reference.hover(start + jnp.array([0.5, 0.0, 0.0]), 0.0)
+    state = world.reset(params, jax.random.key(0), start, 0.0)
+    _, traj = jax.jit(lambda s: world.rollout(params, s, into_wall, 400))(state)
+    assert not bool(traj.touching[0])
+    assert bool(traj.touching.any())
+    first = int(jnp.argmax(traj.touching))
+    n, c = sc.wall_plane(params.scene)
+    ee = traj.ee_position[first]
+    assert float(jnp.dot(n, ee) - c) <= float(prof.ee_radius) + 0.01  # the end-effector reached the wall
+
+
+def test_rigid_rollout_gradient_matches_finite_differences():
+    prof = rotor.profiles.quad_x()
+    world = mr.MultirotorWorld(prof, backend="rigid")
+    params = world.default_params()
+    start = jnp.array([0.0, 0.0, 0.5])
+    state = world.reset(params, jax.random.key(0), start, 0.0)
+
+    @jax.jit
+    def height_after(mass):
+        p = eqx.tree_at(lambda p: p.profile.mass, params, mass)
+        final, _ = world.rollout(p, state, Reference.hover(start, 0.0), 150)
+        return final.data.position[2]
+
+    m0 = params.profile.mass
+    g = float(jax.grad(height_after)(m0))
+    h = 1e-4
+    fd = (float(height_after(m0 + h)) - float(height_after(m0 - h))) / (2 * h)
+    assert np.isfinite(g) and g < 0  # heavier sinks
+    assert g == pytest.approx(fd, rel=1e-4)
+
+
+def test_rigid_backend_refuses_a_box():
+    with pytest.raises(ConfigError, match="with_box"):
+        mr.MultirotorWorld(rotor.profiles.quad_x(), backend="rigid", with_box=True)
