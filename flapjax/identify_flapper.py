@@ -886,7 +886,7 @@ def fly(
     step_start: float,
     step_length: float,
     gains: HoverGains | None = None,
-    record_every: int = 10,
+    record_every: int = 50,
 ) -> Flight:
     """Fly one world under :func:`hover_command` (every step) with the plate
     command offset by ``plate_offset`` (2,) during
@@ -959,7 +959,7 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
         if bar is not None:
             bar.set_postfix(flew=name, refresh=True)
     w, a = flights["per_wing"], flights["averaged"]
-    dt_rec = wing_robot.dt * 10
+    dt_rec = wing_robot.dt * 50  # fly() records every 50th step
     t = np.arange(w.position.shape[1]) * dt_rec
     tail = t >= t[-1] - float(s["tail"])
     metrics: dict[str, Any] = {"hover_frequency": f_h, "weight": mass * g}
