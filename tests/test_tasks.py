@@ -137,6 +137,7 @@ def test_same_key_same_world_and_noise_key_leaves_the_world_unchanged(push_env):
 # ----------------------------------------------------------------------------- stepping
 
 
+@pytest.mark.slow  # two compilations of the full MJX step (~100 s on 2 shared cores)
 def test_jit_vmap_step_equals_a_loop_of_steps():
     # One physics substep per env step keeps the two compilations small.
     env = tasks.make("wall_contact", substeps=1, **{"randomization.enabled": True})
