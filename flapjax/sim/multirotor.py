@@ -166,13 +166,21 @@ class MultirotorWorld:
         while x64 is enabled); ``None`` keeps JAX's default.
       backend: "mjx" (MuJoCo MJX, contacts) or "rigid" (contact-free,
         several times cheaper per world-step).
+      on_divergence: what happens to a world whose state turns non-finite or
+        leaves the 100 m box: "freeze" keeps it at its last good state for the
+        rest of the rollout; "reset" puts it back at rest at the current
+        reference position and lets it fly on. Either way ``StepInfo.diverged``
+        records the step, and the other worlds are untouched (bit-identical).
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
                  dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
-                 iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx"):
+                 iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx",
+                 on_divergence: str = "freeze"):
         check_positive("dt", dt)
         check_choice("backend", backend, BACKENDS)
+        check_choice("on_divergence", on_divergence, ("freeze", "reset"))
+        self.on_divergence = on_divergence
         if backend == "rigid" and with_box:
             raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
         self.backend = backend
@@ -354,12 +362,25 @@ class MultirotorWorld:
             constraint_force = d_new.qfrc_constraint[0:3].astype(prof.mass.dtype)
             touching = jnp.any(d_new.qfrc_constraint[0:6] != 0)
 
-        ok = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
-              & jnp.all(jnp.abs(d_new.qpos[0:3]) < _BOUND) & ~state.diverged)
-        d_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), d_new, d)
+        finite = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
+                  & jnp.all(jnp.abs(d_new.qpos[0:3]) < _BOUND))
+        actuator, disturbance = out.actuator_state, out.disturbance_state
+        if self.on_divergence == "reset":
+            ok = finite
+            fresh = self.reset(params, noise_key, reference.position, reference.yaw)
+            pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
+            d_new = jax.tree.map(pick, d_new, fresh.data)
+            actuator = jax.tree.map(pick, actuator, fresh.actuator)
+            disturbance = jax.tree.map(pick, disturbance, fresh.disturbance)
+            ctrl = jax.tree.map(pick, ctrl, fresh.controller)
+            still_diverged = jnp.zeros((), bool)
+        else:
+            ok = finite & ~state.diverged
+            d_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), d_new, d)
+            still_diverged = ~ok
         new_state = WorldState(
-            data=d_new, actuator=out.actuator_state, disturbance=out.disturbance_state, controller=ctrl,
-            noise_key=noise_key, turbulence_key=turb_key, step=state.step + 1, diverged=~ok,
+            data=d_new, actuator=actuator, disturbance=disturbance, controller=ctrl,
+            noise_key=noise_key, turbulence_key=turb_key, step=state.step + 1, diverged=still_diverged,
         )
         info = StepInfo(
             position=position, quat=quat, velocity=v_world, rate=w_body,
