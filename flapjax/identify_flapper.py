@@ -126,7 +126,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
 QUICK_OVERRIDES: dict[str, Any] = {
     "lift": {"frequencies": [20.0, 30.0, 40.0, 45.0]},
     "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3]},
-    "damping": {"rates": [-2.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
+    "damping": {"rates": [-2.0, -1.0, 1.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
     "physical": {"parameters": ["lift_scale"], "duration": 0.2, "discard": 0.1, "max_steps": 8},
     "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3},
 }
