@@ -113,8 +113,11 @@ def run(quick: bool, repeats=None, mjx_multirotor: bool | None = None) -> dict:
     cases = []
     loss, params, n = flapper_case(n_flap)
     cases.append(measure_case("flapper_fixed_wing_0.6s", loss, params, n, n_flap, repeats))
-    loss, params, n = multirotor_case(n_rot, "rigid")
-    cases.append(measure_case("multirotor_rigid_2s", loss, params, n, n_rot, repeats))
+    # The rigid backend compiles fast: measure it at a second batch size to
+    # show how the ratio depends on the batch.
+    for nr in (n_rot, 256):
+        loss, params, n = multirotor_case(nr, "rigid")
+        cases.append(measure_case("multirotor_rigid_2s", loss, params, n, nr, repeats))
     if mjx_multirotor if mjx_multirotor is not None else not quick:
         loss, params, n = multirotor_case(n_rot, "mjx")
         cases.append(measure_case("multirotor_mjx_2s", loss, params, n, n_rot, repeats))

@@ -60,7 +60,10 @@ def section_run(res) -> list[str]:
         + ", ".join(f"{k} {v['env']['load_average']}" for k, v in res.items() if v and "env" in v) + ".",
     ]
     if run:
-        lines += ["", f"Command: `{run.get('command', '')}`; total wall time {run.get('wall_s', float('nan')):.0f} s."]
+        secs = ", ".join(f"{k} {v:.0f} s" for k, v in run.get("section_s", {}).items())
+        cmds = "; ".join(f"`{h['command']}` ({h['wall_s']:.0f} s)" for h in run.get("history", []))
+        lines += ["", f"Produced by {cmds}. Time per section: {secs}; "
+                  f"sum {run.get('wall_s', float('nan')):.0f} s."]
     return lines
 
 
@@ -227,11 +230,44 @@ def plot(tp, cf, path: Path) -> None:
     plt.close(fig)
 
 
+def section_goals(tp, ks, g, base, cf, rt, run) -> list[str]:
+    rows = []
+    for e in (ks or {}).get("kernel_share", []):
+        rows.append([f"kernels <= 10 % of bare mjx.step at 1024 worlds: {LABELS.get(e['workload'], e['workload'])}",
+                     f"{100 * e['kernel_share']:.1f} %", yes(e["goal_met"])])
+    for c in (g or {}).get("cases", []):
+        a, b = c["gradient_checkpoint"], c["gradient_no_checkpoint"]
+        rows.append([f"gradient <= 4x forward: {c['case']}, {c['n_worlds']} worlds",
+                     f"{a['ratio']:.1f}x (no checkpoint {b['ratio']:.1f}x)", yes(c["goal_met"])])
+        bounded = a["temp_mb"] < b["temp_mb"]
+        rows.append([f"memory bounded with checkpointing: {c['case']}, {c['n_worlds']} worlds",
+                     f"XLA temp {a['temp_mb']:.1f} MiB with vs {b['temp_mb']:.1f} MiB without", yes(bounded)])
+    if base:
+        rows.append([f"vmapped sweep of {base['n_frequencies']} frequencies >= 5x the serial baseline, compile included",
+                     f"{base['speedup_with_compile']:.1f}x ({base['speedup_warm']:.0f}x without compile)",
+                     yes(base["goal_met"])])
+    if tp:
+        for name in LABELS:
+            cs = [r["compile_s"] for r in tp["rows"] if r["workload"] == name]
+            if cs:
+                rows.append([f"compile < 20 s: {LABELS[name]}", f"{max(cs):.1f} s (max over world counts)",
+                             yes(max(cs) < 20.0)])
+    for c in (rt or {}).get("checks", []):
+        rows.append([f"no retrace on new values: {c['entry_point']}", f"{c['recompilations_second']} recompilations",
+                     yes(c["recompilations_second"] == 0)])
+    if run:
+        total = run.get("wall_s", float("nan"))
+        rows.append(["`python -m benchmarks.run --quick` under 10 minutes", f"{total:.0f} s (sum of sections)",
+                     yes(total < 600)])
+    return _table(["goal", "measured", "status"], rows) if rows else ["(no results)"]
+
+
 def build() -> str:
     names = ("throughput", "kernel_share", "gradient", "baseline_flapsim", "crazyflow", "retrace", "scaling")
     res = {n: load(n) for n in names}
     tp, ks, g, base, cf, rt, sc = (res[n] for n in names)
     parts = ["## Results", "", *section_run(res), "",
+             "### Goals", "", *section_goals(tp, ks, g, base, cf, rt, load("run")), "",
              "![throughput vs worlds](results/throughput.png)", "",
              "### 1. Throughput vs worlds", "", *section_throughput(tp, base, cf), "",
              "### 2. Kernel share at 1024 worlds", "", *section_share(ks), "",

@@ -46,10 +46,20 @@ def main(argv=None) -> int:
         if r.returncode != 0:
             failed.append(s)
     wall = time.perf_counter() - t_all
-    C.write_json("run", dict(command="python -m benchmarks.run" + (" --quick" if a.quick else "")
-                             + (f" --only {' '.join(a.only)}" if a.only else ""),
-                             sections=sections, section_s=timings, wall_s=wall, failed=failed,
-                             load_average_end=list(os.getloadavg())))
+    # Sections rerun with --only replace their own entries; the others keep
+    # the time of the run that produced their results.
+    prev = {}
+    if (C.RESULTS / "run.json").exists():
+        import json
+
+        prev = json.loads((C.RESULTS / "run.json").read_text())
+    section_s = dict(prev.get("section_s", {})) if a.only else {}
+    section_s.update(timings)
+    history = (prev.get("history", []) if a.only else []) + [dict(
+        command="python -m benchmarks.run" + (" --quick" if a.quick else "")
+        + (f" --only {' '.join(a.only)}" if a.only else ""),
+        sections=sections, wall_s=wall, failed=failed, load_average_end=list(os.getloadavg()))]
+    C.write_json("run", dict(section_s=section_s, wall_s=sum(section_s.values()), history=history))
     from benchmarks import report
 
     report.write()
