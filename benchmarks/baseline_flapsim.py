@@ -100,6 +100,7 @@ def main(argv=None):
     p.add_argument("--baseline-subset", type=int, default=None,
                    help="run the serial baseline on this many of the frequencies and scale linearly")
     a = p.parse_args(argv)
+    C.print_header("baseline A: FlapSim-style sweep")
     C.log("wrote", C.write_json("baseline_flapsim", run(a.quick, a.frequencies, a.baseline_subset)))
 
 

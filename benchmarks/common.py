@@ -158,6 +158,7 @@ def write_json(name: str, payload: dict) -> Path:
     payload = dict(payload)
     payload.setdefault("peak_rss_mb", peak_rss_mb())
     path.write_text(json.dumps(payload, indent=1, default=_jsonable) + "\n")
+    log(f"peak resident memory of this process: {payload['peak_rss_mb']:.0f} MiB")
     return path
 
 
@@ -172,6 +173,14 @@ def _jsonable(x):
     except Exception:  # pragma: no cover
         pass
     return str(x)
+
+
+def print_header(title: str) -> None:
+    """Device kind, versions and load, printed at the start of every script."""
+    e = env_info()
+    log(f"# {title}: {e['date']}, device {e['device_kind']} ({e['platform']} x{e['n_devices']}, "
+        f"{e['cpu_count']} cores, load {e['load_average']}), JAX {e['jax']}, jaxlib {e['jaxlib']}, "
+        f"MuJoCo {e['mujoco']}, MJX {e['mujoco_mjx']}, x64 {e['x64']}")
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -94,6 +94,7 @@ def main(argv=None):
     p = C.parser(__doc__)
     p.add_argument("--worlds", type=int, nargs="*", default=None)
     a = p.parse_args(argv)
+    C.print_header("baseline B: crazyflow")
     C.log("wrote", C.write_json("crazyflow", run(a.quick, a.worlds, a.repeats)))
 
 

@@ -128,6 +128,7 @@ def main(argv=None):
     p = C.parser(__doc__)
     p.add_argument("--mjx-multirotor", action=argparse.BooleanOptionalAction, default=None)
     a = p.parse_args(argv)
+    C.print_header("gradient cost")
     C.log("wrote", C.write_json("gradient", run(a.quick, a.repeats, a.mjx_multirotor)))
 
 

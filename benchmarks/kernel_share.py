@@ -64,6 +64,7 @@ def main(argv=None):
     p = C.parser(__doc__)
     p.add_argument("--worlds", type=int, default=1024)
     a = p.parse_args(argv)
+    C.print_header("kernel share")
     C.log("wrote", C.write_json("kernel_share", run(a.quick, a.worlds, a.repeats)))
 
 

@@ -71,6 +71,7 @@ def run(quick: bool) -> dict:
 
 def main(argv=None):
     a = C.parser(__doc__).parse_args(argv)
+    C.print_header("compile time and retrace checks")
     C.log("wrote", C.write_json("retrace", run(a.quick)))
 
 

@@ -63,6 +63,7 @@ def main(argv=None) -> int:
     from benchmarks import report
 
     report.write()
+    C.log(report.build())
     C.log(f"total {wall:.0f} s; failed sections: {failed or 'none'}")
     return 1 if failed else 0
 

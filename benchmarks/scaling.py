@@ -80,6 +80,7 @@ def main(argv=None):
     p.add_argument("--devices", type=int, default=2)
     p.add_argument("--worlds", type=int, default=1024)
     a = p.parse_args(argv)
+    C.print_header("sharding over devices")
     C.log("wrote", C.write_json("scaling", run(a.quick, a.devices, a.worlds, a.repeats)))
 
 

@@ -79,6 +79,7 @@ def main(argv=None):
     p.add_argument("--worlds", type=int, nargs="*", default=None)
     p.add_argument("--workloads", nargs="*", default=list(WORKLOADS))
     a = p.parse_args(argv)
+    C.print_header("throughput vs worlds")
     out = run(a.quick, a.worlds, a.workloads, a.repeats)
     C.log("wrote", C.write_json("throughput", out))
 
