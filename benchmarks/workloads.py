@@ -21,7 +21,7 @@ from mujoco import mjx
 
 from flapjax import aero, rotor
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
-from flapjax.control.wrench import ControllerState, Reference, StateEstimate, wrench_command
+from flapjax.control.wrench import Reference, StateEstimate, wrench_command
 from flapjax.math import quat_integrate, quat_to_mat
 from flapjax.rotor.noise import sample_sensor_noise
 from flapjax.sim import flapper as fl
