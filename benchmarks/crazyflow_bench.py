@@ -68,10 +68,15 @@ def run(quick: bool, worlds=None, repeats=None) -> dict:
         C.log(f"SKIPPED crazyflow baseline: {msg}")
         return out
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
-    env["JAX_PLATFORMS"] = "cpu"
+    # Same device kind as flapjax's runs. On a GPU host crazyflow's environment
+    # needs a CUDA build of JAX (pip install "jax[cuda12]" there) for this.
+    device = "gpu" if out["env"]["platform"] == "gpu" else "cpu"
+    if device == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
     for n in worlds:
         # One process per world count: a world count's peak memory is its own.
-        cfg = dict(dynamics=list(MODELS), worlds=[n], n_steps=n_steps_for(n, quick), repeats=repeats, freq=FREQ)
+        cfg = dict(dynamics=list(MODELS), worlds=[n], n_steps=n_steps_for(n, quick), repeats=repeats, freq=FREQ,
+                   device=device)
         r = subprocess.run([str(venv_python()), str(WORKER), json.dumps(cfg)], capture_output=True, text=True,
                            env=env, timeout=1800)
         if r.returncode != 0:

@@ -3,7 +3,8 @@
 Usage: python crazyflow_worker.py '<json config>'  -> one JSON line on stdout.
 
 Config: {"dynamics": [...], "worlds": [...], "n_steps": int, "repeats": int,
-"freq": int}. For each dynamics model and world count: a crazyflow ``Sim``
+"freq": int, "device": "cpu" | "gpu"}. For each dynamics model and world
+count: a crazyflow ``Sim``
 with one Crazyflie per world under its state (position) controller holding a
 hover set-point, ``n_steps`` steps per call of the jitted, scanned
 ``sim._step``; compile time (first call) apart from the steady time (median
@@ -35,7 +36,8 @@ def main() -> None:
     rows = []
     for dyn in cfg["dynamics"]:
         for n in cfg["worlds"]:
-            sim = Sim(n_worlds=n, n_drones=1, dynamics=dyn, control=Control.state, freq=cfg["freq"], device="cpu")
+            sim = Sim(n_worlds=n, n_drones=1, dynamics=dyn, control=Control.state, freq=cfg["freq"],
+                      device=cfg.get("device", "cpu"))
             sim.reset()
             cmd = jnp.zeros((n, 1, 16)).at[..., 2].set(1.0).at[..., 12].set(1.0)
             sim.state_control(cmd)
