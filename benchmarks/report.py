@@ -262,6 +262,147 @@ def section_goals(tp, ks, g, base, cf, rt, run) -> list[str]:
     return _table(["goal", "measured", "status"], rows) if rows else ["(no results)"]
 
 
+def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
+    """Explanations of the numbers above, with the numbers filled in from the results."""
+    out = []
+    envs = [r["env"] for r in (tp, ks, g, base, cf, rt, sc) if r and "env" in r]
+    if envs:
+        loads = [e["load_average"][0] for e in envs]
+        cores = envs[0]["cpu_count"]
+        busy = max(loads) > 0.75 * cores
+        out += [f"**Conditions.** Load average (1 min) {min(loads):.1f}-{max(loads):.1f} across the sections on "
+                f"{cores} cores. " + ("The machine was shared with other work while this ran: every time here is "
+                                      "inflated by that load and repeated timings scatter more than on a quiet "
+                                      "machine (each JSON keeps the individual times). " if busy else
+                                      "The machine was otherwise quiet. ")
+                + "`shared/MJX_NOTES.md` reports 4-8 s per rollout compilation on the quiet machine. "
+                "To measure again, run `python -m benchmarks.run --quick`: it rewrites every table, this text and "
+                "the plot.", ""]
+    if ks:
+        e = {x["workload"]: x for x in ks["kernel_share"]}
+        parts = [f"{e[k]['kernels']} {100 * e[k]['kernel_share']:.1f} % of the bare `mjx.step` of "
+                 f"the {LABELS.get(k, k)}" for k in e]
+        met = all(x["goal_met"] for x in e.values())
+        text = (f"**Kernel share ({'met' if met else 'missed'}).** At {ks['kernel_share'][0]['n_worlds']} worlds: "
+                + "; ".join(parts) + ". The \"full vs bare\" column is larger because a bridge step does more than "
+                "call the kernels: the flapper bridge computes servo feed-forward and feathering-stop torques, runs "
+                "MuJoCo's pipeline as split stages and masks diverged worlds.")
+        if "multirotor_mjx" in e and e["multirotor_mjx"]["full_step_s"] > 1.3 * e["multirotor_mjx"]["bare_step_s"]:
+            m = e["multirotor_mjx"]
+            text += (f" For the multirotor the full step took {m['full_step_s'] / m['bare_step_s']:.1f}x the bare "
+                     "step, and that gap is not in the kernels. An experiment outside the suite (2026-12-01, 1024 "
+                     "worlds, 100 steps, measured once under load) that removed the divergence mask from "
+                     "`MultirotorWorld.step` changed throughput only within noise (16.1 k vs 18.5 k world-steps/s), "
+                     "so the mask is not the cause; where the rest goes needs a profile of `MultirotorWorld.step`.")
+        out += [text, ""]
+    if tp:
+        mj = [r["steps_per_s"] for r in tp["rows"] if r["workload"] == "multirotor_mjx"]
+        rg = [r["steps_per_s"] for r in tp["rows"] if r["workload"] == "multirotor_rigid"]
+        if mj and rg:
+            out += [f"**MJX multirotor throughput.** The MJX X-quad ran at {rate(min(mj))}-{rate(max(mj))} "
+                    f"world-steps/s, the rigid backend at {rate(min(rg))}-{rate(max(rg))}. The MJX model has 22 "
+                    "contact pairs (hull box, four hub spheres and the arm capsule against ground and wall), 88 "
+                    "pyramidal constraint rows, which MJX's solver processes every step even while nothing "
+                    "touches. For flight that never touches a surface the rigid backend is the fast path; MJX is "
+                    "for contact.", ""]
+    if g:
+        cs = g["cases"]
+        desc = "; ".join(f"{c['case']} at {c['n_worlds']} worlds {c['gradient_checkpoint']['ratio']:.1f}x with "
+                         f"checkpointing, {c['gradient_no_checkpoint']['ratio']:.1f}x without" for c in cs)
+        met = all(c["goal_met"] for c in cs)
+        text = (f"**Gradient <= 4x forward ({'met' if met else 'missed'}).** Gradient time / forward time: {desc}. ")
+        flap = next((c for c in cs if c["case"].startswith("flapper")), None)
+        if not met:
+            rig = sorted((c for c in cs if c["case"].startswith("multirotor_rigid")), key=lambda c: c["n_worlds"])
+            text += ("The pure-JAX rigid backend misses it too, so it is not MJX-specific")
+            if len(rig) >= 2:
+                lo, hi = rig[0]["gradient_checkpoint"]["ratio"], rig[-1]["gradient_checkpoint"]["ratio"]
+                text += (f"; the ratio {'falls' if hi < lo else 'does not fall'} with the batch "
+                         f"({lo:.1f}x at {rig[0]['n_worlds']} worlds, {hi:.1f}x at {rig[-1]['n_worlds']})")
+            text += (". At a few worlds each forward step is a few small fused kernels and the reverse pass runs "
+                     "many more of them per step")
+            if flap and flap["forward"].get("hlo_ops"):
+                f0, f1 = flap["forward"]["hlo_ops"], flap["gradient_checkpoint"]["hlo_ops"]
+                text += (f": the optimized flapper program has {f0['scatter']} scatter and {f0['gather']} gather "
+                         f"ops forward, {f1['scatter']} and {f1['gather']} in the checkpointed gradient (the "
+                         "transposes of MJX's indexing become scatter-adds)")
+            text += ". Larger batches and a GPU are where the ratio may approach the goal (not measured here). "
+        if flap:
+            text += (f"Checkpointing bounds memory: XLA temporaries of the flapper gradient are "
+                     f"{flap['gradient_checkpoint']['temp_mb']:.1f} MiB with checkpointing vs "
+                     f"{flap['gradient_no_checkpoint']['temp_mb']:.0f} MiB without ({flap['n_steps']} steps, "
+                     f"{flap['n_worlds']} worlds; one rollout length measured). ")
+        text += ("The MJX multirotor gradient (full mode only: its compilation alone takes minutes on this CPU) "
+                 "needs one constraint-solver iteration, because reverse mode cannot pass MJX's iterative solver "
+                 "loop; in a development run (2 worlds, 50 steps) some of its gradient leaves were not finite, and "
+                 "the full run lists which (`nonfinite_leaves` in `gradient.json`).")
+        out += [text, ""]
+    if base:
+        cold, warm, b = base["flapjax_cold_s"], base["flapjax_warm_s"], base["baseline_s_for_all"]
+        out += [f"**Baseline A, FlapSim-style sweep ({'met' if base['goal_met'] else 'missed'} with compile).** The "
+                f"serial baseline (C MuJoCo + NumPy per-wing model, float64) took {b:.0f} s for the "
+                f"{base['n_frequencies']}-frequency sweep; flapjax took {cold:.1f} s from a cold start, of which about "
+                f"{cold - warm:.0f} s is building and compiling the sweep function (a second sweep with new "
+                f"frequencies ran in {warm:.1f} s with {base['flapjax_recompilations_on_new_frequencies']} "
+                f"recompilations): {base['speedup_with_compile']:.1f}x including compile, "
+                f"{base['speedup_warm']:.0f}x without."
+                + ("" if base["goal_met"] else " The 5x goal with compile needs the compile time to shrink. For "
+                   "repeated sweeps, JAX's persistent compilation cache "
+                   "(`jax.config.update(\"jax_compilation_cache_dir\", path)`) removes it from every run after the "
+                   "first (not measured here).")
+                + f" Both computed the same sweep: their cycle-mean F_z differ by at most "
+                f"{100 * base['max_rel_diff_fz']:.3g} % (flapjax float32, baseline float64).", ""]
+    if cf and cf.get("available") and tp:
+        cfr = {(r["dynamics"], r["n_worlds"]): r["steps_per_s"] for r in cf["rows"] if "dynamics" in r}
+        fj = {(r["workload"], r["n_worlds"]): r["steps_per_s"] for r in tp["rows"]}
+        common = sorted(n for (d, n) in cfr if d == "so_rpy_rotor_drag" and ("multirotor_rigid", n) in fj)
+        if common:
+            n = common[-1]
+            a, b2 = cfr[("so_rpy_rotor_drag", n)], cfr.get(("first_principles", n), float("nan"))
+            r_, m_ = fj[("multirotor_rigid", n)], fj.get(("multirotor_mjx", n), float("nan"))
+            out += [f"**Baseline B, crazyflow (ratio as measured).** At {n} worlds crazyflow's `so_rpy_rotor_drag` "
+                    f"ran {rate(a)} and `first_principles` {rate(b2)} world-steps/s; flapjax's quadrotor with the "
+                    f"full chain ran {rate(r_)} on the rigid backend ({r_ / a:.2f}x and {r_ / b2:.2f}x of them) and "
+                    f"{rate(m_)} on MJX. The steps do different amounts of work. crazyflow's `so_rpy_rotor_drag` "
+                    "integrates a fitted low-order attitude and thrust model (and `first_principles` a rigid body "
+                    "driven by four rotor speeds) behind a position controller that runs at 100 Hz and an attitude "
+                    "controller at 500 Hz; it has no surfaces and draws no random numbers. Every flapjax step runs "
+                    "the geometric SE(3) controller, the weighted allocation with its unreachable residual, "
+                    "saturation, actuator lag and rate limit, per-rotor ray casts to ground and wall, the ground and "
+                    "near-wall effects with their lateral forces, body drag, wind with gusts and OU turbulence, "
+                    "three PRNG streams split every step (sensor noise, command noise, turbulence), quaternion "
+                    "integration and divergence masking; the MJX backend adds contact detection and the constraint "
+                    "solver. The airframes differ too (a 27 g Crazyflie vs the 1.6 kg X-quad with arm), which does "
+                    "not change the cost of a step. The near-wall physics and the disturbances are what flapjax adds "
+                    "for that price.", ""]
+    if tp:
+        slow = sorted({LABELS.get(r["workload"], r["workload"]) for r in tp["rows"] if r["compile_s"] >= 20.0})
+        out += ["**Compile time.** "
+                + ("Every rollout compiled in under 20 s. " if not slow else
+                   "Over 20 s: " + ", ".join(slow) + " (at some world counts; see the throughput table). ")
+                + "No entry point in the retrace table recompiled when called again with new parameter values of "
+                  "the same shapes.", ""]
+    if run:
+        out += [f"**Duration of `--quick`.** The sections took {run['wall_s']:.0f} s in all. Most of it is "
+                "compilation: the throughput section alone compiles 20 programs (4 workloads x 5 world counts), "
+                "crazyflow 10 more; `--skip crazyflow scaling` or `--only ...` shorten a rerun.", ""]
+    if sc:
+        rows = [r for r in sc["rows"] if "speedup" in r]
+        if rows:
+            desc = "; ".join(f"{LABELS.get(r['workload'], r['workload'])} {r['speedup']:.2f}x, max |qpos| difference "
+                             f"{r['max_abs_qpos_diff']:.2g}" for r in rows)
+            out += [f"**Sharding.** {rows[0]['n_worlds']} worlds over {rows[0]['devices']} forced host devices vs "
+                    f"one device: {desc}. (`shared/MJX_NOTES.md` measured 1.4-1.8x with 2 forced devices on the "
+                    "quiet machine.) Differences in float32 come from XLA vectorising a half-size slice differently; "
+                    "the float64 test in `tests/test_sharding.py` is bit-for-bit.", ""]
+    out += ["**Memory per world.** The slope of XLA's buffer total from 1 to 4096 worlds (state in and out plus the "
+            "temporaries of the whole scanned rollout). Dividing 24 GB and 80 GB by it gives the worlds-that-fit "
+            "columns: the host figure applies to this CPU build; the GPU figure is the same arithmetic on paper "
+            "(same dtypes and buffers, not measured on a GPU). A rollout that records a per-step trace needs the "
+            "trace on top (`n_steps x` its size per world)."]
+    return out
+
+
 def build() -> str:
     names = ("throughput", "kernel_share", "gradient", "baseline_flapsim", "crazyflow", "retrace", "scaling")
     res = {n: load(n) for n in names}
@@ -276,7 +417,8 @@ def build() -> str:
              "### 5. Baseline B: crazyflow quadrotors vs flapjax's quadrotor", "", *section_quadrotor(tp, cf), "",
              "### 6. Compile time and retrace checks", "", *section_retrace(rt, tp, g), "",
              "### Memory per world", "", *section_memory(tp), "",
-             "### Sharding over devices", "", *section_scaling(sc)]
+             "### Sharding over devices", "", *section_scaling(sc), "",
+             "## Reading the numbers", "", *section_analysis(tp, ks, g, base, cf, rt, sc, load("run"))]
     return "\n".join(parts) + "\n"
 
 
