@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+docs: $(STAMP)
+	$(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify_flapper flapjax.evaluate
+	@echo "API reference: docs/api/index.html"
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

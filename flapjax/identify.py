@@ -154,25 +154,57 @@ class Measurements(eqx.Module):
       targets: (n, ...) measured values [SI].
       scale: () or broadcastable to targets: residuals are divided by it
         (e.g. the RMS of the targets, or a measurement standard deviation).
+      valid: (n,) bool or None: rows from worlds that diverged or produced
+        non-finite values are False and left out of the loss (see
+        :func:`valid_rows`); None keeps every row.
     """
 
     inputs: Any
     targets: Float[Array, "n ..."]
     scale: Any
+    valid: Any = None
+
+    @property
+    def n_ignored(self) -> int:
+        """How many rows (worlds) the loss ignores."""
+        return 0 if self.valid is None else int(np.sum(~np.asarray(self.valid)))
+
+
+def valid_rows(targets, healthy=None) -> np.ndarray:
+    """(n,) bool: the world stayed healthy and every target of its row is finite."""
+    t = np.asarray(targets, dtype=float)
+    ok = np.all(np.isfinite(t.reshape(t.shape[0], -1)), axis=1)
+    if healthy is not None:
+        ok &= np.asarray(healthy, dtype=bool).reshape(-1)
+    return ok
+
+
+def _row_mask(data: Measurements, like: Array) -> Array:
+    mask = jnp.asarray(data.valid, dtype=bool)
+    return jnp.broadcast_to(mask.reshape(mask.shape + (1,) * (like.ndim - 1)), like.shape)
 
 
 def residuals(predict: Callable[[Params, Any], Array], params: Params, data: Measurements) -> Array:
-    """Scaled residuals ``(predict(params, inputs) - targets) / scale``, flattened."""
+    """Scaled residuals ``(predict(params, inputs) - targets) / scale``, flattened;
+    rows marked invalid give 0 (and no NaN reaches the gradient)."""
     pred = predict(params, data.inputs)
-    return jnp.ravel((pred - data.targets) / data.scale)
+    if data.valid is None:
+        return jnp.ravel((pred - data.targets) / data.scale)
+    mask = _row_mask(data, jnp.asarray(data.targets))
+    diff = jnp.where(mask, pred, 0.0) - jnp.where(mask, data.targets, 0.0)
+    return jnp.ravel(jnp.where(mask, diff / data.scale, 0.0))
 
 
 def least_squares(predict: Callable[[Params, Any], Array]) -> LossFn:
-    """``loss(params, data) = 0.5 mean(residuals^2)``: the loss every study uses."""
+    """``loss(params, data) = 0.5 mean(residuals^2)`` over the valid rows: the
+    loss every study uses."""
 
     def loss(params: Params, data: Measurements) -> Array:
         r = residuals(predict, params, data)
-        return 0.5 * jnp.mean(r**2)
+        if data.valid is None:
+            return 0.5 * jnp.mean(r**2)
+        count = jnp.maximum(jnp.sum(_row_mask(data, jnp.asarray(data.targets))), 1)
+        return 0.5 * jnp.sum(r**2) / count
 
     return loss
 

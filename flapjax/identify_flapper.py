@@ -517,13 +517,17 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None) -> idf.StudyResult:
     freqs = np.asarray(s["frequencies"], dtype=float)
     sw = _fixed_sweep(freqs, (0.0, 0.0), s, cfg["run"]["batch_size"], robot)
     fz = np.asarray(sw.force[:, 2])
-    k_ls = idf.slope_through_origin(freqs**2, fz)
-    data = idf.Measurements(inputs=jnp.asarray(freqs), targets=jnp.asarray(fz), scale=jnp.sqrt(jnp.mean(jnp.asarray(fz) ** 2)))
+    valid = idf.valid_rows(fz, sw.healthy)
+    if not valid.any():
+        raise ConfigError("lift: every world of the sweep diverged; nothing to fit")
+    k_ls = idf.slope_through_origin(freqs[valid] ** 2, fz[valid])
+    data = idf.Measurements(inputs=jnp.asarray(freqs), targets=jnp.asarray(fz),
+                            scale=jnp.sqrt(jnp.mean(jnp.asarray(fz[valid]) ** 2)), valid=jnp.asarray(valid))
     res = fit_averaged(predict_lift, data, {"k_f": s["start_factor"] * k_ls}, ["k_f"], s, bar=bar)
     k_f = float(res.params["k_f"])
     fitted = k_f * freqs**2
     mass, g = robot_weight()
-    ratio = fz / freqs**2
+    fz, fitted, ratio = fz[valid], fitted[valid], fz[valid] / freqs[valid] ** 2
     return idf.StudyResult(
         name="lift",
         values={"k_f": jnp.asarray(k_f)},
@@ -539,12 +543,14 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None) -> idf.StudyResult:
             "stroke_error_rms_max": float(np.max(np.asarray(sw.stroke_error_rms))),
             "clip_fraction_max": float(np.max(np.asarray(sw.clip_fraction))),
             "all_healthy": bool(np.all(np.asarray(sw.healthy))),
+            "ignored_worlds": data.n_ignored,
             "final_loss": float(res.final_loss),
             "fit_steps": res.steps,
         },
-        data={"frequency": freqs, "force_z": fz, "fitted": fitted},
+        data={"frequency": freqs[valid], "force_z": fz, "fitted": fitted},
         loss=res.loss,
-        notes=f"fixed-base sweep, {s['duration']} s runs, first {s['discard']} s discarded; fit stopped: {res.reason}",
+        notes=(f"fixed-base sweep, {s['duration']} s runs, first {s['discard']} s discarded; "
+               f"{data.n_ignored} diverged world(s) ignored; fit stopped: {res.reason}"),
         converged=res.converged,
         seconds=time.perf_counter() - t0,
     )
