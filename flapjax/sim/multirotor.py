@@ -206,8 +206,10 @@ class MultirotorWorld:
 
     @functools.cached_property
     def _data0(self):
-        data = mjx.make_data(self.model)
-        return _cast(data, self.dtype) if self.dtype is not None else data
+        # Concrete arrays even when first needed inside a jit trace.
+        with jax.ensure_compile_time_eval():
+            data = mjx.make_data(self.model)
+            return _cast(data, self.dtype) if self.dtype is not None else data
 
     def _probes(self, prof: rotor.RotorProfile) -> tuple[Array, Array]:
         """Body-frame centres (k, 3) [m] and radii (k,) [m] of the collision
