@@ -319,8 +319,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                 lo, hi = rig[0]["gradient_checkpoint"]["ratio"], rig[-1]["gradient_checkpoint"]["ratio"]
                 text += (f"; the ratio {'falls' if hi < lo else 'does not fall'} with the batch "
                          f"({lo:.1f}x at {rig[0]['n_worlds']} worlds, {hi:.1f}x at {rig[-1]['n_worlds']})")
-            text += (". At a few worlds each forward step is a few small fused kernels and the reverse pass runs "
-                     "many more of them per step")
+            text += (". The likely reason: at a few worlds each forward step is a few small fused kernels, and "
+                     "the reverse pass runs many more of them per step")
             if flap and flap["forward"].get("hlo_ops"):
                 f0, f1 = flap["forward"]["hlo_ops"], flap["gradient_checkpoint"]["hlo_ops"]
                 text += (f": the optimized flapper program has {f0['scatter']} scatter and {f0['gather']} gather "
@@ -393,8 +393,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                              f"{r['max_abs_qpos_diff']:.2g}" for r in rows)
             out += [f"**Sharding.** {rows[0]['n_worlds']} worlds over {rows[0]['devices']} forced host devices vs "
                     f"one device: {desc}. (`shared/MJX_NOTES.md` measured 1.4-1.8x with 2 forced devices on the "
-                    "quiet machine.) Differences in float32 come from XLA vectorising a half-size slice differently; "
-                    "the float64 test in `tests/test_sharding.py` is bit-for-bit.", ""]
+                    "quiet machine.) The float32 differences presumably come from XLA vectorising a half-size "
+                    "slice differently; the float64 test in `tests/test_sharding.py` is bit-for-bit.", ""]
     out += ["**Memory per world.** The slope of XLA's buffer total from 1 to 4096 worlds (state in and out plus the "
             "temporaries of the whole scanned rollout). Dividing 24 GB and 80 GB by it gives the worlds-that-fit "
             "columns: the host figure applies to this CPU build; the GPU figure is the same arithmetic on paper "

@@ -47,7 +47,9 @@ SCRIPT = textwrap.dedent(
         uneven_rejected = False
     except ConfigError:
         uneven_rejected = True
+    padded, n_before = sharding.pad_to_mesh({"a": np.arange(6.0)}, mesh)
     print(json.dumps(dict(
+        padded=np.asarray(padded["a"]).tolist(), n_before=n_before,
         devices=len(jax.devices()),
         mesh=int(mesh.devices.size),
         spec=list(shard_force.sharding.spec),
@@ -76,8 +78,10 @@ def test_sharded_rollout_equals_unsharded():
     # Worlds differ from each other, so equality below is not trivially true.
     assert out["spread"] > 1e-6
     assert out["qpos_equal"] and out["force_equal"], out["max_diff"]
-    # 6 worlds do not split over 4 devices: refused instead of silently replicated.
+    # 6 worlds do not split over 4 devices: refused instead of silently replicated,
+    # and pad_to_mesh fills up to 8 by repeating the last world.
     assert out["uneven_rejected"]
+    assert out["padded"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 5.0, 5.0] and out["n_before"] == 6
 
 
 def test_world_mesh_rejects_more_devices_than_exist():
@@ -85,11 +89,3 @@ def test_world_mesh_rejects_more_devices_than_exist():
 
     with pytest.raises(ConfigError, match="n_devices"):
         sharding.world_mesh(len(jax.devices()) + 1)
-
-
-def test_pad_to_mesh_repeats_the_last_world():
-    import numpy as np
-
-    mesh = sharding.world_mesh(1)
-    padded, n = sharding.pad_to_mesh({"a": np.arange(3.0)}, mesh)
-    assert n == 3 and np.asarray(padded["a"]).tolist() == [0.0, 1.0, 2.0]
