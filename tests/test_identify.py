@@ -153,8 +153,9 @@ def test_gradient_through_rollout_matches_finite_differences(lift_rollout):
         return lift_rollout({**nominal, **{k: v[i] for i, k in enumerate(names)}})
 
     v0 = jnp.array([x0[k] for k in names])
+    # Forward mode is what the physical study differentiates with (reverse mode
+    # through this MJX rollout is checked in tests/test_sim_flapper.py).
     jac_fwd = np.asarray(eqx.filter_jit(jax.jacfwd(fz))(v0))
-    grad_rev = np.asarray(eqx.filter_jit(jax.grad(lambda v: jnp.sum(fz(v))))(v0))
     assert np.all(np.isfinite(jac_fwd)) and np.all(np.abs(jac_fwd) > 0)
     f_eval = eqx.filter_jit(fz)
     fd = []
@@ -164,7 +165,6 @@ def test_gradient_through_rollout_matches_finite_differences(lift_rollout):
         fd.append((np.asarray(f_eval(v0 + e)) - np.asarray(f_eval(v0 - e))) / (2 * h))
     fd = np.stack(fd, axis=-1)
     np.testing.assert_allclose(jac_fwd, fd, rtol=2e-4, atol=1e-9 * np.max(np.abs(fd)))
-    np.testing.assert_allclose(grad_rev, fd.sum(axis=0), rtol=2e-4)
 
 
 @pytest.mark.parametrize("factor", START)

@@ -170,7 +170,8 @@ def test_jit_vmap_step_equals_a_loop_of_steps():
                                   pytest.param("object_push", marks=pytest.mark.slow)])
 def test_reference_controller_succeeds_in_nominal_worlds(task):
     env = tasks.make(task)
-    res = run_episodes(env, N_SUCCESS, seed=0)
+    # Box contacts need more solver iterations: fewer worlds keep object_push affordable here.
+    res = run_episodes(env, N_SUCCESS // 2 if task == "object_push" else N_SUCCESS, seed=0)
     s = res["summary"]
     assert not s["diverged"].any()
     assert s["success"].mean() >= 0.9, {k: v.mean() for k, v in s.items()}

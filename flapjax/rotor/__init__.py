@@ -9,7 +9,7 @@ from flapjax.rotor import actuator, allocation, chain, disturbance, noise, proxi
 from flapjax.rotor import profile
 from flapjax.rotor import profile as profiles
 from flapjax.rotor.actuator import ActuatorState, actuator_step, speed_to_thrust, thrust_to_speed
-from flapjax.rotor.allocation import Allocation, allocate, allocate_with_residual, allocation_matrix, reachable_projector
+from flapjax.rotor.allocation import Allocation, allocate, allocation_inverse, allocate_with_residual, allocation_matrix, reachable_projector
 from flapjax.rotor.chain import BodyMotion, ChainOptions, ChainOutput, ChainParams, realize_thrusts, realize_wrench, rotor_wrench
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, gust_force, turbulence_step, wind_force
 from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise, Streams, split_streams
@@ -19,7 +19,7 @@ from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effe
 __all__ = [
     "actuator", "allocation", "chain", "disturbance", "noise", "proximity", "profile", "profiles",
     "ActuatorState", "actuator_step", "speed_to_thrust", "thrust_to_speed",
-    "Allocation", "allocate", "allocate_with_residual", "allocation_matrix", "reachable_projector",
+    "Allocation", "allocate", "allocation_inverse", "allocate_with_residual", "allocation_matrix", "reachable_projector",
     "BodyMotion", "ChainOptions", "ChainOutput", "ChainParams", "realize_thrusts", "realize_wrench", "rotor_wrench",
     "DisturbanceState", "DragParams", "WindParams", "drag_force", "gust_force", "turbulence_step", "wind_force",
     "CommandNoise", "NoiseParams", "SensorNoise", "Streams", "split_streams",

@@ -58,17 +58,15 @@ def _pinv_rtol(dtype) -> float:
     return float(jnp.finfo(dtype).eps) ** 0.5
 
 
-def allocate_with_residual(
-    prof: RotorProfile,
-    wrench: Float[Array, "6"],
-    *,
-    weights: Float[Array, " n"] | None = None,
-) -> Allocation:
-    """Weighted minimum-norm thrust commands and the unreachable part of ``wrench``.
+def allocation_inverse(prof: RotorProfile, *, weights: Float[Array, " n"] | None = None) -> Float[Array, "n 6"]:
+    """(n, 6) weighted minimum-norm inverse ``A`` with thrusts ``T = A @ w`` [N per N, N m].
+
+    A pseudo-inverse costs an SVD: rollouts compute it once per world (the
+    airframe does not change during a rollout) and pass it to
+    :func:`allocate_with_residual` / :func:`flapjax.rotor.realize_wrench`.
 
     Args:
       prof: the airframe.
-      wrench: (6,) desired body wrench ``[F; tau]`` about the CoM [N, N m].
       weights: (n,) positive cost weights ``W`` of ``sum W_i T_i^2`` [-];
         ``None`` means equal weights (plain pseudo-inverse).
     """
@@ -78,8 +76,30 @@ def allocate_with_residual(
     else:
         scale = 1.0 / jnp.sqrt(weights)
     bs = b * scale[None, :]
-    thrust = scale * (jnp.linalg.pinv(bs, rtol=_pinv_rtol(bs.dtype)) @ wrench)
-    reachable = b @ thrust
+    return scale[:, None] * jnp.linalg.pinv(bs, rtol=_pinv_rtol(bs.dtype))
+
+
+def allocate_with_residual(
+    prof: RotorProfile,
+    wrench: Float[Array, "6"],
+    *,
+    weights: Float[Array, " n"] | None = None,
+    inverse: Float[Array, "n 6"] | None = None,
+) -> Allocation:
+    """Weighted minimum-norm thrust commands and the unreachable part of ``wrench``.
+
+    Args:
+      prof: the airframe.
+      wrench: (6,) desired body wrench ``[F; tau]`` about the CoM [N, N m].
+      weights: (n,) positive cost weights ``W`` of ``sum W_i T_i^2`` [-];
+        ``None`` means equal weights (plain pseudo-inverse).
+      inverse: (n, 6) precomputed :func:`allocation_inverse` (then ``weights``
+        is not used); ``None`` computes it here.
+    """
+    if inverse is None:
+        inverse = allocation_inverse(prof, weights=weights)
+    thrust = inverse @ wrench
+    reachable = allocation_matrix(prof) @ thrust
     return Allocation(thrust=thrust, reachable=reachable, unreachable=wrench - reachable)
 
 

@@ -240,6 +240,7 @@ def realize_wrench(
     disturbance: DisturbanceState | None = None,
     turbulence_key: PRNGKeyArray | None = None,
     noise_key: PRNGKeyArray | None = None,
+    allocation_inverse: Float[Array, "n 6"] | None = None,
 ) -> ChainOutput:
     """The whole chain for a desired body wrench ``wrench_cmd`` (6,) [N, N m].
 
@@ -256,9 +257,13 @@ def realize_wrench(
       turbulence_key: PRNG key of this step's turbulence draw (needed when
         wind and turbulence are on).
       noise_key: PRNG key of this step's command noise (when that is on).
+      allocation_inverse: (n, 6) precomputed
+        :func:`flapjax.rotor.allocation_inverse` (saves an SVD per step);
+        ``None`` computes it from ``prof`` and ``params.allocation_weights``.
     """
     params = ChainParams() if params is None else params
-    alloc = _alloc.allocate_with_residual(prof, wrench_cmd, weights=params.allocation_weights)
+    alloc = _alloc.allocate_with_residual(prof, wrench_cmd, weights=params.allocation_weights,
+                                          inverse=allocation_inverse)
     return realize_thrusts(
         prof, alloc.thrust, actuator_state, proximity, options, dt=dt, params=params, motion=motion,
         disturbance=disturbance, turbulence_key=turbulence_key, noise_key=noise_key, unreachable=alloc.unreachable,

@@ -311,10 +311,11 @@ class MultirotorWorld:
 
     # ------------------------------------------------------------------ step
 
-    def step(self, params: WorldParams, state: WorldState, reference: Reference, model=None
-             ) -> tuple[WorldState, StepInfo]:
+    def step(self, params: WorldParams, state: WorldState, reference: Reference, model=None,
+             allocation_inverse=None) -> tuple[WorldState, StepInfo]:
         """Advance one world by ``dt``; ``model`` may be a prebuilt
-        :meth:`world_model` (rollouts build it once)."""
+        :meth:`world_model` and ``allocation_inverse`` a prebuilt
+        :func:`flapjax.rotor.allocation_inverse` (rollouts build both once)."""
         m = self.world_model(params) if model is None else model
         prof = params.profile
         d = state.data
@@ -344,7 +345,7 @@ class MultirotorWorld:
             chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
         out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, self.options, dt=self.dt, params=chain,
                                    motion=motion, disturbance=state.disturbance, turbulence_key=k_turb,
-                                   noise_key=k_cmd)
+                                   noise_key=k_cmd, allocation_inverse=allocation_inverse)
         f_world = rot @ out.wrench[:3]
         tau_world = rot @ out.wrench[3:]
         wrench_world = jnp.concatenate([f_world, tau_world]).astype(ftype)
@@ -406,11 +407,12 @@ class MultirotorWorld:
         state and the stacked :class:`StepInfo` trajectory (time axis first).
         """
         m = self.world_model(params)
+        inverse = rotor.allocation_inverse(params.profile, weights=params.chain.allocation_weights)
         timed = reference.position.ndim == 2
 
         def body(s, ref):
             r = ref if timed else reference
-            return self.step(params, s, r, model=m)
+            return self.step(params, s, r, model=m, allocation_inverse=inverse)
 
         if checkpoint:
             body = jax.checkpoint(body)
