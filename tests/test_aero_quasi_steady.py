@@ -189,6 +189,9 @@ def test_gradients_finite_at_zero_relative_velocity():
     assert bool(jnp.all(jnp.isfinite(jac)))
     np.testing.assert_allclose(jac[0], 0.0, atol=1e-15)  # dF_N/dx = 0 at U = 0
     check_grads(lambda p: _loads_vector(x.at[2].set(p)), (x[2],), order=1, modes=("fwd", "rev"))
+    # The loads themselves (F_N, M_aero, M_rd) are smooth at rest in every input.
+    check_grads(lambda x: _loads_vector(x)[jnp.array([0, 1, 3])], (x,), order=1, modes=("fwd", "rev"),
+                atol=1e-7, rtol=1e-5)
 
 
 def _random_states(n, seed=0):
