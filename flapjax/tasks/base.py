@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
+from flapjax import sim as _sim  # noqa: F401  (imports MJX quietly)
 from mujoco import mjx
 
 from flapjax import rotor
