@@ -35,6 +35,18 @@ def _write(tmp_path, name, text):
 
 RECT = [[0, 0], [0.07, 0], [0.07, 0.02], [0, 0.02]]
 
+
+def _multirotor(**kwargs):
+    from flapjax.sim import multirotor
+
+    return multirotor.MultirotorWorld(QUAD, **kwargs)
+
+
+def _flapper(root="fixed", **kwargs):
+    from flapjax.sim import flapper
+
+    return flapper.make_robot(root, "wing", **kwargs)
+
 CASES = [
     # --- wing geometry and planforms
     ("span negative", lambda t: aero.WingGeometry.rectangular(-0.07, 0.02), r"span: must be > 0, got -0\.07"),
@@ -108,6 +120,13 @@ CASES = [
      r"turbulence_time: must be > 0"),
     ("sensor noise negative", lambda t: rotor.SensorNoise(position_std=(-0.01, 0.0, 0.0)), r"position_std: must lie in \[0, inf\]"),
     ("command noise NaN", lambda t: rotor.CommandNoise(thrust_std=np.nan), r"thrust_std: must be finite"),
+    # --- steps too large for stability, unknown names
+    ("multirotor step too coarse", lambda t: _multirotor(dt=0.05),
+     r"dt: 0\.05 s is too large for a stable step of 'quad_x': must be <= 0\.0347 s"),
+    ("flapper timestep too coarse", lambda t: _flapper(timestep=1e-3),
+     r"timestep: 0\.001 s is too large for a stable step: must be <= 0\.000221 s"),
+    ("unknown flapper root", lambda t: _flapper(root="tethered"), r"root: must be one of"),
+    ("unknown backend", lambda t: _multirotor(backend="bullet"), r"backend: must be one of \['mjx', 'rigid'\]"),
     # --- rigid backend
     ("rigid mass zero", lambda t: rigid.RigidBody(0.0, [0.01, 0.01, 0.02]), r"mass: must be > 0"),
     ("rigid inertia shape", lambda t: rigid.RigidBody(1.0, [0.01, 0.01]), r"inertia: expected shape \(3,\)"),

@@ -33,6 +33,7 @@ the per-wing model on the lumped body, which has no wings.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -323,6 +324,13 @@ def make_robot(
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
         stroke_inertia = float(full[stroke_v[0], stroke_v[0]])
+        # The stiff stroke servo sets the stability limit of the explicit step.
+        omega = math.sqrt(float(m.actuator_gainprm[stroke_act[0], 0]) / stroke_inertia)
+        if m.opt.timestep * omega > 1.0:
+            raise ConfigError(
+                f"timestep: {m.opt.timestep:g} s is too large for a stable step: must be <= {1.0 / omega:.3g} s "
+                f"(stroke servo natural frequency {omega:.4g} rad/s)"
+            )
     mx = mjx.put_model(m)
     body = None
     if backend == "rigid":

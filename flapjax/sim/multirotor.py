@@ -31,6 +31,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from mujoco import mjx
 
@@ -180,6 +181,7 @@ class MultirotorWorld:
         check_positive("dt", dt)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
+        _check_step_length(profile, float(dt))
         self.on_divergence = on_divergence
         if backend == "rigid" and with_box:
             raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
@@ -432,6 +434,21 @@ class MultirotorWorld:
             return jax.vmap(lambda p, s, r: self.rollout(p, s, r, n_steps))(params, state, reference)
 
         return jax.jit(run, static_argnums=3)
+
+
+def _check_step_length(profile: rotor.RotorProfile, dt: float) -> None:
+    """Refuse a step too coarse for this airframe: the discrete attitude loop
+    (default gains, rate damping ``k_W / J``) needs ``dt k_W / J <= 1``, and
+    the actuator lag ``tau`` must span at least one step."""
+    gains = WrenchGains.for_profile(profile)
+    rate = float(np.max(np.asarray(gains.rate) / np.asarray(profile.inertia)))
+    tau = float(np.min(np.asarray(profile.time_constant)))
+    limit = min(1.0 / rate, tau)
+    if dt > limit:
+        raise ConfigError(
+            f"dt: {dt:g} s is too large for a stable step of {profile.name!r}: must be <= {limit:.3g} s "
+            f"(attitude rate loop {rate:.3g} 1/s, smallest rotor time constant {tau:.3g} s)"
+        )
 
 
 def _cast(tree, dtype):
