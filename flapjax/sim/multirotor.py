@@ -314,10 +314,13 @@ class MultirotorWorld:
     # ------------------------------------------------------------------ step
 
     def step(self, params: WorldParams, state: WorldState, reference: Reference, model=None,
-             allocation_inverse=None) -> tuple[WorldState, StepInfo]:
+             allocation_inverse=None, wrench=None) -> tuple[WorldState, StepInfo]:
         """Advance one world by ``dt``; ``model`` may be a prebuilt
         :meth:`world_model` and ``allocation_inverse`` a prebuilt
-        :func:`flapjax.rotor.allocation_inverse` (rollouts build both once)."""
+        :func:`flapjax.rotor.allocation_inverse` (rollouts build both once).
+        ``wrench`` (6,) [N, N m], if given, is the desired body wrench and
+        replaces the controller (its state is kept); ``reference`` then only
+        matters for ``on_divergence="reset"``."""
         m = self.world_model(params) if model is None else model
         prof = params.profile
         d = state.data
@@ -334,7 +337,10 @@ class MultirotorWorld:
             position=position + ns.position, velocity=v_world + ns.velocity,
             rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate,
         )
-        wrench_cmd, ctrl = wrench_command(params.gains, prof, estimate, reference, state.controller, dt=self.dt)
+        if wrench is None:
+            wrench_cmd, ctrl = wrench_command(params.gains, prof, estimate, reference, state.controller, dt=self.dt)
+        else:
+            wrench_cmd, ctrl = jnp.asarray(wrench, dtype=prof.mass.dtype), state.controller
 
         box = None
         if self.with_box:

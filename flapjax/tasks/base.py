@@ -49,8 +49,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
-from flapjax import sim as _sim  # noqa: F401  (imports MJX quietly)
-from mujoco import mjx
 
 from flapjax import rotor
 from flapjax.control.wrench import Reference
@@ -297,7 +295,8 @@ class TaskEnv:
             wrench = jnp.asarray(action, dtype=params.profile.mass.dtype)
 
             def sub(ws, k):
-                return _wrench_step(self.world, params, ws, wrench, m)
+                hold = Reference.hover(ws.data.qpos[0:3].astype(wrench.dtype))  # used only to reset a diverged world
+                return self.world.step(params, ws, hold, model=m, wrench=wrench)
 
         ws, infos = jax.lax.scan(sub, state.world, jnp.arange(cfg.substeps, dtype=params.profile.mass.dtype))
         info = dict(state.info)
@@ -391,48 +390,3 @@ class TaskEnv:
     def trace(self, state: EnvState) -> dict[str, Array]:
         """Small per-step record for plots."""
         raise NotImplementedError
-
-
-def _wrench_step(world: MultirotorWorld, params: WorldParams, state: WorldState, wrench_cmd, model):
-    """One physics step with a given desired body wrench (no controller):
-    the chain and MJX step of :meth:`MultirotorWorld.step`."""
-    prof = params.profile
-    d = state.data
-    ftype = d.qpos.dtype
-    qpos, qvel = d.qpos.astype(prof.mass.dtype), d.qvel.astype(prof.mass.dtype)
-    position, quat = qpos[0:3], qpos[3:7]
-    rot = quat_to_mat(quat)
-    v_world, w_body = qvel[0:3], qvel[3:6]
-    noise_key, _, k_cmd = jax.random.split(state.noise_key, 3)
-    turb_key, k_turb = jax.random.split(state.turbulence_key)
-    box = None
-    if world.with_box:
-        box = sc.BoxPose(position=qpos[7:10], rotation=quat_to_mat(qpos[10:14]))
-    prox = sc.rotor_proximity(params.scene, prof, position, rot, box)
-    motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ v_world,
-                              time=state.step.astype(prof.mass.dtype) * world.dt)
-    chain = params.chain
-    if world.options.command_noise:
-        chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
-    out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, world.options, dt=world.dt, params=chain,
-                               motion=motion, disturbance=state.disturbance, turbulence_key=k_turb, noise_key=k_cmd)
-    base = world._ids["base"]
-    xfrc = jnp.zeros_like(d.xfrc_applied).at[base].set(
-        jnp.concatenate([rot @ out.wrench[:3], rot @ out.wrench[3:]]).astype(ftype))
-    d_new = mjx.step(model, d.replace(xfrc_applied=xfrc))
-    ok = (jnp.all(jnp.isfinite(d_new.qpos)) & jnp.all(jnp.isfinite(d_new.qvel))
-          & jnp.all(jnp.abs(d_new.qpos[0:3]) < 100.0) & ~state.diverged)
-    d_new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), d_new, d)
-    new_state = WorldState(data=d_new, actuator=out.actuator_state, disturbance=out.disturbance_state,
-                           controller=state.controller, noise_key=noise_key, turbulence_key=turb_key,
-                           step=state.step + 1, diverged=~ok)
-    info = StepInfo(
-        position=position, quat=quat, velocity=v_world, rate=w_body, ee_position=position + rot @ prof.ee_position,
-        wrench_command=wrench_cmd, thrust_command=out.thrust_command, thrust_realized=out.thrust_realized,
-        saturated=out.saturated, control_margin=out.control_margin, ground_factor=out.ground_factor,
-        wall_factor=out.wall_factor, ground_distance=prox.ground_distance, wall_distance=prox.wall_distance,
-        wrench=out.wrench, unreachable=out.unreachable,
-        constraint_force=d_new.qfrc_constraint[0:3].astype(prof.mass.dtype),
-        sensor_position_noise=jnp.zeros(3, dtype=prof.mass.dtype), diverged=~ok,
-    )
-    return new_state, info
