@@ -196,3 +196,18 @@ def test_1024_worlds_1000_steps_stay_finite():
     assert h.shape == (1000, 1024)
     assert np.all(np.isfinite(h)) and not res["summary"]["diverged"].any()
     assert h.min() > 0.0 and h.max() < 1.0
+
+
+def test_wrench_action_drives_the_chain_directly():
+    """action_mode="wrench": the action is the desired body wrench; a
+    weight-compensating wrench keeps the robot near its start, a weaker one
+    lets it sink."""
+    env = tasks.make("near_ground", action_mode="wrench", substeps=1, **{"randomization.enabled": False})
+    state = env.reset(jax.random.key(0))
+    mass = float(state.params.profile.mass)
+    run = jax.jit(lambda s, w: jax.lax.fori_loop(0, 50, lambda i, s: env.step(s, w), s))
+    hover = run(state, jnp.array([0.0, 0.0, mass * 9.81, 0.0, 0.0, 0.0]))
+    sink = run(state, jnp.array([0.0, 0.0, 0.5 * mass * 9.81, 0.0, 0.0, 0.0]))
+    z0 = float(state.world.data.qpos[2])
+    assert abs(float(hover.world.data.qpos[2]) - z0) < 0.01
+    assert float(sink.world.data.qpos[2]) < z0 - 0.01
