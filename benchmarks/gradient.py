@@ -7,7 +7,7 @@
 * multirotor: X-quad near a wall, full chain, 2 s (1000 steps of 2 ms) from
   a 5 cm offset; loss = mean squared distance to the hover point, gradient
   with respect to every float world parameter (scene, airframe, chain,
-  gains). Rigid-body backend (:func:`benchmarks.workloads.rigid_chain_rollout`);
+  gains). Rigid-body backend (``MultirotorWorld(backend="rigid")``);
   in full mode also the MJX backend with one constraint-solver iteration
   (reverse mode cannot pass MJX's iterative solver loop).
 
@@ -29,7 +29,9 @@ import jax.numpy as jnp
 
 from benchmarks import common as C
 from benchmarks import workloads as W
+from flapjax import rotor
 from flapjax.sim import flapper as fl
+from flapjax.sim.multirotor import MultirotorWorld
 
 FLAPPER_DURATION, FLAPPER_DISCARD = 0.6, 0.3
 MULTIROTOR_DURATION = 2.0
@@ -50,9 +52,10 @@ def flapper_case(n_worlds: int):
 def multirotor_case(n_worlds: int, backend: str, steps=None):
     # Reverse mode cannot pass MJX's iterative solver loop (MJX_NOTES.md):
     # one solver iteration makes it a straight-line computation.
-    world = W.multirotor_world(iterations=1) if backend == "mjx" else None
-    if backend == "rigid":
-        world = W.multirotor_world()
+    if backend == "mjx":
+        world = W.multirotor_world(iterations=1)
+    else:
+        world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid")
     params, state, ref = W.multirotor_batch(world, n_worlds)
     # Start 5 cm off the hover point so the controller works.
     state = eqx.tree_at(lambda s: s.data.qpos, state, state.data.qpos.at[:, 0].add(-0.05))
@@ -60,10 +63,7 @@ def multirotor_case(n_worlds: int, backend: str, steps=None):
 
     def loss(params, checkpoint):
         def one(p, s, r):
-            if backend == "mjx":
-                positions = world.rollout(p, s, r, n, checkpoint=checkpoint)[1].position
-            else:
-                positions = W.rigid_chain_rollout(world, p, s, r, n, checkpoint=checkpoint)[1]
+            positions = world.rollout(p, s, r, n, checkpoint=checkpoint)[1].position
             return jnp.mean(jnp.sum((positions - r.position) ** 2, axis=-1))
         return jnp.mean(jax.vmap(one)(params, state, ref))
 

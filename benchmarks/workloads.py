@@ -9,7 +9,6 @@ Float precision is JAX's default (float32 unless x64 is enabled).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,7 +24,6 @@ from flapjax.control.wrench import Reference, StateEstimate, wrench_command
 from flapjax.math import quat_integrate, quat_to_mat
 from flapjax.rotor.noise import sample_sensor_noise
 from flapjax.sim import flapper as fl
-from flapjax.sim import rigid
 from flapjax.sim import scene as sc
 from flapjax.sim.multirotor import MultirotorWorld
 from flapjax.sim.rollout import broadcast_worlds
@@ -170,7 +168,8 @@ def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
     def fn(params, state, ref):
         def one(p, s, r):
             m = world.world_model(p)
-            return _final_only(lambda c: world.step(p, c, r, model=m)[0], n_steps)(s)
+            inv = rotor.allocation_inverse(p.profile, weights=p.chain.allocation_weights)
+            return _final_only(lambda c: world.step(p, c, r, model=m, allocation_inverse=inv)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
     return Workload("multirotor_mjx", fn, (params, state, ref), n_worlds, n_steps, world.dt)
@@ -240,55 +239,19 @@ def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
     return Workload("multirotor_chain", fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
-def rigid_backend_available() -> bool:
-    return "backend" in inspect.signature(MultirotorWorld.__init__).parameters
-
-
 def multirotor_rigid(n_worlds: int, n_steps: int) -> Workload:
-    """Full chain on the pure-JAX rigid-body backend.
-
-    Uses ``MultirotorWorld(backend="rigid")`` when flapjax provides it; else
-    the same per-step chain as :meth:`MultirotorWorld.step` with
-    :func:`flapjax.sim.rigid.step` in place of ``mjx.step``.
-    """
-    if rigid_backend_available():
-        world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid")
-        params, state, ref = multirotor_batch(world, n_worlds)
-
-        def fn(params, state, ref):
-            def one(p, s, r):
-                return _final_only(lambda c: world.step(p, c, r)[0], n_steps)(s)
-            return jax.vmap(one)(params, state, ref)
-
-        return Workload("multirotor_rigid", fn, (params, state, ref), n_worlds, n_steps, world.dt)
-
-    world = multirotor_world()
+    """Full chain on the pure-JAX rigid-body backend
+    (``MultirotorWorld(backend="rigid")``, the body of its rollout)."""
+    world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid")
     params, state, ref = multirotor_batch(world, n_worlds)
 
     def fn(params, state, ref):
-        return jax.vmap(lambda p, s, r: rigid_chain_rollout(world, p, s, r, n_steps, trace=False))(params, state, ref)
+        def one(p, s, r):
+            inv = rotor.allocation_inverse(p.profile, weights=p.chain.allocation_weights)
+            return _final_only(lambda c: world.step(p, c, r, allocation_inverse=inv)[0], n_steps)(s)
+        return jax.vmap(one)(params, state, ref)
 
     return Workload("multirotor_rigid", fn, (params, state, ref), n_worlds, n_steps, world.dt)
-
-
-def rigid_chain_rollout(world: MultirotorWorld, p, s, r, n_steps: int, *, trace: bool = True, checkpoint: bool = True):
-    """One world of the full chain on :func:`flapjax.sim.rigid.step`, from a
-    :class:`MultirotorWorld` state; returns the final rigid state and, with
-    ``trace``, the (n_steps, 3) positions."""
-    body = rigid.RigidBody(p.profile.mass, p.profile.inertia, (0.0, 0.0, -9.81))
-    q, v = s.data.qpos, s.data.qvel
-    rs = rigid.RigidState(position=q[0:3], quat=q[3:7], velocity=v[0:3], angular_velocity=v[3:6])
-    aux = (s.actuator, s.disturbance, s.controller, s.noise_key, s.turbulence_key)
-
-    def body_fn(c, _):
-        rs, aux, k = c
-        w, aux = _chain_step(world, p, rs.position, rs.quat, rs.velocity, rs.angular_velocity, aux, r, k)
-        return (rigid.step(body, rs, w, world.dt), aux, k + 1), (rs.position if trace else None)
-
-    if checkpoint:
-        body_fn = jax.checkpoint(body_fn)
-    (rs, _, _), positions = jax.lax.scan(body_fn, (rs, aux, s.step), None, length=n_steps)
-    return (rs, positions) if trace else rs
 
 
 BUILDERS: dict[str, Callable[..., Workload]] = {
