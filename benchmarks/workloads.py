@@ -22,7 +22,8 @@ from flapjax import aero, rotor
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.control.wrench import Reference, StateEstimate, wrench_command
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.rotor.noise import sample_sensor_noise
+from flapjax import rng
+from flapjax.rotor.noise import sensor_noise
 from flapjax.sim import flapper as fl
 from flapjax.sim import scene as sc
 from flapjax.sim.multirotor import MultirotorWorld
@@ -203,16 +204,16 @@ def _chain_step(world: MultirotorWorld, p, pos, quat, vel, w_body, aux, ref, ste
     actuator, disturbance, controller, noise_key, turb_key = aux
     prof = p.profile
     rot = quat_to_mat(quat)
-    noise_key, k_sensor, k_cmd = jax.random.split(noise_key, 3)
-    turb_key, k_turb = jax.random.split(turb_key)
-    ns = sample_sensor_noise(p.noise.sensor, k_sensor)
+    draws = rng.normals(jnp.stack([noise_key, turb_key]), step_index, 12, prof.mass.dtype)
+    z, xi = draws[0], draws[1, :3]
+    ns = sensor_noise(p.noise.sensor, z.reshape(4, 3))
     estimate = StateEstimate(position=pos + ns.position, velocity=vel + ns.velocity,
                              rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate)
     wrench_cmd, controller = wrench_command(p.gains, prof, estimate, ref, controller, dt=world.dt)
     prox = sc.rotor_proximity(p.scene, prof, pos, rot, None)
     motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ vel, time=step_index.astype(prof.mass.dtype) * world.dt)
     out = rotor.realize_wrench(prof, wrench_cmd, actuator, prox, world.options, dt=world.dt, params=p.chain,
-                               motion=motion, disturbance=disturbance, turbulence_key=k_turb, noise_key=k_cmd)
+                               motion=motion, disturbance=disturbance, turbulence_normal=xi)
     w_world = jnp.concatenate([rot @ out.wrench[:3], rot @ out.wrench[3:]])
     return w_world, (out.actuator_state, out.disturbance_state, controller, noise_key, turb_key)
 

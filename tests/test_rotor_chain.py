@@ -88,7 +88,7 @@ def test_switches_and_drag_wind_frames():
 def test_jit_vmap_matches_loop(name):
     prof = rotor.profiles.preset(name)
     n = prof.n_rotors
-    keys = jax.random.split(jax.random.key(3), 5)
+    xis = jax.random.normal(jax.random.key(3), (5, 3))
     ws = jax.random.normal(jax.random.key(4), (5, 6)) + jnp.array([0, 0, 20.0, 0, 0, 0])
     hs = jnp.linspace(0.3, 3.0, 5) * R
     params = rotor.ChainParams(wind=rotor.WindParams(turbulence_std=(0.3, 0.3, 0.1)))
@@ -96,11 +96,11 @@ def test_jit_vmap_matches_loop(name):
     def f(w, h, k):
         st = rotor.ActuatorState.at_thrust(prof, jnp.full(n, 3.0))
         return rotor.realize_wrench(prof, w, st, _near(prof, h=h, d=2 * R), dt=DT, params=params,
-                                    turbulence_key=k).wrench
+                                    turbulence_normal=k).wrench
 
-    batched = jax.jit(jax.vmap(f))(ws, hs, keys)
+    batched = jax.jit(jax.vmap(f))(ws, hs, xis)
     for i in range(5):
-        np.testing.assert_allclose(batched[i], f(ws[i], hs[i], keys[i]), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(batched[i], f(ws[i], hs[i], xis[i]), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["quad_x", "hexa_tilted"])
@@ -118,7 +118,7 @@ def test_check_grads_whole_chain(name):
                               drag=params.drag, wind=params.wind)
         motion = rotor.BodyMotion(rotation=jnp.eye(3), velocity_body=v_body, time=jnp.array(0.3))
         out = rotor.realize_wrench(prof2, wrench, rotor.ActuatorState(speed=speed), prox, dt=DT, params=p,
-                                   motion=motion, turbulence_key=jax.random.key(0))
+                                   motion=motion, turbulence_normal=jnp.array([0.3, -1.2, 0.7]))
         return out.wrench
 
     args = (
@@ -166,7 +166,7 @@ def test_gradients_at_clamp_boundary_and_zero_thrust():
     assert bool(jnp.all(gt > 0)) and bool(jnp.all(gs > 0))
 
 
-def test_command_noise_stream():
+def test_command_and_turbulence_draws_enter_only_their_own_step():
     prof = rotor.profiles.quad_x()
     opts = rotor.ChainOptions(command_noise=True, turbulence=True)
     params = rotor.ChainParams(command_noise=rotor.CommandNoise(0.2), wind=rotor.WindParams(turbulence_std=(1.0, 1.0, 1.0)))
@@ -175,12 +175,18 @@ def test_command_noise_stream():
     free = rotor.ProximityInput.free_air(4)
 
     def run(nk, tk):
-        return rotor.realize_wrench(prof, w, st, free, opts, dt=DT, params=params, noise_key=nk, turbulence_key=tk)
+        return rotor.realize_wrench(prof, w, st, free, opts, dt=DT, params=params, command_normal=nk,
+                                    turbulence_normal=tk)
 
-    a = run(jax.random.key(1), jax.random.key(5))
-    b = run(jax.random.key(2), jax.random.key(5))
-    c = run(jax.random.key(1), jax.random.key(6))
-    assert float(jnp.max(jnp.abs(a.thrust_command - b.thrust_command))) > 1e-3
+    z1, z2 = jnp.array([1.0, -0.5, 0.2, 2.0]), jnp.array([0.0, 0.5, -1.0, 1.0])
+    t1, t2 = jnp.array([0.3, 0.1, -0.2]), jnp.array([-1.0, 0.4, 0.9])
+    a = run(z1, t1)
+    b = run(z2, t1)
+    c = run(z1, t2)
+    base = rotor.allocate(prof, w)
+    # Command noise is std * draw, added before the clamp.
+    np.testing.assert_allclose(a.thrust_command, base + 0.2 * z1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(b.thrust_command, base + 0.2 * z2, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(a.disturbance_state.turbulence, b.disturbance_state.turbulence)
     np.testing.assert_array_equal(a.thrust_command, c.thrust_command)
     assert float(jnp.max(jnp.abs(a.disturbance_state.turbulence - c.disturbance_state.turbulence))) > 1e-3

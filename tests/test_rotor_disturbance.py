@@ -38,11 +38,11 @@ def test_ou_variance_and_correlation_time():
         k0, k1 = jax.random.split(key)
         s0 = rotor.DisturbanceState.stationary(w, k0)
 
-        def body(s, k):
-            s = rotor.turbulence_step(w, s, k, dt=dt)
+        def body(s, xi):
+            s = rotor.turbulence_step(w, s, xi, dt=dt)
             return s, s.turbulence
 
-        return jax.lax.scan(body, s0, jax.random.split(k1, steps))[1]
+        return jax.lax.scan(body, s0, jax.random.normal(k1, (steps, 3)))[1]
 
     x = jax.jit(jax.vmap(world))(jax.random.split(jax.random.key(7), worlds))  # (W, T, 3)
     x = np.asarray(x)

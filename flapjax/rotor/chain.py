@@ -15,6 +15,10 @@ In the seed's order (PHYSICS.md section 3), each step switchable by
 6. body drag and world wind (constant, 1-cos gusts, OU turbulence).
 
 All forces and torques are in the body frame about the centre of mass.
+Randomness enters as standard normal draws (``command_normal``,
+``turbulence_normal``), so the chain is a deterministic function of its
+arguments; the worlds draw them from counter-based streams
+(:mod:`flapjax.rng`).
 
 Gradients: everything is differentiable. At a clamp boundary (command exactly
 at ``T_min`` or ``T_max``) JAX's tie rule for ``min``/``max`` gives the
@@ -27,12 +31,12 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Float
 
 from flapjax.rotor import allocation as _alloc
 from flapjax.rotor.actuator import ActuatorState, actuator_step
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, turbulence_step, wind_force
-from flapjax.rotor.noise import CommandNoise, sample_command_noise
+from flapjax.rotor.noise import CommandNoise, command_noise
 from flapjax.rotor.profile import RotorProfile
 from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effect_factor, wall_effect
 
@@ -153,8 +157,8 @@ def realize_thrusts(
     params: ChainParams | None = None,
     motion: BodyMotion | None = None,
     disturbance: DisturbanceState | None = None,
-    turbulence_key: PRNGKeyArray | None = None,
-    noise_key: PRNGKeyArray | None = None,
+    turbulence_normal: Float[Array, "3"] | None = None,
+    command_normal: Float[Array, " n"] | None = None,
     unreachable: Float[Array, "6"] | None = None,
 ) -> ChainOutput:
     """Steps 2-6 of the chain for given thrust commands (allocation skipped)."""
@@ -164,9 +168,9 @@ def realize_thrusts(
     unreachable = jnp.zeros(6) if unreachable is None else unreachable
 
     if options.command_noise:
-        if noise_key is None:
-            raise ValueError("noise_key: required when options.command_noise is on")
-        thrust_command = thrust_command + sample_command_noise(params.command_noise, noise_key, prof.n_rotors)
+        if command_normal is None:
+            raise ValueError("command_normal: (n,) standard normal draws are required when options.command_noise is on")
+        thrust_command = thrust_command + command_noise(params.command_noise, command_normal)
 
     # 2. saturation
     lo, hi = prof.thrust_min, prof.thrust_max
@@ -211,9 +215,9 @@ def realize_thrusts(
     else:
         f_wind = zero3
     if options.wind and options.turbulence:
-        if turbulence_key is None:
-            raise ValueError("turbulence_key: required when options.turbulence is on")
-        next_disturbance = turbulence_step(params.wind, disturbance, turbulence_key, dt=dt)
+        if turbulence_normal is None:
+            raise ValueError("turbulence_normal: (3,) standard normal draws are required when options.turbulence is on")
+        next_disturbance = turbulence_step(params.wind, disturbance, turbulence_normal, dt=dt)
     else:
         next_disturbance = disturbance
 
@@ -238,8 +242,8 @@ def realize_wrench(
     params: ChainParams | None = None,
     motion: BodyMotion | None = None,
     disturbance: DisturbanceState | None = None,
-    turbulence_key: PRNGKeyArray | None = None,
-    noise_key: PRNGKeyArray | None = None,
+    turbulence_normal: Float[Array, "3"] | None = None,
+    command_normal: Float[Array, " n"] | None = None,
     allocation_inverse: Float[Array, "n 6"] | None = None,
 ) -> ChainOutput:
     """The whole chain for a desired body wrench ``wrench_cmd`` (6,) [N, N m].
@@ -254,9 +258,10 @@ def realize_wrench(
       params: coefficients; defaults to :class:`ChainParams` ``()``.
       motion: attitude, body velocity and time; defaults to at rest, level.
       disturbance: turbulence state; defaults to zero.
-      turbulence_key: PRNG key of this step's turbulence draw (needed when
-        wind and turbulence are on).
-      noise_key: PRNG key of this step's command noise (when that is on).
+      turbulence_normal: (3,) standard normal draws driving this step's
+        turbulence update (needed when wind and turbulence are on).
+      command_normal: (n,) standard normal draws of this step's command
+        noise (needed when that is on).
       allocation_inverse: (n, 6) precomputed
         :func:`flapjax.rotor.allocation_inverse` (saves an SVD per step);
         ``None`` computes it from ``prof`` and ``params.allocation_weights``.
@@ -266,5 +271,6 @@ def realize_wrench(
                                           inverse=allocation_inverse)
     return realize_thrusts(
         prof, alloc.thrust, actuator_state, proximity, options, dt=dt, params=params, motion=motion,
-        disturbance=disturbance, turbulence_key=turbulence_key, noise_key=noise_key, unreachable=alloc.unreachable,
+        disturbance=disturbance, turbulence_normal=turbulence_normal, command_normal=command_normal,
+        unreachable=alloc.unreachable,
     )

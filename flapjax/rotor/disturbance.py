@@ -132,13 +132,13 @@ def gust_force(wind: WindParams, time: Scalar) -> Float[Array, "3"]:
     return jnp.sum(shape[:, None] * wind.gust_amplitude, axis=0)
 
 
-def turbulence_step(wind: WindParams, state: DisturbanceState, key: PRNGKeyArray, *, dt) -> DisturbanceState:
-    """Exact OU update of the turbulence force over ``dt`` [s]."""
+def turbulence_step(wind: WindParams, state: DisturbanceState, xi: Float[Array, "3"], *, dt) -> DisturbanceState:
+    """Exact OU update of the turbulence force over ``dt`` [s], driven by
+    (3,) standard normal draws ``xi``."""
     decay = jnp.exp(-dt / wind.turbulence_time)
     # 1 - exp(-2 dt / tau) via expm1 keeps precision for dt << tau.
     spread = wind.turbulence_std * jnp.sqrt(-jnp.expm1(-2.0 * dt / wind.turbulence_time))
-    xi = jax.random.normal(key, (3,), dtype=state.turbulence.dtype)
-    return DisturbanceState(turbulence=decay * state.turbulence + spread * xi)
+    return DisturbanceState(turbulence=decay * state.turbulence + spread * jnp.asarray(xi, state.turbulence.dtype))
 
 
 def wind_force(wind: WindParams, state: DisturbanceState, time: Scalar, *, gusts: bool = True,

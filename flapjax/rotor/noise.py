@@ -112,9 +112,9 @@ class SensorSample(eqx.Module):
     rate: Float[Array, "3"]
 
 
-def sample_sensor_noise(params: SensorNoise, key: PRNGKeyArray) -> SensorSample:
-    """Draw one :class:`SensorSample` from ``key``."""
-    z = jax.random.normal(key, (4, 3), dtype=params.position_std.dtype)
+def sensor_noise(params: SensorNoise, z: Float[Array, "4 3"]) -> SensorSample:
+    """Sensor noise from (4, 3) standard normal draws ``z`` (rows: position,
+    velocity, attitude, rate)."""
     return SensorSample(
         position=params.position_std * z[0],
         velocity=params.velocity_std * z[1],
@@ -123,6 +123,16 @@ def sample_sensor_noise(params: SensorNoise, key: PRNGKeyArray) -> SensorSample:
     )
 
 
+def sample_sensor_noise(params: SensorNoise, key: PRNGKeyArray) -> SensorSample:
+    """Draw one :class:`SensorSample` from ``key``."""
+    return sensor_noise(params, jax.random.normal(key, (4, 3), dtype=params.position_std.dtype))
+
+
+def command_noise(params: CommandNoise, z: Float[Array, " n"]) -> Float[Array, " n"]:
+    """(n,) additive thrust command noise [N] from (n,) standard normal draws ``z``."""
+    return params.thrust_std * z
+
+
 def sample_command_noise(params: CommandNoise, key: PRNGKeyArray, n: int) -> Float[Array, " n"]:
-    """(n,) additive thrust command noise [N]."""
-    return params.thrust_std * jax.random.normal(key, (n,), dtype=params.thrust_std.dtype)
+    """(n,) additive thrust command noise [N] drawn from ``key``."""
+    return command_noise(params, jax.random.normal(key, (n,), dtype=params.thrust_std.dtype))

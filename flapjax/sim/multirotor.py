@@ -32,13 +32,14 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt32
 from mujoco import mjx
 
 from flapjax import rotor
 from flapjax.control.wrench import ControllerState, Reference, StateEstimate, WrenchGains, wrench_command
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.rotor.noise import NoiseParams, sample_sensor_noise, split_streams
+from flapjax import rng
+from flapjax.rotor.noise import NoiseParams, sensor_noise, split_streams
 from flapjax.sim import multirotor_model as mm
 from flapjax.sim import rigid
 from flapjax.sim import scene as sc
@@ -77,8 +78,9 @@ class WorldState(eqx.Module):
       actuator: rotor speeds.
       disturbance: turbulence force.
       controller: integrator.
-      noise_key: PRNG key of the noise stream.
-      turbulence_key: PRNG key of the turbulence stream.
+      noise_key: (2,) uint32 words of the noise stream (:mod:`flapjax.rng`;
+        step k draws counter k).
+      turbulence_key: (2,) uint32 words of the turbulence stream.
       step: () step counter (time = step * dt, exact in float32).
       diverged: () set once the world left the valid region.
     """
@@ -87,8 +89,8 @@ class WorldState(eqx.Module):
     actuator: rotor.ActuatorState
     disturbance: rotor.DisturbanceState
     controller: ControllerState
-    noise_key: PRNGKeyArray
-    turbulence_key: PRNGKeyArray
+    noise_key: UInt32[Array, "2"]
+    turbulence_key: UInt32[Array, "2"]
     step: Int[Array, ""]
     diverged: Bool[Array, ""]
 
@@ -170,7 +172,8 @@ class MultirotorWorld:
       on_divergence: what happens to a world whose state turns non-finite or
         leaves the 100 m box: "freeze" keeps it at its last good state for the
         rest of the rollout; "reset" puts it back at rest at the current
-        reference position and lets it fly on. Either way ``StepInfo.diverged``
+        reference position (rotors at hover thrust, controller state zeroed;
+        noise and turbulence go on) and lets it fly on. Either way ``StepInfo.diverged``
         records the step, and the other worlds are untouched (bit-identical).
     """
 
@@ -281,11 +284,26 @@ class MultirotorWorld:
         ``box_position`` (3,) [m] places the box object (worlds with a box).
         """
         streams = split_streams(key)
+        data, actuator = self._at_rest(params, position, yaw, box_position)
+        k_turb, k_next = jax.random.split(streams.turbulence)
+        dist = rotor.DisturbanceState.stationary(params.chain.wind, k_turb)
+        return WorldState(
+            data=data, actuator=actuator, disturbance=dist, controller=ControllerState.zero(),
+            noise_key=rng.stream_words(streams.noise), turbulence_key=rng.stream_words(k_next),
+            step=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
+        )
+
+    def _at_rest(self, params: WorldParams, position, yaw, box_position=None):
+        """Backend data of the robot at rest at ``position`` and ``yaw`` (the
+        box, if any, at ``box_position`` or its default place) and the
+        actuator state at hover thrust."""
+        prof = params.profile
+        hover = rotor.allocate(prof, jnp.array([0.0, 0.0, 9.81, 0.0, 0.0, 0.0]) * prof.mass)
+        actuator = rotor.ActuatorState.at_thrust(prof, jnp.clip(hover, prof.thrust_min, prof.thrust_max))
         if self.backend == "rigid":
-            ftype = self.dtype if self.dtype is not None else params.profile.mass.dtype
+            ftype = self.dtype if self.dtype is not None else prof.mass.dtype
             position = jnp.asarray(position, dtype=ftype)
-            data = rigid.RigidState.at_rest(position, _yaw_quat(jnp.asarray(yaw, dtype=ftype)))
-            return self._initial_state(params, streams, data)
+            return rigid.RigidState.at_rest(position, _yaw_quat(jnp.asarray(yaw, dtype=ftype))), actuator
         data = self._data0
         qpos = data.qpos
         position = jnp.asarray(position, dtype=qpos.dtype)
@@ -296,20 +314,7 @@ class MultirotorWorld:
                                           params.scene.ground_height + params.scene.box_half_size[2]])
             bp = jnp.asarray(box_position, dtype=qpos.dtype)
             qpos = qpos.at[7:10].set(bp).at[10:14].set(jnp.array([1.0, 0, 0, 0], dtype=qpos.dtype))
-        data = data.replace(qpos=qpos)
-        return self._initial_state(params, streams, data)
-
-    def _initial_state(self, params: WorldParams, streams, data) -> WorldState:
-        prof = params.profile
-        hover = rotor.allocate(prof, jnp.array([0.0, 0.0, 9.81, 0.0, 0.0, 0.0]) * prof.mass)
-        hover = jnp.clip(hover, prof.thrust_min, prof.thrust_max)
-        k_turb, k_next = jax.random.split(streams.turbulence)
-        dist = rotor.DisturbanceState.stationary(params.chain.wind, k_turb)
-        return WorldState(
-            data=data, actuator=rotor.ActuatorState.at_thrust(prof, hover), disturbance=dist,
-            controller=ControllerState.zero(), noise_key=streams.noise, turbulence_key=k_next,
-            step=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
-        )
+        return data.replace(qpos=qpos), actuator
 
     # ------------------------------------------------------------------ step
 
@@ -330,9 +335,11 @@ class MultirotorWorld:
         rot = quat_to_mat(quat)
         v_world, w_body = qvel[0:3], qvel[3:6]
 
-        noise_key, k_sensor, k_cmd = jax.random.split(state.noise_key, 3)
-        turb_key, k_turb = jax.random.split(state.turbulence_key)
-        ns = sample_sensor_noise(params.noise.sensor, k_sensor)
+        n_cmd = prof.n_rotors if self.options.command_noise else 0
+        draws = rng.normals(jnp.stack([state.noise_key, state.turbulence_key]), state.step, 12 + n_cmd,
+                            prof.mass.dtype)
+        z, xi = draws[0], draws[1, :3]
+        ns = sensor_noise(params.noise.sensor, z[:12].reshape(4, 3))
         estimate = StateEstimate(
             position=position + ns.position, velocity=v_world + ns.velocity,
             rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate,
@@ -352,8 +359,8 @@ class MultirotorWorld:
         if self.options.command_noise:
             chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
         out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, self.options, dt=self.dt, params=chain,
-                                   motion=motion, disturbance=state.disturbance, turbulence_key=k_turb,
-                                   noise_key=k_cmd, allocation_inverse=allocation_inverse)
+                                   motion=motion, disturbance=state.disturbance, turbulence_normal=xi,
+                                   command_normal=z[12:] if n_cmd else None, allocation_inverse=allocation_inverse)
         f_world = rot @ out.wrench[:3]
         tau_world = rot @ out.wrench[3:]
         wrench_world = jnp.concatenate([f_world, tau_world]).astype(ftype)
@@ -378,12 +385,11 @@ class MultirotorWorld:
         actuator, disturbance = out.actuator_state, out.disturbance_state
         if self.on_divergence == "reset":
             ok = finite
-            fresh = self.reset(params, noise_key, reference.position, reference.yaw)
+            fresh_data, fresh_actuator = self._at_rest(params, reference.position, reference.yaw)
             pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-            d_new = jax.tree.map(pick, d_new, fresh.data)
-            actuator = jax.tree.map(pick, actuator, fresh.actuator)
-            disturbance = jax.tree.map(pick, disturbance, fresh.disturbance)
-            ctrl = jax.tree.map(pick, ctrl, fresh.controller)
+            d_new = jax.tree.map(pick, d_new, fresh_data)
+            actuator = jax.tree.map(pick, actuator, fresh_actuator)
+            ctrl = jax.tree.map(pick, ctrl, ControllerState.zero())
             still_diverged = jnp.zeros((), bool)
         else:
             ok = finite & ~state.diverged
@@ -391,7 +397,8 @@ class MultirotorWorld:
             still_diverged = ~ok
         new_state = WorldState(
             data=d_new, actuator=actuator, disturbance=disturbance, controller=ctrl,
-            noise_key=noise_key, turbulence_key=turb_key, step=state.step + 1, diverged=still_diverged,
+            noise_key=state.noise_key, turbulence_key=state.turbulence_key, step=state.step + 1,
+            diverged=still_diverged,
         )
         info = StepInfo(
             position=position, quat=quat, velocity=v_world, rate=w_body,

@@ -78,6 +78,13 @@ class RigidBody(eqx.Module):
         r = quat_to_mat(self.inertia_quat)
         return (r * self.inertia) @ r.T
 
+    @property
+    def inverse_inertia_matrix(self) -> Float[Array, "3 3"]:
+        """(3, 3) inverse of :attr:`inertia_matrix` [1/(kg m^2)], in closed
+        form from the principal moments (no linear solve per step)."""
+        r = quat_to_mat(self.inertia_quat)
+        return (r / self.inertia) @ r.T
+
 
 class RigidState(eqx.Module):
     """State of one free body.
@@ -124,7 +131,7 @@ def accelerations(body: RigidBody, state: RigidState, wrench_world: Float[Array,
     w = state.angular_velocity
     inertia = body.inertia_matrix
     tau_body = rot.T @ wrench_world[3:]
-    ang = jnp.linalg.solve(inertia, tau_body - jnp.cross(w, inertia @ w))
+    ang = body.inverse_inertia_matrix @ (tau_body - jnp.cross(w, inertia @ w))
     a_com = wrench_world[:3] / body.mass + body.gravity
     c_w, w_w = rot @ body.com_offset, rot @ w
     lin = a_com - jnp.cross(rot @ ang, c_w) - jnp.cross(w_w, jnp.cross(w_w, c_w))

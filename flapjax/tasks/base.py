@@ -48,12 +48,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray, UInt32
 
 from flapjax import rotor
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.rotor.noise import sample_sensor_noise, split_streams
+from flapjax import rng
+from flapjax.rotor.noise import sensor_noise, split_streams
 from flapjax.sim import scene as sc
 from flapjax.sim.multirotor import MultirotorWorld, StepInfo, WorldParams, WorldState
 from flapjax.tasks.config import TaskConfig
@@ -93,12 +94,13 @@ class TaskCommon(eqx.Module):
 
     Attributes:
       rgba: (ngeom, 4) geom colours written into the world's MJX model.
-      obs_key: key of the observation-noise stream.
+      obs_key: (2,) uint32 words of the observation-noise stream
+        (:mod:`flapjax.rng`; step k draws counter k).
       start: (3,) CoM start position [m]; yaw: () start heading [rad].
     """
 
     rgba: Float[Array, "g 4"]
-    obs_key: PRNGKeyArray
+    obs_key: UInt32[Array, "2"]
     start: Float[Array, "3"]
     yaw: Float[Array, ""]
 
@@ -234,7 +236,7 @@ class TaskEnv:
         params = self.randomize_params(key)
         common = TaskCommon(
             rgba=self._rgba(key),
-            obs_key=jax.random.fold_in(split_streams(noise_src).noise, _N_OBS),
+            obs_key=rng.stream_words(jax.random.fold_in(split_streams(noise_src).noise, _N_OBS)),
             start=jnp.zeros(3), yaw=jnp.zeros(()),
         )
         task, start, yaw, box_pose = self._sample_task(key, params, common)
@@ -335,8 +337,8 @@ class TaskEnv:
 
     def _observe(self, state: EnvState):
         p, q, v, w = self.body_state(state)
-        key = jax.random.fold_in(state.task.common.obs_key, state.info["step"])
-        ns = sample_sensor_noise(state.params.noise.sensor, key)
+        z = rng.normals(state.task.common.obs_key, state.info["step"], 12, p.dtype)
+        ns = sensor_noise(state.params.noise.sensor, z.reshape(4, 3))
         rot = quat_to_mat(quat_integrate(q, ns.attitude, 1.0))
         ee = p + ns.position + rot @ state.params.profile.ee_position
         phase = (state.info["step"].astype(p.dtype) / self.config.episode_length)[None]
