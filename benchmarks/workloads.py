@@ -240,10 +240,12 @@ def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
     return Workload("multirotor_chain", fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
-def multirotor_rigid(n_worlds: int, n_steps: int) -> Workload:
+def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True) -> Workload:
     """Full chain on the pure-JAX rigid-body backend
-    (``MultirotorWorld(backend="rigid")``, the body of its rollout)."""
-    world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid")
+    (``MultirotorWorld(backend="rigid")``, the body of its rollout);
+    ``sensor_noise=False`` builds the world without sensor-noise draws."""
+    world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid",
+                            sensor_noise=sensor_noise)
     params, state, ref = multirotor_batch(world, n_worlds)
 
     def fn(params, state, ref):
@@ -252,7 +254,8 @@ def multirotor_rigid(n_worlds: int, n_steps: int) -> Workload:
             return _final_only(lambda c: world.step(p, c, r, allocation_inverse=inv)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
-    return Workload("multirotor_rigid", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+    name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact_state"
+    return Workload(name, fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
 BUILDERS: dict[str, Callable[..., Workload]] = {

@@ -73,6 +73,19 @@ def _open_unit(hi, lo, dtype):
     return (k + 0.5) * jnp.asarray(2.0**-23, dtype)
 
 
+def normal_lanes(key: UInt32[Array, "... 2"], counter, n: int, dtype=None) -> Float[Array, "... m"]:
+    """:func:`normals` padded to whole vector lanes: (..., m) with m the
+    multiple of 8 at or above ``n``; the first ``n`` lanes are the draw."""
+    dtype = jnp.zeros(()).dtype if dtype is None else jnp.dtype(dtype)
+    # On CPU, XLA vectorizes a batched (worlds, ..., m) computation only when
+    # m fills whole vector registers (measured: 12 draws cost 2.2x as much as 16).
+    m = -(-n // _LANES) * _LANES
+    key = jnp.asarray(key)
+    hi, lo = threefry2x32(key[..., None, :], jnp.asarray(counter).astype(jnp.uint32), jnp.arange(m, dtype=jnp.uint32))
+    u = _open_unit(hi, lo, dtype)
+    return jnp.sqrt(jnp.asarray(2.0, dtype)) * jax.lax.erf_inv(2.0 * u - 1.0)
+
+
 def normals(key: UInt32[Array, "... 2"], counter, n: int, dtype=None) -> Float[Array, "... n"]:
     """Draw number ``counter`` of one or several streams: (..., n) independent
     standard normals.
@@ -85,12 +98,4 @@ def normals(key: UInt32[Array, "... 2"], counter, n: int, dtype=None) -> Float[A
     of a uniform on a symmetric open grid: float32 draws reach about 5.3
     standard deviations, float64 draws about 8.1.
     """
-    dtype = jnp.zeros(()).dtype if dtype is None else jnp.dtype(dtype)
-    # Whole multiples of 8 lanes, all streams in one array: on CPU, XLA
-    # vectorizes a batched (worlds, ..., m) computation only when m fills
-    # whole vector registers (measured: 12 draws cost 2.2x as much as 16).
-    m = -(-n // _LANES) * _LANES
-    key = jnp.asarray(key)
-    hi, lo = threefry2x32(key[..., None, :], jnp.asarray(counter).astype(jnp.uint32), jnp.arange(m, dtype=jnp.uint32))
-    u = _open_unit(hi, lo, dtype)
-    return (jnp.sqrt(jnp.asarray(2.0, dtype)) * jax.lax.erf_inv(2.0 * u - 1.0))[..., :n]
+    return normal_lanes(key, counter, n, dtype)[..., :n]

@@ -96,3 +96,28 @@ def test_rigid_rollout_gradient_matches_finite_differences():
 def test_rigid_backend_refuses_a_box():
     with pytest.raises(ConfigError, match="with_box"):
         mr.MultirotorWorld(rotor.profiles.quad_x(), backend="rigid", with_box=True)
+
+
+def test_sensor_noise_switch():
+    """``sensor_noise=False`` is the zero-std world without the draws; with
+    std > 0 the switch matters; command-noise lanes do not depend on it."""
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(command_noise=True)
+    on = mr.MultirotorWorld(prof, options=opts, backend="rigid")
+    off = mr.MultirotorWorld(prof, options=opts, backend="rigid", sensor_noise=False)
+    params = eqx.tree_at(lambda p: p.noise, on.default_params(), NoiseParams(command=CommandNoise(0.05)))
+    start, ref = jnp.array([0.0, 0.0, 0.5]), Reference.hover(jnp.array([0.02, 0.0, 0.52]))
+
+    def fly(world, p):
+        s = world.reset(p, jax.random.key(3), start)
+        return jax.jit(lambda s: world.rollout(p, s, ref, 200))(s)[1]
+
+    a, b = fly(on, params), fly(off, params)
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(b.sensor_position_noise, 0.0)
+    noisy = eqx.tree_at(lambda p: p.noise.sensor, params, SensorNoise(position_std=(0.01,) * 3))
+    c = fly(on, noisy)
+    assert float(jnp.abs(c.position - a.position).max()) > 1e-4
+    assert float(jnp.std(c.sensor_position_noise)) == pytest.approx(0.01, rel=0.2)
+    ka, kb = jnp.array([1, 2], jnp.uint32), jnp.array([3, 4], jnp.uint32)
+    np.testing.assert_array_equal(on._draws(ka, kb, 7, jnp.float64)[0, 12:16], off._draws(ka, kb, 7, jnp.float64)[0, 12:16])

@@ -178,7 +178,8 @@ def wrench_command(
         force_body = rot.T @ f_des
     else:
         force_body = jnp.stack([jnp.zeros_like(f_des[0]), jnp.zeros_like(f_des[0]), jnp.dot(f_des, rot[:, 2])])
-    e_r = 0.5 * _vee(rot_d.T @ rot - rot.T @ rot_d)
+    m = rot_d.T @ rot  # rot.T @ rot_d is its transpose
+    e_r = 0.5 * _vee(m - m.T)
     w = estimate.rate
     jw = prof.inertia * w
     tau = -gains.attitude * e_r - gains.rate * w + jnp.cross(w, jw)

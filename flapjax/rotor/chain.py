@@ -30,9 +30,11 @@ are finite; beyond the limits the derivative is 0.
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
+from flapjax.math import skew
 from flapjax.rotor import allocation as _alloc
 from flapjax.rotor.actuator import ActuatorState, actuator_step
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, turbulence_step, wind_force
@@ -140,10 +142,12 @@ class ChainOutput(eqx.Module):
 
 def rotor_wrench(prof: RotorProfile, thrust: Float[Array, " n"], lateral: Float[Array, "n 3"]) -> Float[Array, "6"]:
     """Body wrench (6,) of rotor thrusts (n,) [N] plus lateral rotor forces (n, 3) [N]."""
-    b = _alloc.allocation_matrix(prof)
-    force_lat = jnp.sum(lateral, axis=0)
-    torque_lat = jnp.sum(jnp.cross(prof.positions, lateral), axis=0)
-    return b @ thrust + jnp.concatenate([force_lat, torque_lat])
+    n = prof.n_rotors
+    # One (6, 4n) matrix-vector product: [B | stacked (I; skew(p_i))] @ [T; lateral].
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=thrust.dtype), (n, 3, 3))
+    lever = jnp.concatenate([eye, jax.vmap(skew)(prof.positions)], axis=1)  # (n, 6, 3)
+    matrix = jnp.concatenate([_alloc.allocation_matrix(prof), lever.transpose(1, 0, 2).reshape(6, 3 * n)], axis=1)
+    return matrix @ jnp.concatenate([thrust, lateral.reshape(-1)])
 
 
 def realize_thrusts(

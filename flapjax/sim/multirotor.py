@@ -81,6 +81,8 @@ class WorldState(eqx.Module):
       noise_key: (2,) uint32 words of the noise stream (:mod:`flapjax.rng`;
         step k draws counter k).
       turbulence_key: (2,) uint32 words of the turbulence stream.
+      draws: (s, m) this step's standard normal draws (noise and
+        turbulence streams), made one step ahead.
       step: () step counter (time = step * dt, exact in float32).
       diverged: () set once the world left the valid region.
     """
@@ -91,6 +93,7 @@ class WorldState(eqx.Module):
     controller: ControllerState
     noise_key: UInt32[Array, "2"]
     turbulence_key: UInt32[Array, "2"]
+    draws: Float[Array, "s m"]
     step: Int[Array, ""]
     diverged: Bool[Array, ""]
 
@@ -175,17 +178,23 @@ class MultirotorWorld:
         reference position (rotors at hover thrust, controller state zeroed;
         noise and turbulence go on) and lets it fly on. Either way ``StepInfo.diverged``
         records the step, and the other worlds are untouched (bit-identical).
+      sensor_noise: draw sensor noise every step (static). ``False`` gives
+        the controller the exact state and skips the draws, ignoring
+        ``params.noise.sensor``, as ``ChainOptions(command_noise=False)``
+        ignores ``params.noise.command``; worth it when no world has sensor
+        noise (a quarter of the rigid backend's step time).
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
                  dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
                  iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx",
-                 on_divergence: str = "freeze"):
+                 on_divergence: str = "freeze", sensor_noise: bool = True):
         check_positive("dt", dt)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
         _check_step_length(profile, float(dt))
         self.on_divergence = on_divergence
+        self.sensor_noise = bool(sensor_noise)
         if backend == "rigid" and with_box:
             raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
         self.backend = backend
@@ -284,14 +293,29 @@ class MultirotorWorld:
         ``box_position`` (3,) [m] places the box object (worlds with a box).
         """
         streams = split_streams(key)
-        data, actuator = self._at_rest(params, position, yaw, box_position)
         k_turb, k_next = jax.random.split(streams.turbulence)
+        data, actuator = self._at_rest(params, position, yaw, box_position)
+        noise_key, turbulence_key = rng.stream_words(streams.noise), rng.stream_words(k_next)
         dist = rotor.DisturbanceState.stationary(params.chain.wind, k_turb)
         return WorldState(
             data=data, actuator=actuator, disturbance=dist, controller=ControllerState.zero(),
-            noise_key=rng.stream_words(streams.noise), turbulence_key=rng.stream_words(k_next),
+            noise_key=noise_key, turbulence_key=turbulence_key,
+            draws=self._draws(noise_key, turbulence_key, 0, params.profile.mass.dtype),
             step=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
         )
+
+    def _draws(self, noise_key, turbulence_key, counter, dtype):
+        """(s, m) standard normal draws of step ``counter``: row 0 the noise
+        stream (lanes 0-11 sensor noise, 12- command noise, fixed so that one
+        switch does not change the other's draws) if any noise is on, last
+        row the turbulence stream (lanes 0-2). A step uses the draws the previous step made: so
+        they are computed whole (all m lanes) rather than fused lane by lane
+        into their users, which XLA:CPU cannot vectorize (measured: 1.3x
+        faster rigid-backend steps)."""
+        n_cmd = self.profile.n_rotors if self.options.command_noise else 0
+        if self.sensor_noise or n_cmd:
+            return rng.normal_lanes(jnp.stack([noise_key, turbulence_key]), counter, 12 + n_cmd, dtype)
+        return rng.normal_lanes(turbulence_key[None], counter, 3, dtype)
 
     def _at_rest(self, params: WorldParams, position, yaw, box_position=None):
         """Backend data of the robot at rest at ``position`` and ``yaw`` (the
@@ -336,14 +360,17 @@ class MultirotorWorld:
         v_world, w_body = qvel[0:3], qvel[3:6]
 
         n_cmd = prof.n_rotors if self.options.command_noise else 0
-        draws = rng.normals(jnp.stack([state.noise_key, state.turbulence_key]), state.step, 12 + n_cmd,
-                            prof.mass.dtype)
-        z, xi = draws[0], draws[1, :3]
-        ns = sensor_noise(params.noise.sensor, z[:12].reshape(4, 3))
-        estimate = StateEstimate(
-            position=position + ns.position, velocity=v_world + ns.velocity,
-            rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate,
-        )
+        z, xi = state.draws[0].astype(prof.mass.dtype), state.draws[-1, :3].astype(prof.mass.dtype)
+        if self.sensor_noise:
+            ns = sensor_noise(params.noise.sensor, z[:12].reshape(4, 3))
+            estimate = StateEstimate(
+                position=position + ns.position, velocity=v_world + ns.velocity,
+                rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate,
+            )
+            noise_position = ns.position
+        else:
+            estimate = StateEstimate(position=position, velocity=v_world, rotation=rot, rate=w_body)
+            noise_position = jnp.zeros(3, prof.mass.dtype)
         if wrench is None:
             wrench_cmd, ctrl = wrench_command(params.gains, prof, estimate, reference, state.controller, dt=self.dt)
         else:
@@ -360,7 +387,8 @@ class MultirotorWorld:
             chain = eqx.tree_at(lambda c: c.command_noise, chain, params.noise.command)
         out = rotor.realize_wrench(prof, wrench_cmd, state.actuator, prox, self.options, dt=self.dt, params=chain,
                                    motion=motion, disturbance=state.disturbance, turbulence_normal=xi,
-                                   command_normal=z[12:] if n_cmd else None, allocation_inverse=allocation_inverse)
+                                   command_normal=z[12:12 + n_cmd] if n_cmd else None,
+                                   allocation_inverse=allocation_inverse)
         f_world = rot @ out.wrench[:3]
         tau_world = rot @ out.wrench[3:]
         wrench_world = jnp.concatenate([f_world, tau_world]).astype(ftype)
@@ -397,7 +425,9 @@ class MultirotorWorld:
             still_diverged = ~ok
         new_state = WorldState(
             data=d_new, actuator=actuator, disturbance=disturbance, controller=ctrl,
-            noise_key=state.noise_key, turbulence_key=state.turbulence_key, step=state.step + 1,
+            noise_key=state.noise_key, turbulence_key=state.turbulence_key,
+            draws=self._draws(state.noise_key, state.turbulence_key, state.step + 1, state.draws.dtype),
+            step=state.step + 1,
             diverged=still_diverged,
         )
         info = StepInfo(
@@ -407,7 +437,7 @@ class MultirotorWorld:
             control_margin=out.control_margin, ground_factor=out.ground_factor, wall_factor=out.wall_factor,
             ground_distance=prox.ground_distance, wall_distance=prox.wall_distance, wrench=out.wrench,
             unreachable=out.unreachable, constraint_force=constraint_force,
-            sensor_position_noise=ns.position, diverged=~ok, touching=touching,
+            sensor_position_noise=noise_position, diverged=~ok, touching=touching,
         )
         return new_state, info
 
