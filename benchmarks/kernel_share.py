@@ -32,9 +32,9 @@ GOAL = 0.10
 
 def run(quick: bool, n: int = 1024, repeats=None) -> dict:
     repeats = repeats or (3 if quick else 5)
-    k = n_steps_for(n, quick)
     out = []
     for name, (bare_b, kern_b, what) in KERNEL_SHARE.items():
+        k = n_steps_for(n, quick, name)
         full = W.BUILDERS[name](n, k)
         rf = C.measure(full.fn, full.args, world_steps=full.world_steps, repeats=repeats)
         bare = bare_b(n, k)

@@ -254,7 +254,7 @@ def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True) 
             return _final_only(lambda c: world.step(p, c, r, allocation_inverse=inv)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
-    name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact_state"
+    name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact"
     return Workload(name, fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
@@ -263,6 +263,7 @@ BUILDERS: dict[str, Callable[..., Workload]] = {
     "flapper_free_averaged": lambda n, k: flapper("free", "averaged", n, k),
     "multirotor_mjx": multirotor,
     "multirotor_rigid": multirotor_rigid,
+    "multirotor_rigid_exact": lambda n, k: multirotor_rigid(n, k, sensor_noise=False),
 }
 
 LABELS = {
@@ -270,5 +271,6 @@ LABELS = {
     "flapper_free_averaged": "flapper, free, cycle-averaged aero",
     "multirotor_mjx": "X-quad, full chain near a wall (MJX)",
     "multirotor_rigid": "X-quad, full chain near a wall (rigid backend)",
+    "multirotor_rigid_exact": "X-quad, full chain near a wall (rigid backend, no sensor-noise draws)",
 }
 
