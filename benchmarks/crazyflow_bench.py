@@ -75,7 +75,7 @@ def run(quick: bool, worlds=None, repeats=None) -> dict:
         env["JAX_PLATFORMS"] = "cpu"
     for n in worlds:
         # One process per world count: a world count's peak memory is its own.
-        cfg = dict(dynamics=list(MODELS), worlds=[n], n_steps=n_steps_for(n, quick), repeats=repeats, freq=FREQ,
+        cfg = dict(dynamics=list(MODELS), worlds=[n], n_steps=n_steps_for(n, quick, "multirotor_rigid"), repeats=repeats, freq=FREQ,
                    device=device)
         r = subprocess.run([str(venv_python()), str(WORKER), json.dumps(cfg)], capture_output=True, text=True,
                            env=env, timeout=1800)

@@ -96,3 +96,11 @@ def test_touching_flags_probe_spheres_at_a_plane():
 def test_bad_body_parameters_are_named(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         rigid.RigidBody(**kwargs)
+
+
+def test_batched_state_has_mujoco_layout_per_world():
+    pos = jnp.arange(15.0).reshape(5, 3)
+    batch = jax.vmap(rigid.RigidState.at_rest)(pos)
+    assert batch.qpos.shape == (5, 7) and batch.qvel.shape == (5, 6)
+    np.testing.assert_array_equal(batch.qpos[:, :3], pos)
+    np.testing.assert_array_equal(batch.qpos[:, 3], 1.0)

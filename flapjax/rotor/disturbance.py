@@ -12,8 +12,9 @@ advanced with its exact discretization::
 
     x <- x exp(-dt / tau_c) + sigma sqrt(1 - exp(-2 dt / tau_c)) xi,  xi ~ N(0, 1)
 
-driven by the world's own PRNG key. A constant air velocity (world frame) may
-also enter the drag (``air_velocity``); it is zero by default.
+driven by standard normal draws from the world's own turbulence stream. A
+constant air velocity (world frame) may also enter the drag
+(``air_velocity``); it is zero by default.
 """
 
 from __future__ import annotations

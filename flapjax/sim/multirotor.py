@@ -35,10 +35,9 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt32
 from mujoco import mjx
 
-from flapjax import rotor
+from flapjax import rng, rotor
 from flapjax.control.wrench import ControllerState, Reference, StateEstimate, WrenchGains, wrench_command
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax import rng
 from flapjax.rotor.noise import NoiseParams, sensor_noise, split_streams
 from flapjax.sim import multirotor_model as mm
 from flapjax.sim import rigid

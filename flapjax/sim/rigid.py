@@ -114,13 +114,13 @@ class RigidState(eqx.Module):
 
     @property
     def qpos(self) -> Float[Array, "7"]:
-        """MuJoCo free-joint ``qpos`` layout ``[p, q]``."""
-        return jnp.concatenate([self.position, self.quat])
+        """MuJoCo free-joint ``qpos`` layout ``[p, q]`` (7,) (batched: (..., 7))."""
+        return jnp.concatenate([self.position, self.quat], axis=-1)
 
     @property
     def qvel(self) -> Float[Array, "6"]:
-        """MuJoCo free-joint ``qvel`` layout ``[v_world, w_body]``."""
-        return jnp.concatenate([self.velocity, self.angular_velocity])
+        """MuJoCo free-joint ``qvel`` layout ``[v_world, w_body]`` (6,) (batched: (..., 6))."""
+        return jnp.concatenate([self.velocity, self.angular_velocity], axis=-1)
 
 
 def accelerations(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"]

@@ -50,10 +50,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, UInt32
 
-from flapjax import rotor
+from flapjax import rng, rotor
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax import rng
 from flapjax.rotor.noise import sensor_noise, split_streams
 from flapjax.sim import scene as sc
 from flapjax.sim.multirotor import MultirotorWorld, StepInfo, WorldParams, WorldState
@@ -285,6 +284,7 @@ class TaskEnv:
         cfg = self.config
         params = state.params
         m = self.world_model(state)
+        inverse = rotor.allocation_inverse(params.profile, weights=params.chain.allocation_weights)
         dt = cfg.physics_dt
 
         if cfg.action_mode == "setpoint":
@@ -292,13 +292,13 @@ class TaskEnv:
 
             def sub(ws, k):
                 r = eqx.tree_at(lambda q: q.position, ref, ref.position + ref.velocity * (k * dt))
-                return self.world.step(params, ws, r, model=m)
+                return self.world.step(params, ws, r, model=m, allocation_inverse=inverse)
         else:
             wrench = jnp.asarray(action, dtype=params.profile.mass.dtype)
 
             def sub(ws, k):
                 hold = Reference.hover(ws.data.qpos[0:3].astype(wrench.dtype))  # used only to reset a diverged world
-                return self.world.step(params, ws, hold, model=m, wrench=wrench)
+                return self.world.step(params, ws, hold, model=m, wrench=wrench, allocation_inverse=inverse)
 
         ws, infos = jax.lax.scan(sub, state.world, jnp.arange(cfg.substeps, dtype=params.profile.mass.dtype))
         info = dict(state.info)
