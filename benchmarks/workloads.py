@@ -250,8 +250,9 @@ def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True) 
 
     def fn(params, state, ref):
         def one(p, s, r):
+            m = world.world_model(p)
             inv = rotor.allocation_inverse(p.profile, weights=p.chain.allocation_weights)
-            return _final_only(lambda c: world.step(p, c, r, allocation_inverse=inv)[0], n_steps)(s)
+            return _final_only(lambda c: world.step(p, c, r, model=m, allocation_inverse=inv)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
     name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact"

@@ -1012,7 +1012,9 @@ def hover_rollout(
         return (st, hs), (dg.force_world, cmd.frequency, cmd.plate)
 
     if checkpoint:
-        one = jax.checkpoint(one)
+        # prevent_cse=False: the scan already keeps the rematerialized step
+        # apart (JAX's recommendation inside scan; a cheaper reverse pass).
+        one = jax.checkpoint(one, prevent_cse=False)
 
     def block(carry, _):
         carry, (force, freq, plate) = jax.lax.scan(one, carry, None, length=record_every)

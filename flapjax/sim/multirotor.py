@@ -254,13 +254,14 @@ class MultirotorWorld:
 
     def world_model(self, params: WorldParams):
         """The MJX model of one world: wall pose, frictions, ground height, box
-        size and friction, robot mass and inertia from ``params``.
+        size and friction, robot mass and inertia from ``params`` (rigid
+        backend: the :func:`flapjax.sim.rigid.prepare`-d body).
 
         Quantities MuJoCo precomputes from the mass at compile time (e.g.
         ``body_subtreemass``, ``dof_invweight0``) keep their nominal values.
         """
         if self.backend == "rigid":
-            return None
+            return rigid.prepare(self._rigid_body(params.profile))
         m = self.model
         ids = self._ids
         s = params.scene
@@ -392,7 +393,7 @@ class MultirotorWorld:
         tau_world = rot @ out.wrench[3:]
         wrench_world = jnp.concatenate([f_world, tau_world]).astype(ftype)
         if self.backend == "rigid":
-            d_new = rigid.step(self._rigid_body(prof), d, wrench_world.astype(prof.mass.dtype), self.dt)
+            d_new = rigid.step(m, d, wrench_world.astype(prof.mass.dtype), self.dt)
             d_new = jax.tree.map(lambda x: x.astype(ftype), d_new)
             planes = jnp.stack([jnp.concatenate([n, c[None]]) for n, c in
                                 (sc.ground_plane(params.scene), sc.wall_plane(params.scene))]).astype(ftype)
@@ -459,7 +460,9 @@ class MultirotorWorld:
             return self.step(params, s, r, model=m, allocation_inverse=inverse)
 
         if checkpoint:
-            body = jax.checkpoint(body)
+            # prevent_cse=False: the scan already keeps the rematerialized
+            # step apart (JAX's recommendation inside scan).
+            body = jax.checkpoint(body, prevent_cse=False)
         return jax.lax.scan(body, state, reference if timed else None, length=n_steps)
 
     @functools.cached_property

@@ -86,6 +86,32 @@ class RigidBody(eqx.Module):
         return (r / self.inertia) @ r.T
 
 
+class PreparedBody(eqx.Module):
+    """A :class:`RigidBody` with its inertia matrices computed, for stepping.
+
+    Build it once per rollout with :func:`prepare` (outside ``lax.scan``):
+    under a checkpointed scan the reverse pass would otherwise recompute the
+    matrices in every step. Rebuild it whenever the body changes.
+
+    Attributes:
+      body: the mass properties.
+      inertia_matrix: (3, 3) inertia about the CoM, body axes [kg m^2].
+      inverse_inertia_matrix: (3, 3) its inverse [1/(kg m^2)].
+    """
+
+    body: RigidBody
+    inertia_matrix: Float[Array, "3 3"]
+    inverse_inertia_matrix: Float[Array, "3 3"]
+
+
+def prepare(body: RigidBody | PreparedBody) -> PreparedBody:
+    """:class:`PreparedBody` of ``body`` (a prepared body is returned as is)."""
+    if isinstance(body, PreparedBody):
+        return body
+    return PreparedBody(body=body, inertia_matrix=body.inertia_matrix,
+                        inverse_inertia_matrix=body.inverse_inertia_matrix)
+
+
 class RigidState(eqx.Module):
     """State of one free body.
 
@@ -123,15 +149,17 @@ class RigidState(eqx.Module):
         return jnp.concatenate([self.velocity, self.angular_velocity], axis=-1)
 
 
-def accelerations(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"]
+def accelerations(body: RigidBody | PreparedBody, state: RigidState, wrench_world: Float[Array, "6"]
                   ) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
     """Acceleration of the body origin (world) [m/s^2] and angular acceleration
     (body) [rad/s^2] under a world wrench ``[F; tau]`` about the CoM."""
+    prepared = prepare(body)
+    body = prepared.body
     rot = state.rotation
     w = state.angular_velocity
-    inertia = body.inertia_matrix
+    inertia = prepared.inertia_matrix
     tau_body = rot.T @ wrench_world[3:]
-    ang = body.inverse_inertia_matrix @ (tau_body - jnp.cross(w, inertia @ w))
+    ang = prepared.inverse_inertia_matrix @ (tau_body - jnp.cross(w, inertia @ w))
     a_com = wrench_world[:3] / body.mass + body.gravity
     c_w, w_w = rot @ body.com_offset, rot @ w
     lin = a_com - jnp.cross(rot @ ang, c_w) - jnp.cross(w_w, jnp.cross(w_w, c_w))
@@ -149,8 +177,9 @@ def com_position(body: RigidBody, state: RigidState) -> Float[Array, "3"]:
     return state.position + state.rotation @ body.com_offset
 
 
-def step(body: RigidBody, state: RigidState, wrench_world: Float[Array, "6"], dt) -> RigidState:
-    """One semi-implicit Euler step of length ``dt`` [s] (MuJoCo's Euler)."""
+def step(body: RigidBody | PreparedBody, state: RigidState, wrench_world: Float[Array, "6"], dt) -> RigidState:
+    """One semi-implicit Euler step of length ``dt`` [s] (MuJoCo's Euler);
+    ``body`` may be :func:`prepare`-d once per rollout."""
     lin, ang = accelerations(body, state, wrench_world)
     velocity = state.velocity + dt * lin
     angular_velocity = state.angular_velocity + dt * ang

@@ -55,7 +55,9 @@ def rollout(
         return new, rec
 
     if checkpoint:
-        body = jax.checkpoint(body)
+        # prevent_cse=False: the scan already keeps the rematerialized step
+        # apart (JAX's recommendation inside scan; a cheaper reverse pass).
+        body = jax.checkpoint(body, prevent_cse=False)
     return jax.lax.scan(body, state, None, length=int(n_steps))
 
 
