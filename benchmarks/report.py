@@ -403,7 +403,7 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                     "keys per step that XLA:CPU runs as rolled loops, are now one unrolled Threefry evaluation per "
                     "step over whole vector lanes (`flapjax.rng`), and the rigid step applies a closed-form inverse "
                     "inertia instead of a linear solve. Drawing sensor noise (12 normals and a noisy attitude per "
-                    "step) costs about a quarter of the step; the airframes differ too (a 27 g Crazyflie vs the "
+                    f"step) made the step {100 * (1 - r_ / e_):.0f} % slower here; the airframes differ too (a 27 g Crazyflie vs the "
                     "1.6 kg X-quad with arm), which does not change the cost of a step.", ""]
     if tp:
         slow = sorted({LABELS.get(r["workload"], r["workload"]) for r in tp["rows"] if r["compile_s"] >= 20.0})

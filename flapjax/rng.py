@@ -99,3 +99,29 @@ def normals(key: UInt32[Array, "... 2"], counter, n: int, dtype=None) -> Float[A
     standard deviations, float64 draws about 8.1.
     """
     return normal_lanes(key, counter, n, dtype)[..., :n]
+
+
+def packed_lanes(keys: UInt32[Array, "s 2"], counter, sizes: tuple[int, ...], dtype=None) -> Float[Array, " m"]:
+    """Draw number ``counter`` of several streams packed into one vector.
+
+    Stream ``s`` fills ``sizes[s]`` consecutive lanes with exactly the values
+    ``normals(keys[s], counter, sizes[s])``; the vector is padded to a
+    multiple of 8 lanes (see :func:`normal_lanes`). One hash and one
+    inverse-CDF evaluation serve all streams, so small draws from several
+    streams cost one vector instead of one each.
+
+    Returns:
+      (m,) lanes; stream ``s`` occupies ``[sum(sizes[:s]), sum(sizes[:s+1]))``.
+    """
+    dtype = jnp.zeros(()).dtype if dtype is None else jnp.dtype(dtype)
+    total = sum(sizes)
+    m = -(-total // _LANES) * _LANES
+    owner = np.concatenate([np.full(n, s) for s, n in enumerate(sizes)] + [np.zeros(m - total, int)])
+    lane = np.concatenate([np.arange(n) for n in sizes] + [np.arange(m - total)]).astype(np.uint32)
+    keys = jnp.asarray(keys)
+    word = [keys[0, w] for w in (0, 1)]
+    for s in range(1, len(sizes)):
+        word = [jnp.where(owner == s, keys[s, w], word[w]) for w in (0, 1)]
+    hi, lo = threefry2x32(jnp.stack(word, axis=-1), jnp.asarray(counter).astype(jnp.uint32), jnp.asarray(lane))
+    u = _open_unit(hi, lo, dtype)
+    return jnp.sqrt(jnp.asarray(2.0, dtype)) * jax.lax.erf_inv(2.0 * u - 1.0)

@@ -56,6 +56,17 @@ def test_stacked_streams_equal_separate_calls():
     np.testing.assert_array_equal(both[1], rng.normals(k2, 11, 6))
 
 
+@pytest.mark.parametrize("sizes", [(12, 3), (16, 3), (2, 5, 1)])
+def test_packed_streams_equal_separate_calls(sizes):
+    keys = jnp.stack([rng.stream_words(jax.random.key(k)) for k in range(len(sizes))])
+    packed = rng.packed_lanes(keys, 13, sizes)
+    assert packed.shape[0] % 8 == 0 and packed.shape[0] >= sum(sizes)
+    start = 0
+    for s, n in enumerate(sizes):
+        np.testing.assert_array_equal(packed[start:start + n], rng.normals(keys[s], 13, n))
+        start += n
+
+
 def test_stream_words_accept_typed_and_raw_keys():
     typed = rng.stream_words(jax.random.key(9))
     raw = rng.stream_words(jax.random.PRNGKey(9))

@@ -42,7 +42,7 @@ from flapjax.rotor.noise import NoiseParams, sensor_noise, split_streams
 from flapjax.sim import multirotor_model as mm
 from flapjax.sim import rigid
 from flapjax.sim import scene as sc
-from flapjax.validation import ConfigError, check_choice, check_positive
+from flapjax.validation import ConfigError, _is_traced, check_choice, check_positive
 
 BACKENDS = ("mjx", "rigid")
 
@@ -80,7 +80,7 @@ class WorldState(eqx.Module):
       noise_key: (2,) uint32 words of the noise stream (:mod:`flapjax.rng`;
         step k draws counter k).
       turbulence_key: (2,) uint32 words of the turbulence stream.
-      draws: (s, m) this step's standard normal draws (noise and
+      draws: (m,) this step's standard normal draws (noise and
         turbulence streams), made one step ahead.
       step: () step counter (time = step * dt, exact in float32).
       diverged: () set once the world left the valid region.
@@ -92,7 +92,7 @@ class WorldState(eqx.Module):
     controller: ControllerState
     noise_key: UInt32[Array, "2"]
     turbulence_key: UInt32[Array, "2"]
-    draws: Float[Array, "s m"]
+    draws: Float[Array, " m"]
     step: Int[Array, ""]
     diverged: Bool[Array, ""]
 
@@ -179,9 +179,9 @@ class MultirotorWorld:
         records the step, and the other worlds are untouched (bit-identical).
       sensor_noise: draw sensor noise every step (static). ``False`` gives
         the controller the exact state and skips the draws, ignoring
-        ``params.noise.sensor``, as ``ChainOptions(command_noise=False)``
-        ignores ``params.noise.command``; worth it when no world has sensor
-        noise (a quarter of the rigid backend's step time).
+        ``params.noise.sensor`` (:meth:`reset` refuses concrete non-zero
+        values), as ``ChainOptions(command_noise=False)`` ignores
+        ``params.noise.command``; worth it when no world has sensor noise (about a fifth of the rigid backend's step time here).
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
@@ -292,6 +292,8 @@ class MultirotorWorld:
         ``key`` seeds the world's noise and turbulence streams;
         ``box_position`` (3,) [m] places the box object (worlds with a box).
         """
+        if not self.sensor_noise:
+            _check_no_sensor_noise(params.noise.sensor)
         streams = split_streams(key)
         k_turb, k_next = jax.random.split(streams.turbulence)
         data, actuator = self._at_rest(params, position, yaw, box_position)
@@ -304,18 +306,23 @@ class MultirotorWorld:
             step=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
         )
 
-    def _draws(self, noise_key, turbulence_key, counter, dtype):
-        """(s, m) standard normal draws of step ``counter``: row 0 the noise
-        stream (lanes 0-11 sensor noise, 12- command noise, fixed so that one
-        switch does not change the other's draws) if any noise is on, last
-        row the turbulence stream (lanes 0-2). A step uses the draws the previous step made: so
-        they are computed whole (all m lanes) rather than fused lane by lane
-        into their users, which XLA:CPU cannot vectorize (measured: 1.3x
-        faster rigid-backend steps)."""
+    def _n_noise_lanes(self) -> int:
+        """Noise-stream draws per step: 12 sensor noise, then the command
+        noise (lanes fixed, so one switch does not change the other's draws)."""
         n_cmd = self.profile.n_rotors if self.options.command_noise else 0
-        if self.sensor_noise or n_cmd:
-            return rng.normal_lanes(jnp.stack([noise_key, turbulence_key]), counter, 12 + n_cmd, dtype)
-        return rng.normal_lanes(turbulence_key[None], counter, 3, dtype)
+        return 12 + n_cmd if (self.sensor_noise or n_cmd) else 0
+
+    def _draws(self, noise_key, turbulence_key, counter, dtype):
+        """(m,) standard normal draws of step ``counter``: the noise-stream
+        lanes (:meth:`_n_noise_lanes`), then 3 turbulence-stream lanes,
+        packed into whole vector lanes (:func:`flapjax.rng.packed_lanes`).
+        A step uses the draws the previous step made, so they are computed
+        whole rather than fused lane by lane into their users, which XLA:CPU
+        cannot vectorize."""
+        n_noise = self._n_noise_lanes()
+        if n_noise:
+            return rng.packed_lanes(jnp.stack([noise_key, turbulence_key]), counter, (n_noise, 3), dtype)
+        return rng.normal_lanes(turbulence_key, counter, 3, dtype)
 
     def _at_rest(self, params: WorldParams, position, yaw, box_position=None):
         """Backend data of the robot at rest at ``position`` and ``yaw`` (the
@@ -360,7 +367,9 @@ class MultirotorWorld:
         v_world, w_body = qvel[0:3], qvel[3:6]
 
         n_cmd = prof.n_rotors if self.options.command_noise else 0
-        z, xi = state.draws[0].astype(prof.mass.dtype), state.draws[-1, :3].astype(prof.mass.dtype)
+        n_noise = self._n_noise_lanes()
+        draws = state.draws.astype(prof.mass.dtype)
+        z, xi = draws[:n_noise], draws[n_noise:n_noise + 3]
         if self.sensor_noise:
             ns = sensor_noise(params.noise.sensor, z[:12].reshape(4, 3))
             estimate = StateEstimate(
@@ -479,6 +488,17 @@ class MultirotorWorld:
             return jax.vmap(lambda p, s, r: self.rollout(p, s, r, n_steps))(params, state, reference)
 
         return jax.jit(run, static_argnums=3)
+
+
+def _check_no_sensor_noise(sensor) -> None:
+    """A world built with ``sensor_noise=False`` refuses concrete parameters
+    that ask for sensor noise (traced ones cannot be inspected)."""
+    leaves = [sensor.position_std, sensor.velocity_std, sensor.attitude_std, sensor.rate_std]
+    if any(_is_traced(x) for x in leaves):
+        return
+    if any(bool(np.any(np.asarray(x) != 0)) for x in leaves):
+        raise ConfigError("params.noise.sensor: non-zero standard deviations, but the world was built with "
+                          "sensor_noise=False (no sensor-noise draws); build it with sensor_noise=True")
 
 
 def _check_step_length(profile: rotor.RotorProfile, dt: float) -> None:
