@@ -2,9 +2,9 @@
 
 A world draws a few standard normals every step (sensor noise, command
 noise, turbulence). Splitting a JAX key every step and drawing from the
-halves costs four Threefry evaluations per step, and on CPU JAX lowers each
-one as a rolled loop; in a batched rollout those loops took about half the
-step time of the rigid-body backend. Here a stream is a fixed pair of 32-bit
+halves costs four Threefry calls per step, and on CPU JAX lowers each one
+as a rolled loop; in a batched rollout those loops took about half the step
+time of the rigid-body backend. Here a stream is a fixed pair of 32-bit
 words, and draw number ``counter`` (the step index) of a stream is the
 Threefry-2x32 hash of ``(counter, j)``, j = 0, 1, ...: no key is split, no
 state is carried besides the step index, and the hash is written out round
