@@ -35,14 +35,15 @@ def main() -> None:
         cf_version = getattr(crazyflow, "__version__", "unknown")
     rows = []
     for dyn in cfg["dynamics"]:
-        for n in cfg["worlds"]:
+        for i, n in enumerate(cfg["worlds"]):
             sim = Sim(n_worlds=n, n_drones=1, dynamics=dyn, control=Control.state, freq=cfg["freq"],
                       device=cfg.get("device", "cpu"))
             sim.reset()
             cmd = jnp.zeros((n, 1, 16)).at[..., 2].set(1.0).at[..., 12].set(1.0)
             sim.state_control(cmd)
             data = sim.data
-            k = int(cfg["n_steps"])
+            steps = cfg["n_steps"]  # one count for all world counts, or one per world count
+            k = int(steps[i] if isinstance(steps, list) else steps)
             # The first call compiles; the second compiles again (the step
             # flips a static "mjx synced" flag in the data), so both are warm-up.
             t0 = time.perf_counter()
