@@ -12,7 +12,10 @@ are timed back to back in one process:
 
 Kernel share = kernels alone / bare (goal <= 10 %). "full vs bare" is the
 whole bridge overhead, which also contains the per-step bookkeeping of the
-bridge (servo commands, divergence masking), not only the kernels.
+bridge (servo commands, divergence masking), not only the kernels. With
+``--quick`` the full step's time is taken from ``results/throughput.json``
+when the throughput section has timed the same program (same workload,
+worlds, steps and JAX version), as ``benchmarks.run`` does just before.
 
     python -m benchmarks.kernel_share [--quick] [--worlds 1024]
 """
@@ -20,6 +23,7 @@ bridge (servo commands, divergence masking), not only the kernels.
 from __future__ import annotations
 
 import gc
+import json
 
 import jax
 
@@ -30,13 +34,32 @@ from benchmarks.throughput import KERNEL_SHARE, n_steps_for
 GOAL = 0.10
 
 
+def _throughput_row(name: str, n: int, k: int) -> dict | None:
+    """The throughput section's row of the same program (workload, worlds,
+    steps, JAX version), if ``results/throughput.json`` has one."""
+    path = C.RESULTS / "throughput.json"
+    if not path.exists():
+        return None
+    tp = json.loads(path.read_text())
+    if tp.get("env", {}).get("jax") != jax.__version__:
+        return None
+    return next((r for r in tp["rows"] if r["workload"] == name and r["n_worlds"] == n and r["n_steps"] == k), None)
+
+
 def run(quick: bool, n: int = 1024, repeats=None) -> dict:
     repeats = repeats or (3 if quick else 5)
     out = []
     for name, (bare_b, kern_b, what) in KERNEL_SHARE.items():
         k = n_steps_for(n, quick, name)
-        full = W.BUILDERS[name](n, k)
-        rf = C.measure(full.fn, full.args, world_steps=full.world_steps, repeats=repeats)
+        # --quick takes the full step from the throughput section, which has
+        # just timed the very same program (saves a compile per workload).
+        row = _throughput_row(name, n, k) if quick else None
+        if row is not None:
+            full, rf = None, dict(steady_s=row["steady_s"], compile_s=row["compile_s"], _compiled=None)
+            C.log(f"{name}: full step from the throughput section (same program, {n} worlds, {k} steps)")
+        else:
+            full = W.BUILDERS[name](n, k)
+            rf = C.measure(full.fn, full.args, world_steps=full.world_steps, repeats=repeats)
         bare = bare_b(n, k)
         rb = C.measure(bare.fn, bare.args, world_steps=bare.world_steps, repeats=repeats)
         kern = kern_b(n, k)
@@ -51,7 +74,7 @@ def run(quick: bool, n: int = 1024, repeats=None) -> dict:
         e = dict(workload=name, kernels=what, n_worlds=n, n_steps=k, full_step_s=full_s, bare_step_s=bare_s,
                  kernel_only_s=kern_s, kernel_share=kern_s / bare_s, bridge_overhead=(full_s - bare_s) / bare_s,
                  full_compile_s=rf["compile_s"], bare_compile_s=rb["compile_s"], kernel_compile_s=rk["compile_s"],
-                 goal=GOAL)
+                 goal=GOAL, full_step_from="throughput" if row is not None else "this section")
         e["goal_met"] = e["kernel_share"] <= GOAL
         out.append(e)
         C.log(f"{name:24s} {what}: kernels {100 * e['kernel_share']:.1f} % of bare mjx.step; "

@@ -415,7 +415,10 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
     if run:
         out += [f"**Duration of `--quick`.** The sections took {run['wall_s']:.0f} s in all. Most of it is "
                 "compilation: the throughput section alone compiles 25 programs (5 workloads x 5 world counts), "
-                "crazyflow 10 more; `--skip crazyflow scaling` or `--only ...` shorten a rerun. In `--quick` the "
+                "crazyflow 10 more; `--skip crazyflow` or `--only ...` shorten a rerun. A plain `--quick` run leaves "
+                "out the scaling section (`--only scaling` measures it; the report keeps its last results), "
+                "and its kernel share takes the full step's time from the throughput section, which has just "
+                "timed the same program. In `--quick` the "
                 "MJX multirotor runs 25 k world-steps per timed call (at least 20 steps), the free flapper 100 k, the "
                 "rigid backend and crazyflow 1 M, the others 200 k.", ""]
     if sc:
