@@ -175,13 +175,15 @@ class MultirotorWorld:
         leaves the 100 m box: "freeze" keeps it at its last good state for the
         rest of the rollout; "reset" puts it back at rest at the current
         reference position (rotors at hover thrust, controller state zeroed;
-        noise and turbulence go on) and lets it fly on. Either way ``StepInfo.diverged``
-        records the step, and the other worlds are untouched (bit-identical).
+        noise and turbulence go on) and lets it fly on. Either way
+        ``StepInfo.diverged`` records the step, and the other worlds are
+        untouched (bit-identical).
       sensor_noise: draw sensor noise every step (static). ``False`` gives
         the controller the exact state and skips the draws, ignoring
         ``params.noise.sensor`` (:meth:`reset` refuses concrete non-zero
         values), as ``ChainOptions(command_noise=False)`` ignores
-        ``params.noise.command``; worth it when no world has sensor noise (about a fifth of the rigid backend's step time here).
+        ``params.noise.command``; worth it when no world has sensor noise
+        (the draws cost about a fifth of the rigid backend's step here).
     """
 
     def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
