@@ -123,16 +123,7 @@ def sensor_noise(params: SensorNoise, z: Float[Array, "4 3"]) -> SensorSample:
     )
 
 
-def sample_sensor_noise(params: SensorNoise, key: PRNGKeyArray) -> SensorSample:
-    """Draw one :class:`SensorSample` from ``key``."""
-    return sensor_noise(params, jax.random.normal(key, (4, 3), dtype=params.position_std.dtype))
-
-
 def command_noise(params: CommandNoise, z: Float[Array, " n"]) -> Float[Array, " n"]:
     """(n,) additive thrust command noise [N] from (n,) standard normal draws ``z``."""
     return params.thrust_std * z
 
-
-def sample_command_noise(params: CommandNoise, key: PRNGKeyArray, n: int) -> Float[Array, " n"]:
-    """(n,) additive thrust command noise [N] drawn from ``key``."""
-    return command_noise(params, jax.random.normal(key, (n,), dtype=params.thrust_std.dtype))
