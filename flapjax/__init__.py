@@ -3,11 +3,16 @@ flying close to structures.
 
 Pure kernels live in :mod:`flapjax.aero` (flapping wings) and
 :mod:`flapjax.rotor` (multirotor chain); :mod:`flapjax.sim` is the MuJoCo MJX
-bridge (imported on demand because it loads MuJoCo).
+bridge (imported on demand because it loads MuJoCo). Every formula, its frames,
+units and sources are in ``docs/physics.md``; the MJX behaviour the bridge
+relies on is in ``docs/mjx_notes.md``.
 """
 
-from flapjax import aero, rotor
-from flapjax.validation import ConfigError
-
-__all__ = ["aero", "rotor", "ConfigError"]
+# The package's one version source: pyproject.toml reads it
+# ([tool.setuptools.dynamic]), installed metadata reports it.
 __version__ = "0.1.0"
+
+from flapjax import aero, rotor  # noqa: E402
+from flapjax.validation import ConfigError  # noqa: E402
+
+__all__ = ["aero", "rotor", "ConfigError", "__version__"]
