@@ -299,7 +299,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                                       "average still counts) the machine was quiet; repeated runs on it still "
                                       "scattered by up to ~20 % in wall time (each JSON keeps the individual "
                                       "times). ")
-                + "`shared/MJX_NOTES.md` reports 4-8 s per rollout compilation on the quiet machine. "
+                + "[`docs/mjx_notes.md`](../docs/mjx_notes.md#cost-and-throughput) reports 4-8 s per rollout "
+                "compilation on the quiet machine. "
                 "To measure again, run `python -m benchmarks.run --quick`: it rewrites every table, this text and "
                 "the plot.", ""]
     if ks:
@@ -440,7 +441,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
             desc = "; ".join(f"{LABELS.get(r['workload'], r['workload'])} {r['speedup']:.2f}x, max |qpos| difference "
                              f"{r['max_abs_qpos_diff']:.2g}" for r in rows)
             out += [f"**Sharding.** {rows[0]['n_worlds']} worlds over {rows[0]['devices']} forced host devices vs "
-                    f"one device: {desc}. (`shared/MJX_NOTES.md` measured 1.4-1.8x with 2 forced devices on the "
+                    f"one device: {desc}. ([`docs/mjx_notes.md`](../docs/mjx_notes.md#sharding) measured 1.4-1.8x with 2 "
+                    "forced devices on the "
                     "quiet machine.) The float32 differences presumably come from XLA vectorising a half-size "
                     "slice differently; the float64 test in `tests/test_sharding.py` is bit-for-bit.", ""]
     out += ["**Memory per world.** The slope of XLA's buffer total from 1 to 4096 worlds (state in and out plus the "
