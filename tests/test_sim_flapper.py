@@ -1,6 +1,8 @@
 """MJX bridge of the flapping-wing robot: frames, wrench bookkeeping, symmetry,
 plate-tilt moments, batching, stability, calibration and gradients."""
 
+import importlib
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -12,7 +14,7 @@ import pytest
 from flapjax import ConfigError
 from flapjax.math import rot_y, rot_z
 from flapjax.sim import flapper as fl
-from flapjax.sim import flapper_model as fm
+from flapjax.sim.flapper import model as fm
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +167,8 @@ def test_sweep_compiles_once_for_any_number_of_frequencies(fixed, monkeypatch):
         traces.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(fl, "cycle_mean", counting)
+    # the module, not the package's re-exported function of the same name
+    monkeypatch.setattr(importlib.import_module("flapjax.sim.flapper.sweep"), "cycle_mean", counting)
     r2 = fl.sweep([21.0, 33.0], duration=0.01, discard=0.005, robot=fixed, batch_size=2)
     r5 = fl.sweep([22.0, 27.0, 31.0, 36.0, 39.0], duration=0.01, discard=0.005, robot=fixed, batch_size=2)
     assert len(traces) == 1

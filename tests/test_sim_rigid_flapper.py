@@ -8,7 +8,6 @@ import pytest
 
 from flapjax import ConfigError
 from flapjax.sim import flapper as fl
-from flapjax.sim.hover_study import hover_study
 
 START = dict(position=jnp.array([0.02, -0.01, 0.48]), quat=jnp.array([0.999, 0.03, -0.02, 0.01]),
              velocity=jnp.array([0.05, 0.0, -0.05]), angular_velocity=jnp.array([0.5, -0.3, 0.2]))
@@ -57,7 +56,7 @@ def test_gradient_through_rigid_rollout_matches_finite_differences():
 
 
 def test_monte_carlo_hover_settles_most_random_starts():
-    study = hover_study(jax.random.PRNGKey(1), 64)
+    study = fl.hover_study(jax.random.PRNGKey(1), 64)
     assert bool(study.healthy.all())
     assert study.settled_fraction >= 0.8
     assert float(jnp.median(study.final_position_error)) < 0.01

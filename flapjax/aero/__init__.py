@@ -3,6 +3,7 @@
 from flapjax.aero.cycle_averaged import CycleAveragedLoads, CycleAveragedParams, cycle_averaged_wrench
 from flapjax.aero.coefficients import CoefficientModel, Dickinson1999, WhitneyWood
 from flapjax.aero.geometry import Wing, WingGeometry
+from flapjax.aero.hinge import FeatheringHinge, stop_torque
 from flapjax.aero.kinematics import AffineVelocity, WingKinematics, affine_velocity
 from flapjax.aero.options import AeroOptions
 from flapjax.aero.quasi_steady import WingLoads, angle_of_attack, wing_loads
@@ -15,6 +16,7 @@ __all__ = [
     "CycleAveragedLoads",
     "CycleAveragedParams",
     "Dickinson1999",
+    "FeatheringHinge",
     "WhitneyWood",
     "Wing",
     "WingGeometry",
@@ -24,6 +26,7 @@ __all__ = [
     "affine_velocity",
     "angle_of_attack",
     "cycle_averaged_wrench",
+    "stop_torque",
     "wing_loads",
     "wing_wrench",
 ]

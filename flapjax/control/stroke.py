@@ -102,3 +102,35 @@ def stroke_reference(
     psi_dot = d_a * omega * jnp.cos(arg)
     psi_ddot = -d_a * omega**2 * jnp.sin(arg)
     return psi, psi_dot, psi_ddot
+
+
+def servo_setpoint(
+    psi_ref: Float[Array, "..."],
+    psi_dot_ref: Float[Array, "..."],
+    psi_ddot_ref: Float[Array, "..."],
+    *,
+    kp: Float[Array, "..."],
+    kv: Float[Array, "..."],
+    inertia: Scalar | float,
+) -> Float[Array, "..."]:
+    """Set point of a stroke position servo with velocity and inertia feed-forward.
+
+    The servo applies ``kp (u - psi) - kv psi_dot`` (its velocity gain ``kv``
+    is the joint damping, integrated implicitly). With the set point
+
+        u = psi_ref + (kv psi_dot_ref + J psi_ddot_ref) / kp
+
+    the torque is ``kp (psi_ref - psi) + kv (psi_dot_ref - psi_dot) +
+    J psi_ddot_ref``: the reference is tracked with no phase lag from the
+    damping and the joint's own inertia ``J`` is driven by feed-forward.
+
+    Args:
+      psi_ref, psi_dot_ref, psi_ddot_ref: reference angle [rad], rate
+        [rad/s] and acceleration [rad/s^2] (e.g. from :func:`stroke_reference`).
+      kp: position gain [N m/rad]; kv: velocity gain [N m s/rad].
+      inertia: J, the stroke joint's inertia [kg m^2].
+
+    Returns:
+      the servo set point u [rad], shaped like ``psi_ref``.
+    """
+    return psi_ref + (kv * psi_dot_ref + inertia * psi_ddot_ref) / kp

@@ -1,4 +1,4 @@
-"""The flapper MJCF source and the variants derived from it.
+"""The flapper MJCF source and the variants derived from it (MuJoCo side only).
 
 ``assets/flapper.xml`` is the only description of the robot. Variants are
 derived with ``mujoco.MjSpec`` so they can never drift apart:
@@ -23,7 +23,7 @@ import numpy as np
 
 from flapjax.validation import check_choice, check_positive
 
-ASSETS = Path(__file__).parent / "assets"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 MJCF_PATH = ASSETS / "flapper.xml"
 ROOTS = ("fixed", "free", "lumped")
 WING_BODIES = ("left_wing", "right_wing")

@@ -1,0 +1,152 @@
+"""MJX bridge of the flapping-wing robot.
+
+==============  ==============================================================
+``robot``       types (params, command, state, robot), :func:`make_robot`,
+                :func:`default_params`, :func:`init_state`, and
+                :func:`robot_from_mjmodel`, the one MJCF name-to-index lookup
+``model``       the MJCF source (``assets/flapper.xml``) and its variants
+``step``        one step as named stages: read state -> aero wrench -> servo
+                -> advance -> guard; :func:`simulate`
+``sweep``       cycle means, fixed-base sweeps
+``hover``       the closed-loop hover rollout and the Monte Carlo hover study
+``driven``      the robot on a driven base (imposed body motion)
+==============  ==============================================================
+
+Import the names from here (``from flapjax.sim import flapper``); this file
+only re-exports.
+"""
+
+from flapjax.sim.flapper import model as flapper_model
+from flapjax.sim.flapper.model import (
+    ASSETS,
+    MJCF_PATH,
+    PITCH_JOINTS,
+    PLATE_JOINTS,
+    ROOTS,
+    STROKE_JOINTS,
+    WING_BODIES,
+    build,
+    composite_inertia,
+    load_spec,
+)
+from flapjax.aero.hinge import FeatheringHinge, stop_torque
+from flapjax.sim.backend import BACKENDS
+from flapjax.sim.flapper.robot import (
+    AERO_MODELS,
+    AVERAGED_PATH,
+    PARAMS_PATH,
+    SIDES,
+    FlapperCommand,
+    FlapperParams,
+    FlapperRobot,
+    FlapperState,
+    default_params,
+    init_state,
+    make_robot,
+    robot_from_mjmodel,
+)
+from flapjax.sim.flapper.step import (
+    AeroWrench,
+    BaseFrame,
+    FlapperDiagnostics,
+    averaged_aero,
+    command_from_params,
+    frame_velocity,
+    model_for,
+    simulate,
+    step,
+    wing_aero,
+)
+from flapjax.sim.flapper.sweep import (
+    SEED_SWEEP,
+    CycleMean,
+    SweepResult,
+    cycle_mean,
+    cycle_window,
+    map_in_chunks,
+    print_sweep_table,
+    sweep,
+    sweep_params,
+)
+from flapjax.sim.flapper.hover import (
+    BasePose,
+    HoverRecord,
+    HoverStudy,
+    PlateStep,
+    base_pose,
+    hover_rollout,
+    hover_study,
+    random_starts,
+)
+from flapjax.sim.flapper.driven import (
+    DRIVE_JOINTS,
+    DrivenMean,
+    driven_cycle_mean,
+    driven_sweep,
+    make_driven_robot,
+    robot_com_offset,
+    robot_weight,
+)
+
+__all__ = [
+    "AERO_MODELS",
+    "ASSETS",
+    "AVERAGED_PATH",
+    "AeroWrench",
+    "BACKENDS",
+    "BaseFrame",
+    "BasePose",
+    "CycleMean",
+    "DRIVE_JOINTS",
+    "DrivenMean",
+    "FeatheringHinge",
+    "FlapperCommand",
+    "FlapperDiagnostics",
+    "FlapperParams",
+    "FlapperRobot",
+    "FlapperState",
+    "HoverRecord",
+    "HoverStudy",
+    "MJCF_PATH",
+    "PARAMS_PATH",
+    "PITCH_JOINTS",
+    "PLATE_JOINTS",
+    "PlateStep",
+    "ROOTS",
+    "SEED_SWEEP",
+    "SIDES",
+    "STROKE_JOINTS",
+    "SweepResult",
+    "WING_BODIES",
+    "averaged_aero",
+    "base_pose",
+    "build",
+    "command_from_params",
+    "composite_inertia",
+    "cycle_mean",
+    "cycle_window",
+    "default_params",
+    "driven_cycle_mean",
+    "driven_sweep",
+    "flapper_model",
+    "frame_velocity",
+    "hover_rollout",
+    "hover_study",
+    "init_state",
+    "load_spec",
+    "make_driven_robot",
+    "make_robot",
+    "map_in_chunks",
+    "model_for",
+    "print_sweep_table",
+    "random_starts",
+    "robot_com_offset",
+    "robot_from_mjmodel",
+    "robot_weight",
+    "simulate",
+    "step",
+    "stop_torque",
+    "sweep",
+    "sweep_params",
+    "wing_aero",
+]

@@ -1,0 +1,290 @@
+"""Closed-loop hover of the flapping-wing robot, and the Monte Carlo hover study.
+
+:func:`hover_rollout` is the one closed-loop rollout: every step the hover
+controller (:func:`flapjax.control.hover.hover_command`) reads the base pose
+and commands the flapping frequency and the plate angles; an optional
+:class:`PlateStep` adds a plate-command offset for a while (the validation
+manoeuvres of the identification). :func:`hover_study` flies many randomized
+starts of the lumped averaged-model robot with it and counts how many settle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
+
+from flapjax.control.hover import HoverGains, HoverState, body_tilt, hover_command
+from flapjax.math import quat_mul, quat_to_mat
+from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, init_state, make_robot
+from flapjax.sim.flapper.step import step
+from flapjax.validation import ConfigError, check_choice, check_positive
+
+Scalar = Float[Array, ""]
+
+
+class BasePose(eqx.Module):
+    """Measured pose of the base body (free and lumped roots).
+
+    Attributes:
+      position: (3,) base origin, world frame [m].
+      velocity: (3,) base origin velocity, world frame [m/s].
+      rot_world_body: (3, 3) R_WB.
+      w_body: (3,) angular velocity, body frame [rad/s].
+    """
+
+    position: Float[Array, "3"]
+    velocity: Float[Array, "3"]
+    rot_world_body: Float[Array, "3 3"]
+    w_body: Float[Array, "3"]
+
+
+def base_pose(robot: FlapperRobot, data) -> BasePose:
+    """Base pose from the freejoint's qpos/qvel (linear velocity world frame,
+    angular velocity body frame, MuJoCo's convention); ``data`` is the MJX
+    data or the rigid backend's state."""
+    if robot.free_q < 0:
+        raise ConfigError(f"robot: base_pose needs a free or lumped root, got root={robot.root!r}")
+    a, v = robot.free_q, robot.free_v
+    return BasePose(
+        position=data.qpos[a : a + 3],
+        velocity=data.qvel[v : v + 3],
+        rot_world_body=quat_to_mat(data.qpos[a + 3 : a + 7]),
+        w_body=data.qvel[v + 3 : v + 6],
+    )
+
+
+class HoverRecord(eqx.Module):
+    """Decimated trace of a hover run (leading axis: records).
+
+    With ``record="block"`` (default) each record summarizes one block of
+    ``record_every`` steps: the pose at its end, the block-mean frequency and
+    force and the last plate command. With ``record="first"`` it is a snapshot
+    of the block's first step: the pose before it, its command and its force.
+
+    Attributes:
+      time: () time of the pose [s].
+      position: (3,) base position [m].
+      velocity: (3,) base velocity [m/s].
+      tilt: (2,) body z tilt toward +x, +y [rad].
+      frequency: () commanded frequency [Hz].
+      plate: (2,) plate angles commanded (with any :class:`PlateStep` offset) [rad].
+      force_world: (3,) applied aerodynamic force [N].
+      healthy: () the world is still finite.
+    """
+
+    time: Scalar
+    position: Float[Array, "3"]
+    velocity: Float[Array, "3"]
+    tilt: Float[Array, "2"]
+    frequency: Scalar
+    plate: Float[Array, "2"]
+    force_world: Float[Array, "3"]
+    healthy: Bool[Array, ""]
+
+
+class PlateStep(eqx.Module):
+    """A plate-command offset added to the controller's plate angles while
+    ``start <= t < start + length``.
+
+    Attributes:
+      offset: (2,) offset of (pitch_joint, roll_joint) [rad].
+      start: () when the offset begins [s].
+      length: () how long it lasts [s].
+    """
+
+    offset: Float[Array, "2"]
+    start: Scalar | float
+    length: Scalar | float
+
+
+def _hover_step(robot, params, gains, target, hover_frequency, gravity, plate_step):
+    """One controller update and one robot step; carry ``(state, controller state)``."""
+
+    def one(carry, _):
+        st, hs = carry
+        pose = base_pose(robot, st.data)
+        hs, cmd = hover_command(
+            gains, hs, hover_frequency=hover_frequency, gravity=gravity, target=target, position=pose.position,
+            velocity=pose.velocity, rot_world_body=pose.rot_world_body, w_body=pose.w_body, dt=robot.dt,
+        )
+        plate = cmd.plate
+        if plate_step is not None:
+            t = st.step * robot.dt
+            on = (t >= plate_step.start) & (t < plate_step.start + plate_step.length)
+            plate = plate + jnp.where(on, jnp.asarray(plate_step.offset, dtype=plate.dtype), 0.0)
+        st, dg = step(robot, params, st, FlapperCommand(frequency=cmd.frequency, plate=plate))
+        return (st, hs), (dg.force_world, cmd.frequency, plate)
+
+    return one
+
+
+def _record(robot: FlapperRobot, st: FlapperState, force, frequency, plate) -> HoverRecord:
+    pose = base_pose(robot, st.data)
+    return HoverRecord(
+        time=st.step.astype(force.dtype) * robot.dt,
+        position=pose.position,
+        velocity=pose.velocity,
+        tilt=body_tilt(pose.rot_world_body),
+        frequency=frequency,
+        plate=plate,
+        force_world=force,
+        healthy=st.healthy,
+    )
+
+
+def hover_rollout(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    n_steps: int,
+    *,
+    gains: HoverGains | None = None,
+    target: Float[Array, "3"] | None = None,
+    record_every: int = 10,
+    checkpoint: bool = True,
+    hover_frequency: Scalar | float | None = None,
+    gravity: Scalar | float | None = None,
+    plate_step: PlateStep | None = None,
+    record: Literal["block", "first"] = "block",
+) -> tuple[FlapperState, HoverRecord]:
+    """Closed-loop hover of one world with :func:`flapjax.control.hover.hover_command`.
+
+    The controller runs every step. Free or lumped root, either backend.
+
+    Args:
+      gains: controller gains; default :class:`HoverGains`.
+      target: (3,) hover position [m]; default the initial position.
+      record_every: steps per record; ``n_steps`` must be a multiple of it.
+      checkpoint: rematerialize each step in the reverse pass (less memory).
+      hover_frequency: the controller's f_h [Hz]; default ``sqrt(m g / k_f)``
+        of ``params.averaged`` (for the per-wing model the calibration makes
+        its F_z / f^2 equal k_f).
+      gravity: the controller's g [m/s^2]; default ``params.averaged.gravity``.
+      plate_step: a plate-command offset over a time window; default none.
+      record: "block" (summary of each block) or "first" (snapshot of each
+        block's first step); see :class:`HoverRecord`.
+
+    Returns:
+      the final state and ``n_steps // record_every`` records.
+    """
+    check_choice("record", record, ("block", "first"))
+    if n_steps % record_every:
+        raise ConfigError(f"n_steps: must be a multiple of record_every={record_every}, got {n_steps}")
+    gains = HoverGains() if gains is None else gains
+    target = base_pose(robot, state.data).position if target is None else jnp.asarray(target)
+    f_h = params.averaged.hover_frequency if hover_frequency is None else hover_frequency
+    g = params.averaged.gravity if gravity is None else gravity
+    one = _hover_step(robot, params, gains, target, f_h, g, plate_step)
+    if checkpoint:
+        # prevent_cse=False: the scan already keeps the rematerialized step
+        # apart (JAX's recommendation inside scan; a cheaper reverse pass).
+        one = jax.checkpoint(one, prevent_cse=False)
+
+    def block(carry, _):
+        start = carry[0]
+        carry, (force, freq, plate) = jax.lax.scan(one, carry, None, length=record_every)
+        if record == "first":
+            return carry, _record(robot, start, force[0], freq[0], plate[0])
+        return carry, _record(robot, carry[0], jnp.mean(force, axis=0), jnp.mean(freq), plate[-1])
+
+    hs0 = HoverState(altitude_integral=jnp.zeros((), dtype=state.phase_offset.dtype))
+    (final, _), records = jax.lax.scan(block, (state, hs0), None, length=n_steps // record_every)
+    return final, records
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo hover study
+# ---------------------------------------------------------------------------
+
+
+class HoverStudy(eqx.Module):
+    """Outcome per world (leading axis: worlds).
+
+    Attributes:
+      settled: (n,) reached and stayed in the tolerance box.
+      final_position_error: (n,) |p - target| at the end [m].
+      max_late_position_error: (n,) max |p - target| over the settle window [m].
+      max_late_tilt: (n,) max |tilt| over the settle window [rad].
+      healthy: (n,) stayed finite.
+      initial_offset: (n, 3) start position minus target [m].
+    """
+
+    settled: Bool[Array, " n"]
+    final_position_error: Float[Array, " n"]
+    max_late_position_error: Float[Array, " n"]
+    max_late_tilt: Float[Array, " n"]
+    healthy: Bool[Array, " n"]
+    initial_offset: Float[Array, "n 3"]
+
+    @property
+    def settled_fraction(self) -> float:
+        return float(jnp.mean(self.settled.astype(float)))
+
+
+def random_starts(key: PRNGKeyArray, n_worlds: int, *, position_spread=0.05, tilt_spread=0.2,
+                  velocity_spread=0.2, rate_spread=1.0):
+    """Uniform random offsets [m], tilts [rad] (about random horizontal axes),
+    velocities [m/s] and body rates [rad/s]; each (n, 3) except quats (n, 4)."""
+    kp, kt, ka, kv, kw = jax.random.split(key, 5)
+    offset = jax.random.uniform(kp, (n_worlds, 3), minval=-position_spread, maxval=position_spread)
+    tilt = jax.random.uniform(kt, (n_worlds,), minval=0.0, maxval=tilt_spread)
+    heading = jax.random.uniform(ka, (n_worlds,), minval=0.0, maxval=2 * jnp.pi)
+    yaw = jax.random.uniform(jax.random.fold_in(ka, 1), (n_worlds,), minval=-jnp.pi, maxval=jnp.pi)
+    q_tilt = jnp.stack([jnp.cos(tilt / 2), jnp.sin(tilt / 2) * jnp.cos(heading),
+                        jnp.sin(tilt / 2) * jnp.sin(heading), jnp.zeros_like(tilt)], axis=1)
+    q_yaw = jnp.stack([jnp.cos(yaw / 2), jnp.zeros_like(yaw), jnp.zeros_like(yaw), jnp.sin(yaw / 2)], axis=1)
+    quat = jax.vmap(quat_mul)(q_tilt, q_yaw)
+    velocity = jax.random.uniform(kv, (n_worlds, 3), minval=-velocity_spread, maxval=velocity_spread)
+    rate = jax.random.uniform(kw, (n_worlds, 3), minval=-rate_spread, maxval=rate_spread)
+    return offset, quat, velocity, rate
+
+
+def hover_study(
+    key: PRNGKeyArray,
+    n_worlds: int,
+    *,
+    duration: float = 2.5,
+    settle_window: float = 0.5,
+    position_tolerance: float = 0.01,
+    tilt_tolerance: float = 0.05,
+    target=(0.0, 0.0, 0.5),
+    backend: str = "rigid",
+    dtype=jnp.float32,
+    record_every: int = 100,
+    **spreads,
+) -> HoverStudy:
+    """Fly ``n_worlds`` randomized starts (:func:`random_starts`) of the lumped
+    averaged-model robot under :func:`hover_rollout`. A world has settled when,
+    over the last ``settle_window`` [s], its position stays within
+    ``position_tolerance`` [m] of the target and its tilt within
+    ``tilt_tolerance`` [rad]."""
+    check_positive("n_worlds", n_worlds)
+    check_positive("duration", duration)
+    robot = make_robot("lumped", "averaged", backend=backend, dtype=dtype)
+    params = default_params(robot)
+    params = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, params)
+    target = jnp.asarray(target, dtype=dtype)
+    offset, quat, velocity, rate = random_starts(key, n_worlds, **spreads)
+    n_steps = int(round(duration / robot.dt)) // record_every * record_every
+    n_late = max(1, int(round(settle_window / (robot.dt * record_every))))
+
+    @jax.jit
+    def run(offset, quat, velocity, rate):
+        def one(o, q, v, w):
+            st = init_state(robot, params, position=(target + o).astype(dtype), quat=q.astype(dtype),
+                            velocity=v.astype(dtype), angular_velocity=w.astype(dtype))
+            _, rec = hover_rollout(robot, params, st, n_steps, target=target, record_every=record_every)
+            err = jnp.linalg.norm(rec.position - target, axis=-1)
+            tilt = jnp.linalg.norm(rec.tilt, axis=-1)
+            return err[-1], jnp.max(err[-n_late:]), jnp.max(tilt[-n_late:]), rec.healthy[-1]
+
+        return jax.vmap(one)(offset, quat, velocity, rate)
+
+    final, late_err, late_tilt, healthy = run(offset, quat, velocity, rate)
+    settled = healthy & (late_err <= position_tolerance) & (late_tilt <= tilt_tolerance)
+    return HoverStudy(settled=settled, final_position_error=final, max_late_position_error=late_err,
+                      max_late_tilt=late_tilt, healthy=healthy, initial_offset=offset)

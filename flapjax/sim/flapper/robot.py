@@ -1,0 +1,414 @@
+"""The flapping-wing robot: parameter, command and state types, the compiled
+robot handle, and its construction from the MJCF.
+
+:func:`robot_from_mjmodel` is the one place that turns a compiled MuJoCo model
+into the indices the bridge reads (looked up by the names of
+``assets/flapper.xml``); :func:`make_robot` and the driven-base robot of
+:mod:`flapjax.sim.flapper.driven` both go through it.
+
+The root (``"fixed"``/``"free"``/``"lumped"``) and the aerodynamic model
+(``"wing"``/``"averaged"``) are independent choices; every pair runs except
+the per-wing model on the lumped body, which has no wings. The backend
+(``"mjx"`` or ``"rigid"``) is chosen here, once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+from mujoco import mjx
+
+from flapjax import aero
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.aero.hinge import FeatheringHinge
+from flapjax.control.stroke import StrokeSchedule, stroke_reference
+from flapjax.sim import rigid
+from flapjax.sim.backend import BACKENDS
+from flapjax.sim.flapper import model as flapper_model
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_range
+
+Scalar = Float[Array, ""]
+AERO_MODELS = ("wing", "averaged")
+SIDES = (1, -1)  # left, right
+PARAMS_PATH = flapper_model.ASSETS / "flapper_params.json"
+AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
+
+
+def _as_array(x) -> Array:
+    return jnp.asarray(x, dtype=float)
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+# ---------------------------------------------------------------------------
+# Parameters, command, state
+# ---------------------------------------------------------------------------
+
+
+class FlapperParams(eqx.Module):
+    """Per-world parameters; every float leaf may carry a leading world axis.
+
+    Attributes:
+      stroke: stroke schedule (frequency [Hz], amplitude [rad], phase [rad],
+        per-wing direction).
+      plate: (2,) commanded plate angles (pitch_joint, roll_joint) [rad].
+      hinge: feathering hinge spring, damper and stops.
+      aero: options of the per-wing model (scales, clips, coefficients).
+      averaged: parameters of the cycle-averaged model.
+    """
+
+    stroke: StrokeSchedule
+    plate: Float[Array, "2"] = eqx.field(converter=_as_array)
+    hinge: FeatheringHinge
+    aero: aero.AeroOptions
+    averaged: CycleAveragedParams
+
+
+class FlapperCommand(eqx.Module):
+    """What a controller sets each step.
+
+    Attributes:
+      frequency: () flapping frequency f [Hz].
+      plate: (2,) plate angles (pitch_joint, roll_joint) [rad].
+    """
+
+    frequency: Scalar
+    plate: Float[Array, "2"]
+
+
+class FlapperState(eqx.Module):
+    """State of one world.
+
+    Attributes:
+      data: the MJX data (qpos, qvel, ...), or the
+        :class:`flapjax.sim.rigid.RigidState` of the rigid backend.
+      step: () integer step counter k; t = k dt [-].
+      phase_offset: () accumulated stroke-phase correction of a varying
+        frequency command [cycles].
+      healthy: () False once the world produced a non-finite state; it is
+        then frozen at its last finite state.
+    """
+
+    data: Any
+    step: Int[Array, ""]
+    phase_offset: Scalar
+    healthy: Bool[Array, ""]
+
+
+class FlapperRobot(eqx.Module):
+    """A compiled flapper world: the MJX model and the indices the bridge reads.
+
+    Build with :func:`make_robot` (or :func:`robot_from_mjmodel` around a
+    modified model). Array leaves (the MJX model, the wing) are traced by
+    ``eqx.filter_jit``; names and indices are static.
+
+    Attributes:
+      model: the MJX model.
+      wing: wing geometry, air density, d0 and ds of the per-wing kernels.
+      root: "fixed", "free" or "lumped" (static).
+      aero_model: "wing" or "averaged" (static).
+      dt: timestep [s] (static).
+      stroke_inertia: stroke-servo inertia feedforward J [kg m^2] (static).
+      base_body, plate_body, wing_bodies: body ids (plate -1 and no wings on
+        the lumped body) (static).
+      stroke_q, stroke_v, pitch_q, pitch_v, plate_q, plate_v: (left, right)
+        or (pitch_joint, roll_joint) qpos / dof addresses (static).
+      pitch_jnt: feathering joint ids (static).
+      stroke_act, plate_act: actuator ids of the stroke and plate servos (static).
+      free_q, free_v: qpos / dof address of the freejoint ``root``, -1 without (static).
+      base_root, plate_root: the bodies' kinematic-tree roots (static).
+      backend: "mjx" (MuJoCo MJX) or "rigid" (the pure-JAX single-body
+        integrator of :mod:`flapjax.sim.rigid`; lumped root only) (static).
+      rigid_body: mass properties of the lumped body for the rigid backend.
+    """
+
+    model: mjx.Model
+    wing: aero.Wing
+    root: str = eqx.field(static=True)
+    aero_model: str = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+    stroke_inertia: float = eqx.field(static=True)
+    base_body: int = eqx.field(static=True)
+    plate_body: int = eqx.field(static=True)
+    wing_bodies: tuple = eqx.field(static=True)
+    stroke_q: tuple = eqx.field(static=True)
+    stroke_v: tuple = eqx.field(static=True)
+    pitch_q: tuple = eqx.field(static=True)
+    pitch_v: tuple = eqx.field(static=True)
+    pitch_jnt: tuple = eqx.field(static=True)
+    plate_q: tuple = eqx.field(static=True)
+    plate_v: tuple = eqx.field(static=True)
+    stroke_act: tuple = eqx.field(static=True)
+    plate_act: tuple = eqx.field(static=True)
+    free_q: int = eqx.field(static=True)
+    free_v: int = eqx.field(static=True)
+    base_root: int = eqx.field(static=True)
+    plate_root: int = eqx.field(static=True)
+    backend: str = eqx.field(static=True, default="mjx")
+    rigid_body: Any = None
+
+    @property
+    def has_wings(self) -> bool:
+        return self.root != "lumped"
+
+
+# ---------------------------------------------------------------------------
+# Construction
+# ---------------------------------------------------------------------------
+
+
+def _wing_indices(m: mujoco.MjModel) -> dict[str, Any]:
+    """Name -> address lookups of the wings, stroke and plate joints and servos."""
+    name = lambda obj, n: mujoco.mj_name2id(m, obj, n)  # noqa: E731
+    J, B, A = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_ACTUATOR
+    sj = [name(J, n) for n in flapper_model.STROKE_JOINTS]
+    pj = [name(J, n) for n in flapper_model.PITCH_JOINTS]
+    qj = [name(J, n) for n in flapper_model.PLATE_JOINTS]
+    plate = name(B, "plate")
+    return dict(
+        plate_body=int(plate),
+        wing_bodies=tuple(name(B, n) for n in flapper_model.WING_BODIES),
+        stroke_q=tuple(int(m.jnt_qposadr[j]) for j in sj),
+        stroke_v=tuple(int(m.jnt_dofadr[j]) for j in sj),
+        pitch_q=tuple(int(m.jnt_qposadr[j]) for j in pj),
+        pitch_v=tuple(int(m.jnt_dofadr[j]) for j in pj),
+        pitch_jnt=tuple(pj),
+        plate_q=tuple(int(m.jnt_qposadr[j]) for j in qj),
+        plate_v=tuple(int(m.jnt_dofadr[j]) for j in qj),
+        stroke_act=tuple(name(A, n + "_servo") for n in flapper_model.STROKE_JOINTS),
+        plate_act=tuple(name(A, n) for n in ("pitch_servo", "roll_servo")),
+        plate_root=int(m.body_rootid[plate]),
+    )
+
+
+def _stroke_inertia(m: mujoco.MjModel, stroke_v: int, stroke_act: int) -> float:
+    """The stroke joint's inertia J at the reference pose [kg m^2]; refuses a
+    timestep past the stability limit the stiff stroke servo sets."""
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    inertia = float(full[stroke_v, stroke_v])
+    omega = math.sqrt(float(m.actuator_gainprm[stroke_act, 0]) / inertia)
+    if m.opt.timestep * omega > 1.0:
+        raise ConfigError(
+            f"timestep: {m.opt.timestep:g} s is too large for a stable step: must be <= {1.0 / omega:.3g} s "
+            f"(stroke servo natural frequency {omega:.4g} rad/s)"
+        )
+    return inertia
+
+
+def robot_from_mjmodel(
+    m: mujoco.MjModel,
+    *,
+    root: str = "fixed",
+    aero_model: str = "wing",
+    wing: aero.Wing | None = None,
+    dtype: Any = None,
+    backend: str = "mjx",
+) -> FlapperRobot:
+    """A :class:`FlapperRobot` around a compiled model that uses the names of
+    ``assets/flapper.xml`` (bodies ``base``, ``plate``, the wings; the stroke,
+    feathering and plate joints and their servos; freejoint ``root`` on the
+    free and lumped variants). Extra joints (e.g. a driven base) are allowed.
+
+    Args:
+      m: the compiled MuJoCo model (e.g. from :func:`flapjax.sim.flapper.model.build`).
+      root: "fixed", "free" or "lumped" (how the base is held; "lumped" has no wings).
+      aero_model: "wing" or "averaged".
+      wing: per-wing kernel description; default :meth:`aero.Wing.flapsim`.
+      dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``).
+      backend: "mjx", or "rigid" (lumped root only).
+    """
+    wing = aero.Wing.flapsim() if wing is None else wing
+    base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "base")
+    free_q = free_v = -1
+    if root in ("free", "lumped"):
+        jr = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "root")
+        free_q, free_v = int(m.jnt_qposadr[jr]), int(m.jnt_dofadr[jr])
+    if root == "lumped":
+        idx = dict(plate_body=-1, plate_root=-1, **{k: () for k in (
+            "wing_bodies", "stroke_q", "stroke_v", "pitch_q", "pitch_v", "pitch_jnt", "plate_q", "plate_v",
+            "stroke_act", "plate_act")})
+        stroke_inertia = 0.0
+    else:
+        idx = _wing_indices(m)
+        stroke_inertia = _stroke_inertia(m, idx["stroke_v"][0], idx["stroke_act"][0])
+    mx = mjx.put_model(m)
+    body = None
+    if backend == "rigid":
+        body = rigid.RigidBody(
+            float(m.body_mass[base]), m.body_inertia[base], gravity=m.opt.gravity,
+            com_offset=m.body_ipos[base], inertia_quat=m.body_iquat[base],
+        )
+    if dtype is not None:
+        cast = lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x  # noqa: E731
+        mx = jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, mx)
+        wing = jax.tree.map(cast, wing)
+        body = jax.tree.map(cast, body)
+    return FlapperRobot(
+        model=mx, wing=wing, root=root, aero_model=aero_model, dt=float(m.opt.timestep),
+        stroke_inertia=stroke_inertia, base_body=int(base), free_q=free_q, free_v=free_v,
+        base_root=int(m.body_rootid[base]), backend=backend, rigid_body=body, **idx,
+    )
+
+
+def make_robot(
+    root: str = "fixed",
+    aero_model: str = "wing",
+    *,
+    wing: aero.Wing | None = None,
+    wing_mass: float | None = None,
+    timestep: float | None = None,
+    dtype: Any = None,
+    backend: str = "mjx",
+) -> FlapperRobot:
+    """Compile a flapper world.
+
+    Args:
+      root: "fixed" (base welded to the world), "free" (freejoint on the base)
+        or "lumped" (single rigid body, averaged model only).
+      aero_model: "wing" (per-wing quasi-steady) or "averaged" (seed 10).
+      wing: per-wing kernel description; default :meth:`aero.Wing.flapsim`.
+      wing_mass: override the MJCF wing mass [kg] (calibration).
+      timestep: override the MJCF timestep [s].
+      dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``); default
+        keeps JAX's default float type.
+      backend: "mjx", or "rigid" for the pure-JAX rigid-body integrator
+        (contact-free; root "lumped" only). The two agree to float32
+        round-off; the rigid one is many times cheaper per step.
+    """
+    check_choice("root", root, flapper_model.ROOTS)
+    check_choice("aero_model", aero_model, AERO_MODELS)
+    check_choice("backend", backend, BACKENDS)
+    if backend == "rigid" and root != "lumped":
+        raise ConfigError(f"backend: 'rigid' integrates one rigid body; it needs root='lumped', got root={root!r}")
+    if root == "lumped" and aero_model == "wing":
+        raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
+    m = flapper_model.build(root, wing_mass=wing_mass)
+    if timestep is not None:
+        check_range("timestep", timestep, 1e-6, 1e-2)
+        m.opt.timestep = float(timestep)
+    return robot_from_mjmodel(m, root=root, aero_model=aero_model, wing=wing, dtype=dtype, backend=backend)
+
+
+def default_params(
+    robot: FlapperRobot | None = None,
+    *,
+    frequency: float = 30.0,
+    amplitude: float | None = None,
+    plate: Sequence[float] = (0.0, 0.0),
+    aero_options: aero.AeroOptions | None = None,
+    averaged: CycleAveragedParams | None = None,
+) -> FlapperParams:
+    """Nominal parameters: hinge values from the MJCF, stops and stroke
+    defaults from ``assets/flapper_params.json``, averaged-model values from
+    ``assets/flapper_cycle_averaged.json``."""
+    cfg = _load_json(PARAMS_PATH)
+    m = flapper_model.build("fixed")
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, flapper_model.PITCH_JOINTS[0])
+    hinge = FeatheringHinge(
+        stiffness=float(np.ravel(m.jnt_stiffness[j])[0]),
+        damping=float(m.dof_damping[m.jnt_dofadr[j]]),
+        stop_angle=cfg["stop_angle"],
+        stop_stiffness=cfg["stop_stiffness"],
+        stop_width=cfg["stop_width"],
+    )
+    amp = cfg["amplitude"] if amplitude is None else amplitude
+    as_float_array("plate", plate, (2,))
+    return FlapperParams(
+        stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
+        plate=np.asarray(plate, dtype=float),
+        hinge=hinge,
+        aero=aero.AeroOptions() if aero_options is None else aero_options,
+        averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Initial state
+# ---------------------------------------------------------------------------
+
+
+def init_state(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    *,
+    position: Float[Array, "3"] | None = None,
+    quat: Float[Array, "4"] | None = None,
+    velocity: Float[Array, "3"] | None = None,
+    angular_velocity: Float[Array, "3"] | None = None,
+) -> FlapperState:
+    """Initial state on the stroke schedule (no start-up transient).
+
+    Args (free and lumped roots only; ignored for "fixed"):
+      position: (3,) base position, world frame [m] (default from the MJCF).
+      quat: (4,) base orientation ``[w, x, y, z]``.
+      velocity: (3,) base linear velocity, world frame [m/s].
+      angular_velocity: (3,) base angular velocity, body frame [rad/s].
+
+    Pure JAX: vmap it over batched params / initial conditions.
+    """
+    if robot.backend == "rigid":
+        data = _init_rigid(robot, position, quat, velocity, angular_velocity)
+        dtype = data.position.dtype
+    else:
+        data = _init_mjx(robot, params, position, quat, velocity, angular_velocity)
+        dtype = data.qpos.dtype
+    return FlapperState(
+        data=data,
+        step=jnp.zeros((), dtype=jnp.int32),
+        phase_offset=jnp.zeros((), dtype=dtype),
+        healthy=jnp.ones((), dtype=bool),
+    )
+
+
+def _init_rigid(robot, position, quat, velocity, angular_velocity) -> rigid.RigidState:
+    dtype = robot.rigid_body.mass.dtype
+    q0 = jnp.asarray(robot.model.qpos0, dtype=dtype)
+    a = robot.free_q
+    given = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
+    return rigid.RigidState(
+        position=q0[a : a + 3] if position is None else given(position),
+        quat=q0[a + 3 : a + 7] if quat is None else given(quat) / jnp.linalg.norm(given(quat)),
+        velocity=jnp.zeros(3, dtype) if velocity is None else given(velocity),
+        angular_velocity=jnp.zeros(3, dtype) if angular_velocity is None else given(angular_velocity),
+    )
+
+
+def _init_mjx(robot, params, position, quat, velocity, angular_velocity) -> mjx.Data:
+    m = robot.model
+    d = mjx.make_data(m)
+    qvel = d.qvel
+    qpos = jnp.asarray(m.qpos0, dtype=d.qpos.dtype)
+    if robot.root in ("free", "lumped"):
+        a, v = robot.free_q, robot.free_v
+        if position is not None:
+            qpos = qpos.at[a : a + 3].set(position)
+        if quat is not None:
+            q = jnp.asarray(quat, dtype=qpos.dtype)
+            qpos = qpos.at[a + 3 : a + 7].set(q / jnp.linalg.norm(q))
+        if velocity is not None:
+            qvel = qvel.at[v : v + 3].set(velocity)
+        if angular_velocity is not None:
+            qvel = qvel.at[v + 3 : v + 6].set(angular_velocity)
+    if robot.has_wings:
+        psi, psi_dot, _ = stroke_reference(params.stroke, jnp.zeros((), dtype=qpos.dtype))
+        if robot.aero_model == "averaged":
+            psi, psi_dot = jnp.zeros_like(psi), jnp.zeros_like(psi_dot)
+        qpos = qpos.at[jnp.array(robot.stroke_q)].set(psi)
+        qvel = qvel.at[jnp.array(robot.stroke_v)].set(psi_dot)
+        qpos = qpos.at[jnp.array(robot.plate_q)].set(params.plate)
+    return d.replace(qpos=qpos, qvel=qvel)

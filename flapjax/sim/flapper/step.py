@@ -1,0 +1,409 @@
+"""One step of the flapping-wing robot, as named stages.
+
+Per world and step (:func:`step`), top to bottom:
+
+1. **read state** (:func:`read_mjx` / :func:`read_rigid`): fresh kinematics
+   and velocities of the current state (``fwd_position``, ``fwd_velocity``),
+   so the aerodynamics never lag a step behind (docs/mjx_notes.md, One-step
+   lag); the base frame's motion; the wing and plate joint angles
+   (:func:`read_joints`); the stroke reference (:func:`stroke_targets`);
+2. **aero wrench**: per-wing model (:func:`wing_aero`): the plate's linear
+   velocity at its origin and angular velocity in the plate frame (the frame
+   the wings ride on), the pure kernels :func:`flapjax.aero.wing_loads` and
+   :func:`flapjax.aero.wing_wrench`, each wing's wrench (world frame, about the
+   wing's centre of mass); cycle-averaged model (:func:`averaged_aero`):
+   :func:`flapjax.aero.cycle_averaged_wrench` on the base body;
+3. **servo** (:func:`servo`): the stroke servos track
+   ``psi(t) = d A sin(2 pi f t + phi0)`` with the feed-forward of
+   :func:`flapjax.control.stroke.servo_setpoint`; the plate servos hold the
+   commanded plate angles; the feathering stops
+   (:func:`flapjax.aero.stop_torque`) are joint torques;
+4. **advance** (:func:`advance_mjx` / :func:`advance_rigid`): MJX's
+   constraint-free step (the model has no constraint rows) or the pure-JAX
+   rigid body, both semi-implicit Euler;
+5. **guard**: a world whose state turns non-finite is frozen at its last
+   finite state and flagged (``healthy``).
+
+The backend's read and advance stages are a pair picked by the robot's
+``backend`` (chosen once, by :func:`flapjax.sim.flapper.make_robot`); the
+stages in between are the same for both.
+
+The robot has no deviation or stroke-plane joints: the kernels receive
+``phi = Phi = 0`` and zero rates. (Were they added: the seed's stroke-plane
+angle is antisymmetric, so a symmetric tilt of both stroke planes is
+``Phi_left = Phi``, ``Phi_right = -Phi``; docs/physics.md, Flapping wing.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+from mujoco import mjx
+
+from flapjax import aero
+from flapjax.aero.cycle_averaged import cycle_averaged_wrench
+from flapjax.aero.hinge import stop_torque
+from flapjax.control.stroke import advance_offset, phase_cycles, servo_setpoint, stroke_reference
+from flapjax.sim import backend, rigid
+from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
+from flapjax.sim.rollout import rollout
+
+Scalar = Float[Array, ""]
+Vec2 = Float[Array, "2"]
+
+
+class FlapperDiagnostics(eqx.Module):
+    """What one step applied and measured.
+
+    Attributes:
+      time: () t at the start of the step [s].
+      force_world: (3,) vector sum of the aerodynamic forces applied [N].
+      moment_world: (3,) their moment about the base-body origin, world
+        frame [N m].
+      lift_total: () |F_N,L| + |F_N,R| (a load-intensity diagnostic, not the
+        vertical lift, which is ``force_world[2]``) [N]; thrust L of the
+        averaged model.
+      wing_force_world: (2, 3) each wing's applied force [N].
+      wing_loads: per-wing loads, leaves of shape (2,) (left, right); None for
+        the averaged model.
+      force_clipped: (2,) whether each wing's |F_N| clip is active.
+      stroke: (2,) stroke angles psi [rad].
+      stroke_reference: (2,) servo targets [rad].
+      stroke_error: (2,) psi - psi_ref [rad].
+      pitch: (2,) feathering angles theta [rad].
+      plate: (2,) plate joint angles (or the command on the lumped body) [rad].
+      frequency: () commanded frequency [Hz].
+    """
+
+    time: Scalar
+    force_world: Float[Array, "3"]
+    moment_world: Float[Array, "3"]
+    lift_total: Scalar
+    wing_force_world: Float[Array, "2 3"]
+    wing_loads: Any
+    force_clipped: Bool[Array, "2"]
+    stroke: Vec2
+    stroke_reference: Vec2
+    stroke_error: Vec2
+    pitch: Vec2
+    plate: Vec2
+    frequency: Scalar
+
+
+class BaseFrame(eqx.Module):
+    """Motion of the base body at the start of the step (world frame).
+
+    Attributes:
+      rot_world_body: (3, 3) R_WB.
+      origin: (3,) base-body origin [m].
+      com: (3,) base-body centre of mass [m].
+      v_com: (3,) velocity of the centre of mass [m/s].
+      w_body: (3,) angular velocity, body frame [rad/s].
+    """
+
+    rot_world_body: Float[Array, "3 3"]
+    origin: Float[Array, "3"]
+    com: Float[Array, "3"]
+    v_com: Float[Array, "3"]
+    w_body: Float[Array, "3"]
+
+
+class Joints(eqx.Module):
+    """Joint angles at the start of the step (zeros and the command on the lumped body).
+
+    Attributes:
+      stroke: (2,) psi [rad]; pitch: (2,) theta [rad]; plate: (2,) plate angles [rad].
+    """
+
+    stroke: Vec2
+    pitch: Vec2
+    plate: Vec2
+
+
+class StrokeTargets(eqx.Module):
+    """Stroke references of both wings: psi_ref [rad], psi_dot_ref [rad/s],
+    psi_ddot_ref [rad/s^2], each (2,) (zeros for the averaged model: the wings are held)."""
+
+    angle: Vec2
+    rate: Vec2
+    acceleration: Vec2
+
+
+class AeroWrench(eqx.Module):
+    """Output of the aerodynamic stage.
+
+    Attributes:
+      xfrc: (nbody, 6) ``[F; tau]`` per body, world frame, about each body's CoM [N, N m].
+      force_world: (3,) total force [N]; moment_world: (3,) moment about the base origin [N m].
+      lift_total: () |F_N,L| + |F_N,R|, or the averaged thrust L [N].
+      wing_force_world: (2, 3) [N]; wing_loads: per-wing loads or None;
+      force_clipped: (2,) the |F_N| clip is active.
+    """
+
+    xfrc: Float[Array, "nbody 6"]
+    force_world: Float[Array, "3"]
+    moment_world: Float[Array, "3"]
+    lift_total: Scalar
+    wing_force_world: Float[Array, "2 3"]
+    wing_loads: Any
+    force_clipped: Bool[Array, "2"]
+
+
+class Actuation(eqx.Module):
+    """Servo set points ``ctrl`` (nu,) [rad] and joint torques ``qfrc`` (nv,) [N m]."""
+
+    ctrl: Float[Array, " nu"]
+    qfrc: Float[Array, " nv"]
+
+
+# ---------------------------------------------------------------------------
+# 1. Read state
+# ---------------------------------------------------------------------------
+
+
+def model_for(robot: FlapperRobot, params: FlapperParams) -> mjx.Model:
+    """The MJX model with this world's feathering spring and damper."""
+    m = robot.model
+    if not robot.has_wings:
+        return m
+    jnt = np.array(robot.pitch_jnt)
+    dof = np.array(robot.pitch_v)
+    k = jnp.broadcast_to(params.hinge.stiffness, (2,)).astype(m.jnt_stiffness.dtype)
+    b = jnp.broadcast_to(params.hinge.damping, (2,)).astype(m.dof_damping.dtype)
+    return m.replace(jnt_stiffness=m.jnt_stiffness.at[jnt].set(k), dof_damping=m.dof_damping.at[dof].set(b))
+
+
+def frame_velocity(d: mjx.Data, body: int, root: int) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
+    """World (linear velocity at the body origin [m/s], angular velocity [rad/s])
+    from ``cvel``, which is measured at the subtree CoM of the body's root
+    (docs/mjx_notes.md, Velocities)."""
+    omega = d.cvel[body, :3]
+    v = d.cvel[body, 3:] + jnp.cross(omega, d.xpos[body] - d.subtree_com[root])
+    return v, omega
+
+
+def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
+    """Fresh kinematics and velocities of the current state, and the base frame's motion."""
+    d = mjx.fwd_position(m, d)
+    d = mjx.fwd_velocity(m, d)
+    b = robot.base_body
+    rot = d.xmat[b]
+    v_w, w_w = frame_velocity(d, b, robot.base_root)
+    v_com = v_w + jnp.cross(w_w, d.xipos[b] - d.xpos[b])
+    return d, BaseFrame(rot_world_body=rot, origin=d.xpos[b], com=d.xipos[b], v_com=v_com, w_body=rot.T @ w_w)
+
+
+def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame]:
+    """The rigid body's frame (its state already is the base's motion)."""
+    body = robot.rigid_body
+    return s, BaseFrame(rot_world_body=s.rotation, origin=s.position, com=rigid.com_position(body, s),
+                        v_com=rigid.com_velocity(body, s), w_body=s.angular_velocity)
+
+
+def read_joints(robot: FlapperRobot, qpos: Float[Array, " nq"], command: FlapperCommand) -> Joints:
+    """Stroke, feathering and plate angles (the plate command on the lumped body)."""
+    if not robot.has_wings:
+        zeros2 = jnp.zeros((2,), dtype=qpos.dtype)
+        return Joints(stroke=zeros2, pitch=zeros2, plate=jnp.asarray(command.plate, dtype=qpos.dtype))
+    return Joints(stroke=qpos[jnp.array(robot.stroke_q)], pitch=qpos[jnp.array(robot.pitch_q)],
+                  plate=qpos[jnp.array(robot.plate_q)])
+
+
+def stroke_targets(robot: FlapperRobot, params: FlapperParams, state: FlapperState, f_cmd: Scalar) -> StrokeTargets:
+    """Stroke reference at this step's phase (integer step counter plus the
+    accumulated offset of a varying frequency); zeros for the averaged model."""
+    if robot.aero_model == "averaged":
+        zeros2 = jnp.zeros((2,), dtype=f_cmd.dtype)
+        return StrokeTargets(angle=zeros2, rate=zeros2, acceleration=zeros2)
+    cycles = phase_cycles(params.stroke.frequency, state.step, robot.dt, state.phase_offset)
+    psi, psi_dot, psi_ddot = stroke_reference(params.stroke, cycles, f_cmd)
+    return StrokeTargets(angle=psi, rate=psi_dot, acceleration=psi_ddot)
+
+
+# ---------------------------------------------------------------------------
+# 2. Aerodynamic wrench
+# ---------------------------------------------------------------------------
+
+
+def wing_aero(robot: FlapperRobot, params: FlapperParams, d: mjx.Data) -> AeroWrench:
+    """Per-wing quasi-steady loads of both wings, written per wing body."""
+    x_ref = d.xpos[robot.base_body]
+    rot_plate = d.xmat[robot.plate_body]
+    v_w, w_w = frame_velocity(d, robot.plate_body, robot.plate_root)
+    v_body, w_body = rot_plate.T @ v_w, rot_plate.T @ w_w
+    xfrc = jnp.zeros((robot.model.nbody, 6), dtype=d.qpos.dtype)
+    loads, forces, moments = [], [], []
+    for k, side in enumerate(SIDES):
+        kin = aero.WingKinematics(
+            stroke=d.qpos[robot.stroke_q[k]],
+            stroke_rate=d.qvel[robot.stroke_v[k]],
+            pitch=d.qpos[robot.pitch_q[k]],
+            pitch_rate=d.qvel[robot.pitch_v[k]],
+        )
+        ld = aero.wing_loads(robot.wing, kin, v_body=v_body, w_body=w_body, side=side, options=params.aero)
+        b = robot.wing_bodies[k]
+        ww = aero.wing_wrench(ld, side=side, rot_world_wing=d.xmat[b], pos_world_origin=d.xpos[b],
+                              pos_world_com=d.xipos[b])
+        xfrc = xfrc.at[b].set(ww.wrench)
+        loads.append(ld)
+        forces.append(ww.force_world)
+        moments.append(ww.torque_world + jnp.cross(d.xipos[b] - x_ref, ww.force_world))
+    return AeroWrench(
+        xfrc=xfrc,
+        force_world=forces[0] + forces[1],
+        moment_world=moments[0] + moments[1],
+        lift_total=jnp.abs(loads[0].normal_force) + jnp.abs(loads[1].normal_force),
+        wing_force_world=jnp.stack(forces),
+        wing_loads=jax.tree.map(lambda a, b: jnp.stack([a, b]), *loads),
+        force_clipped=jnp.stack([loads[0].force_clipped, loads[1].force_clipped]),
+    )
+
+
+def averaged_aero(robot: FlapperRobot, params: FlapperParams, base: BaseFrame, f_cmd: Scalar, plate: Vec2) -> AeroWrench:
+    """Cycle-averaged wrench on the base body (seed section 10)."""
+    avg = cycle_averaged_wrench(params.averaged, frequency=f_cmd, plate=plate, rot_world_body=base.rot_world_body,
+                                v_world=base.v_com, w_body=base.w_body)
+    dtype = base.origin.dtype
+    xfrc = jnp.zeros((robot.model.nbody, 6), dtype=dtype).at[robot.base_body].set(avg.wrench)
+    return AeroWrench(
+        xfrc=xfrc,
+        force_world=avg.force_world,
+        moment_world=avg.torque_world + jnp.cross(base.com - base.origin, avg.force_world),
+        lift_total=avg.thrust,
+        wing_force_world=jnp.zeros((2, 3), dtype=avg.force_world.dtype),
+        wing_loads=None,
+        force_clipped=jnp.zeros((2,), dtype=bool),
+    )
+
+
+# ---------------------------------------------------------------------------
+# 3. Servos and hinge stops
+# ---------------------------------------------------------------------------
+
+
+def servo(robot: FlapperRobot, params: FlapperParams, m: mjx.Model, ref: StrokeTargets, joints: Joints,
+          command: FlapperCommand) -> Actuation:
+    """Stroke servo set points with feed-forward, plate servo set points and
+    the feathering-stop torques; nothing on the lumped body."""
+    dtype = joints.pitch.dtype
+    ctrl = jnp.zeros((m.nu,), dtype=dtype)
+    qfrc = jnp.zeros((m.nv,), dtype=dtype)
+    if not robot.has_wings:
+        return Actuation(ctrl=ctrl, qfrc=qfrc)
+    sv, sa = np.array(robot.stroke_v), np.array(robot.stroke_act)
+    # Position servo kp (u - psi) whose velocity gain is the joint damping kv.
+    u = servo_setpoint(ref.angle, ref.rate, ref.acceleration, kp=m.actuator_gainprm[sa, 0], kv=m.dof_damping[sv],
+                       inertia=robot.stroke_inertia)
+    ctrl = ctrl.at[sa].set(u).at[np.array(robot.plate_act)].set(jnp.asarray(command.plate, dtype=dtype))
+    qfrc = qfrc.at[np.array(robot.pitch_v)].set(stop_torque(params.hinge, joints.pitch))
+    return Actuation(ctrl=ctrl, qfrc=qfrc)
+
+
+# ---------------------------------------------------------------------------
+# 4. Advance (one per backend)
+# ---------------------------------------------------------------------------
+
+
+def advance_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation) -> mjx.Data:
+    """MJX's constraint-free step with the applied wrenches, torques and set points."""
+    d = d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl)
+    return backend.advance_mjx_smooth(m, d)
+
+
+def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: Array, act: Actuation) -> rigid.RigidState:
+    """The pure-JAX rigid step under the base body's wrench (no joints, no servos)."""
+    return backend.advance_rigid(robot.rigid_body, s, xfrc[robot.base_body], robot.dt)
+
+
+class Backend(NamedTuple):
+    """The backend-specific stages: ``read(robot, m, data) -> (data, BaseFrame)``
+    and ``advance(robot, m, data, xfrc, actuation) -> data``."""
+
+    read: Callable
+    advance: Callable
+
+
+STAGES = {"mjx": Backend(read_mjx, advance_mjx), "rigid": Backend(read_rigid, advance_rigid)}
+
+
+# ---------------------------------------------------------------------------
+# The step
+# ---------------------------------------------------------------------------
+
+
+def command_from_params(params: FlapperParams) -> FlapperCommand:
+    """Open-loop command: the schedule's frequency and the plate angles."""
+    return FlapperCommand(frequency=params.stroke.frequency, plate=params.plate)
+
+
+def step(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    command: FlapperCommand | None = None,
+) -> tuple[FlapperState, FlapperDiagnostics]:
+    """Advance one world by one timestep (see the module docstring).
+
+    ``command`` (frequency, plate angles) defaults to the open-loop values in
+    ``params``. No batch axis: ``jax.vmap`` adds it.
+    """
+    command = command_from_params(params) if command is None else command
+    stages = STAGES[robot.backend]
+    m = model_for(robot, params)
+    d, base = stages.read(robot, m, state.data)  # 1. read state
+    f_cmd = jnp.asarray(command.frequency, dtype=d.qpos.dtype)
+    joints = read_joints(robot, d.qpos, command)
+    ref = stroke_targets(robot, params, state, f_cmd)
+    if robot.aero_model == "wing":  # 2. aerodynamic wrench
+        loads = wing_aero(robot, params, d)
+    else:
+        loads = averaged_aero(robot, params, base, f_cmd, joints.plate)
+    act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
+    d_new = stages.advance(robot, m, d, loads.xfrc, act)  # 4. advance
+    healthy = state.healthy & backend.is_finite_state(d_new.qpos, d_new.qvel)  # 5. guard
+    new_state = FlapperState(
+        data=backend.keep_good(healthy, d_new, state.data),
+        step=state.step + 1,
+        phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
+        healthy=healthy,
+    )
+    return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
+
+
+def diagnostics(robot: FlapperRobot, state: FlapperState, loads: AeroWrench, joints: Joints, ref: StrokeTargets,
+                f_cmd: Scalar) -> FlapperDiagnostics:
+    """What the step applied and measured (see :class:`FlapperDiagnostics`)."""
+    psi_ref = ref.angle if robot.has_wings else jnp.zeros_like(joints.stroke)
+    return FlapperDiagnostics(
+        time=state.step.astype(loads.force_world.dtype) * robot.dt,
+        force_world=loads.force_world,
+        moment_world=loads.moment_world,
+        lift_total=loads.lift_total,
+        wing_force_world=loads.wing_force_world,
+        wing_loads=loads.wing_loads,
+        force_clipped=loads.force_clipped,
+        stroke=joints.stroke,
+        stroke_reference=psi_ref,
+        stroke_error=joints.stroke - psi_ref,
+        pitch=joints.pitch,
+        plate=joints.plate,
+        frequency=f_cmd,
+    )
+
+
+def simulate(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    state: FlapperState,
+    n_steps: int,
+    *,
+    observe=None,
+    checkpoint: bool = True,
+) -> tuple[FlapperState, Any]:
+    """Open-loop rollout of one world (``jax.lax.scan``); returns (final, trace)."""
+    return rollout(lambda p, s: step(robot, p, s), params, state, n_steps, observe=observe, checkpoint=checkpoint)

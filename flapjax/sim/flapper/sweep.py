@@ -1,0 +1,268 @@
+"""Cycle means and fixed-base sweeps of the flapping-wing robot.
+
+:func:`cycle_mean` runs one world open-loop and averages whole stroke cycles
+(:func:`cycle_window`); :func:`sweep` runs many worlds (frequencies,
+amplitudes, plate angles) through one compiled ``vmap(scan)`` in chunks
+(:func:`map_in_chunks`), so any number of rows reuses the same compilation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, init_state, make_robot
+from flapjax.sim.flapper.step import simulate
+from flapjax.sim.rollout import pad_worlds, slice_worlds, world_count
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range
+
+Scalar = Float[Array, ""]
+
+SEED_SWEEP = {20.0: 0.0661819985, 30.0: 0.1486352297, 40.0: 0.2639114107}
+"""Seed table 11.2: mean world F_z [N] of the fixed-base robot, 0.6 s runs, first 0.3 s discarded."""
+
+
+def cycle_window(frequency: Scalar, n_steps: int, discard_steps: int, dt: float) -> Float[Array, "T"]:
+    """0/1 weights of the whole cycles inside steps ``[discard_steps, n_steps)``.
+
+    The window ends at the last step and spans ``floor((T - T0) dt f)``
+    complete cycles (at least the whole window when f is 0), so cycle means
+    carry no partial-cycle bias at any frequency.
+    """
+    t = jnp.arange(n_steps) * dt
+    t_end = n_steps * dt
+    span = (n_steps - discard_steps) * dt
+    f = jnp.asarray(frequency)
+    n_cycles = jnp.floor(span * f + 1e-9)
+    safe_f = jnp.where(n_cycles > 0, f, 1.0)
+    start = jnp.where(n_cycles > 0, t_end - n_cycles / safe_f, t_end - span)
+    return ((t >= start - 0.5 * dt) & (t < t_end)).astype(t.dtype)
+
+
+def map_in_chunks(fn: Callable[[Any], Any], batched: Any, batch_size: int) -> Any:
+    """``fn`` over the leading world axis of ``batched`` in chunks of
+    ``batch_size`` worlds (the last chunk padded by repeating its last world,
+    so every chunk has one shape and one compilation); results concatenated
+    with the padding dropped."""
+    n = world_count(batched)
+    size = int(batch_size)
+    n_pad = -(-n // size) * size
+    padded = pad_worlds(batched, n_pad)
+    chunks = [fn(slice_worlds(padded, i, i + size)) for i in range(0, n_pad, size)]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *chunks)
+
+
+class CycleMean(eqx.Module):
+    """Cycle-mean loads of one world.
+
+    Attributes:
+      force: (3,) mean applied aerodynamic force, world frame [N].
+      moment: (3,) mean moment about the base origin, world frame [N m].
+      lift_total: () mean |F_N,L| + |F_N,R| [N].
+      stroke_error_rms: () RMS stroke tracking error over both wings [rad].
+      stroke_error_max: () max |psi - psi_ref| over the window [rad].
+      clip_fraction: () fraction of wing-steps with the force clip active [-].
+      healthy: () the world stayed finite.
+    """
+
+    force: Float[Array, "3"]
+    moment: Float[Array, "3"]
+    lift_total: Scalar
+    stroke_error_rms: Scalar
+    stroke_error_max: Scalar
+    clip_fraction: Scalar
+    healthy: Bool[Array, ""]
+
+
+def cycle_mean(
+    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True
+) -> CycleMean:
+    """Run one world open-loop from :func:`init_state` and average whole cycles
+    after ``discard_steps``. Differentiable in ``params``."""
+    if not 0 <= discard_steps < n_steps:
+        raise ConfigError(f"discard_steps: must lie in [0, n_steps), got {discard_steps} with n_steps={n_steps}")
+    state = init_state(robot, params)
+
+    def observe(_, dg):
+        return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped)
+
+    final, (force, moment, lift, err, clip) = simulate(
+        robot, params, state, n_steps, observe=observe, checkpoint=checkpoint
+    )
+    w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
+    tot = jnp.sum(w)
+    mean = lambda x: jnp.tensordot(w, x, axes=(0, 0)) / tot  # noqa: E731
+    return CycleMean(
+        force=mean(force),
+        moment=mean(moment),
+        lift_total=mean(lift),
+        stroke_error_rms=jnp.sqrt(mean(jnp.mean(err**2, axis=-1))),
+        stroke_error_max=jnp.max(jnp.where(w[:, None] > 0, jnp.abs(err), 0.0)),
+        clip_fraction=mean(jnp.mean(clip.astype(force.dtype), axis=-1)),
+        healthy=final.healthy,
+    )
+
+
+@eqx.filter_jit
+def _batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
+    return jax.vmap(lambda p: cycle_mean(robot, p, n_steps, discard_steps))(params)
+
+
+class SweepResult(eqx.Module):
+    """Cycle-mean loads of a fixed-base sweep, one row per world.
+
+    Attributes:
+      force: (n, 3) cycle-mean aerodynamic force, world frame [N].
+      moment: (n, 3) cycle-mean moment about the base origin, world frame [N m].
+      lift_total: (n,) cycle-mean |F_N,L| + |F_N,R| [N].
+      frequency: (n,) flapping frequency [Hz].
+      amplitude: (n,) stroke amplitude [rad].
+      plate: (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      stroke_error_rms: (n,) RMS stroke tracking error [rad].
+      stroke_error_max: (n,) max stroke tracking error [rad].
+      clip_fraction: (n,) fraction of wing-steps at the force clip [-].
+      healthy: (n,) the world stayed finite.
+      duration: run length [s]; discard: discarded transient [s]; dt: timestep [s].
+    """
+
+    force: Float[Array, "n 3"]
+    moment: Float[Array, "n 3"]
+    lift_total: Float[Array, "n"]
+    frequency: Float[Array, "n"]
+    amplitude: Float[Array, "n"]
+    plate: Float[Array, "n 2"]
+    stroke_error_rms: Float[Array, "n"]
+    stroke_error_max: Float[Array, "n"]
+    clip_fraction: Float[Array, "n"]
+    healthy: Bool[Array, "n"]
+    duration: float = eqx.field(static=True)
+    discard: float = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+
+    @property
+    def lift_per_f2(self) -> Float[Array, "n"]:
+        """F_z / f^2 [N/Hz^2]."""
+        return self.force[:, 2] / self.frequency**2
+
+
+def sweep_params(
+    frequencies,
+    *,
+    amplitude=None,
+    plate=(0.0, 0.0),
+    params: FlapperParams | None = None,
+    robot: FlapperRobot | None = None,
+) -> FlapperParams:
+    """Per-world parameters with a leading world axis: frequency (n,),
+    amplitude () or (n,), plate (2,) or (n, 2); the rest of ``params``
+    (default :func:`default_params`) shared by every world."""
+    freqs = as_float_array("frequencies", np.atleast_1d(np.asarray(frequencies, dtype=float)), (None,))
+    n = freqs.shape[0]
+    amp = None if amplitude is None else np.asarray(amplitude, dtype=float)
+    plate_a = np.asarray(plate, dtype=float)
+    if amp is not None and amp.ndim == 1:
+        n = max(n, amp.shape[0])
+    if plate_a.ndim == 2:
+        n = max(n, plate_a.shape[0])
+
+    def fit(name, x, tail):
+        x = np.asarray(x, dtype=float)
+        if x.shape == tail:
+            return np.broadcast_to(x, (n,) + tail).copy()
+        if x.shape == (1,) + tail or x.shape == (n,) + tail:
+            return np.broadcast_to(x, (n,) + tail).copy()
+        raise ConfigError(f"{name}: expected shape {tail} or ({n},{' ' if tail else ''}{', '.join(map(str, tail))}), got {x.shape}")
+
+    freqs = fit("frequencies", freqs, ())
+    check_positive("frequencies", freqs)
+    base = params if params is not None else default_params(robot)
+    amps = fit("amplitude", base.stroke.amplitude if amp is None else amp, ())
+    check_positive("amplitude", amps, allow_zero=True)
+    plates = fit("plate", plate_a, (2,))
+    check_range("plate", plates, -0.6, 0.6)
+    batched = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + jnp.shape(x)), base)
+    return eqx.tree_at(
+        lambda p: (p.stroke.frequency, p.stroke.amplitude, p.plate),
+        batched,
+        (jnp.asarray(freqs), jnp.asarray(amps), jnp.asarray(plates)),
+    )
+
+
+def window_steps(robot: FlapperRobot, duration: float, discard: float) -> tuple[int, int]:
+    """(n_steps, discard_steps) of a run of ``duration`` [s] whose first
+    ``discard`` [s] are dropped; refuses a window with nothing left."""
+    check_positive("duration", duration)
+    check_range("discard", discard, 0.0, duration)
+    n_steps = int(round(duration / robot.dt))
+    discard_steps = int(round(discard / robot.dt))
+    if discard_steps >= n_steps:
+        raise ConfigError(f"discard: must be shorter than duration ({duration} s), got {discard}")
+    return n_steps, discard_steps
+
+
+def sweep(
+    frequencies,
+    *,
+    duration: float = 0.6,
+    discard: float = 0.3,
+    plate=(0.0, 0.0),
+    amplitude=None,
+    params: FlapperParams | None = None,
+    robot: FlapperRobot | None = None,
+    batch_size: int = 4,
+) -> SweepResult:
+    """Fixed-base sweep: one world per row, cycle-mean force and moment.
+
+    Frequencies, amplitudes and plate angles broadcast against each other
+    (scalars / (2,) plate shared, or one value per world). Worlds run in
+    chunks of ``batch_size`` through one compiled ``vmap(scan)``, so any
+    number of rows reuses the same compilation (the last chunk is padded).
+
+    Args:
+      frequencies: (n,) flapping frequencies [Hz].
+      duration: run length [s]; discard: transient dropped before averaging [s].
+      plate: (2,) or (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      amplitude: () or (n,) stroke amplitude [rad]; default from the params.
+      params: shared parameters (hinge, aero options, ...).
+      robot: a fixed-base robot; default ``make_robot("fixed", "wing")``.
+      batch_size: worlds per compiled chunk.
+    """
+    robot = make_robot("fixed", "wing") if robot is None else robot
+    if robot.root != "fixed":
+        raise ConfigError(f"robot: sweep needs a fixed-base robot, got root={robot.root!r}")
+    n_steps, discard_steps = window_steps(robot, duration, discard)
+    batched = sweep_params(frequencies, amplitude=amplitude, plate=plate, params=params, robot=robot)
+    out = map_in_chunks(lambda p: _batched_cycle_mean(robot, p, n_steps, discard_steps), batched, batch_size)
+    return SweepResult(
+        force=out.force,
+        moment=out.moment,
+        lift_total=out.lift_total,
+        frequency=batched.stroke.frequency,
+        amplitude=batched.stroke.amplitude,
+        plate=batched.plate,
+        stroke_error_rms=out.stroke_error_rms,
+        stroke_error_max=out.stroke_error_max,
+        clip_fraction=out.clip_fraction,
+        healthy=out.healthy,
+        duration=float(duration),
+        discard=float(discard),
+        dt=robot.dt,
+    )
+
+
+def print_sweep_table(result: SweepResult, *, file=None) -> None:
+    """Print mean lift vs frequency with F_z / f^2 (and the seed's value where it has one)."""
+    print(f"{'f [Hz]':>8} {'F_z [N]':>11} {'F_z/f^2 [N/Hz^2]':>18} {'seed F_z [N]':>13} {'diff':>8}", file=file)
+    for f, fz in zip(np.asarray(result.frequency), np.asarray(result.force[:, 2])):
+        seed = SEED_SWEEP.get(float(f))
+        extra = f"{seed:13.5f} {100 * (fz / seed - 1):+7.2f}%" if seed else f"{'':13} {'':8}"
+        print(f"{f:8.2f} {fz:11.5f} {fz / f**2:18.5e} {extra}", file=file)
+    ratio = np.asarray(result.lift_per_f2)
+    if ratio.size > 1:
+        spread = (ratio.max() - ratio.min()) / ratio.mean()
+        print(f"F_z/f^2 spread (max - min) / mean: {100 * spread:.2f} %", file=file)
