@@ -1,7 +1,7 @@
 """The ``flapjax`` command (typer): one sub-command per job.
 
 ``flapjax identify`` runs the identification studies of the flapping-wing
-robot (:mod:`flapjax.identify_flapper`) and writes ``results.json``,
+robot (:mod:`flapjax.identify.flapper`) and writes ``results.json``,
 ``cycle_averaged.json`` and PNG plots into ``--out``. Further sub-commands
 register on :data:`app` with ``@app.command()``.
 """
@@ -50,15 +50,15 @@ def identify(
     settings resumes and reuses them (--fresh recomputes).
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    from flapjax import identify_flapper as idfl
+    from flapjax.identify import flapper
 
     start = time.perf_counter()
     try:
-        cfg = idfl.load_config(config, quick=quick)
+        cfg = flapper.load_config(config, quick=quick)
         if study:
             cfg["run"]["studies"] = list(study)
-            cfg = idfl.validate_config(cfg)
-        idfl.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
+            cfg = flapper.validate_config(cfg)
+        flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
     except ConfigError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         raise typer.Exit(code=2) from None

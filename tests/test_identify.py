@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from flapjax import identify as idf
-from flapjax import identify_flapper as F
+from flapjax.identify import flapper as F
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.validation import ConfigError
 
@@ -175,7 +175,7 @@ def test_round_trip_physical_parameters_through_rollout(lift_rollout, factor):
     nominal = F.nominal_physical(lift_rollout.robot)
     names = ["lift_scale"]
     truth = {**nominal, "lift_scale": 0.9}
-    targets = F._eval_lift(lift_rollout, truth)
+    targets = F.eval_lift(lift_rollout, truth)
     data = idf.Measurements(inputs=lift_rollout, targets=targets, scale=targets)
     t, n = idf.split(truth, names)
     t = idf.scale_trainable(t, {k: factor for k in names})
@@ -210,9 +210,9 @@ def test_results_round_trip_through_json_into_the_cycle_averaged_model(tmp_path)
         name="moments", values={"k_roll": jnp.asarray(6e-4), "k_pitch": jnp.asarray(7e-4), "D_w": jnp.array([1e-5, 2e-5, 3e-5])},
         std={}, metrics={}, data={}, loss=jnp.zeros(0),
     )
-    res = idf.IdentificationResult.from_studies({"lift": study, "moments": moments}, settings={"a": 1})
+    res = F.IdentificationResult.from_studies({"lift": study, "moments": moments}, settings={"a": 1})
     res.save(tmp_path / "results.json")
-    back = idf.IdentificationResult.load(tmp_path / "results.json")
+    back = F.IdentificationResult.load(tmp_path / "results.json")
     assert jax.tree.structure(back.identified) == jax.tree.structure(res.identified)
     np.testing.assert_allclose(back.identified["D_w"], [1e-5, 2e-5, 3e-5])
     np.testing.assert_allclose(back.studies["lift"].loss, [1.0, 0.1])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from flapjax import identify as idf
-from flapjax import identify_flapper as studies
+from flapjax.identify import flapper as studies
 
 K_F = 1.65e-4
 FREQS = np.array([15.0, 20.0, 25.0, 30.0, 35.0, 40.0, 45.0, 50.0])

@@ -1,0 +1,344 @@
+"""Gradient-based fitting: the machinery every identification study shares.
+
+A study has three parts:
+
+1. *measurements* -- arrays produced by rollouts (or a table), held in a
+   :class:`~flapjax.identify.losses.Measurements` pytree;
+2. a *model* of those measurements, ``predict(params, inputs) -> predictions``,
+   with ``params`` a plain ``dict[str, Array]`` of physical values in SI units;
+3. a *fit*: the trainable entries of ``params`` are kept apart from the
+   nominal ones (:func:`split`), positive constants live in log space, and one
+   jitted optax step (:func:`make_fit_step`, ``eqx.filter_value_and_grad``)
+   is iterated until :class:`Convergence` says stop (:func:`fit`).
+
+The measurements, the least-squares loss and the curvature-based
+uncertainty are in :mod:`flapjax.identify.losses`; study results and their
+JSON form in :mod:`flapjax.identify.results`. Nothing here knows about a
+robot or about MuJoCo: a loss may run MJX rollouts inside, but this module
+only sees a differentiable function of a parameter dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Float
+
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+
+Params = dict[str, Array]
+LossFn = Callable[[Params, Any], Array]
+
+
+# ---------------------------------------------------------------------------
+# Trainable vs nominal parameters
+# ---------------------------------------------------------------------------
+
+
+class Trainable(eqx.Module):
+    """The values an optimizer moves.
+
+    Attributes:
+      log: name -> log of a positive constant (any shape) [log SI].
+      linear: name -> a signed value, trained as is [SI].
+    """
+
+    log: dict[str, Array]
+    linear: dict[str, Array]
+
+    def values(self) -> Params:
+        """Physical values: ``exp`` of the log entries, the linear ones as is."""
+        out = {k: jnp.exp(v) for k, v in self.log.items()}
+        out.update(self.linear)
+        return out
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.log) + tuple(self.linear)
+
+
+class Nominal(eqx.Module):
+    """Values a study needs but does not train (held fixed, no gradient).
+
+    Attributes:
+      values: name -> value [SI].
+    """
+
+    values: dict[str, Array]
+
+
+def split(
+    values: Mapping[str, Any],
+    trainable: Sequence[str],
+    *,
+    signed: Sequence[str] = (),
+) -> tuple[Trainable, Nominal]:
+    """Split a parameter dict into trainable and nominal parts.
+
+    Trainable names are positive constants trained in log space, except those
+    listed in ``signed`` (trained as they are). Raises :class:`ConfigError`
+    for an unknown name or a non-positive value of a log-space parameter.
+    """
+    unknown = sorted(set(trainable) - set(values))
+    if unknown:
+        raise ConfigError(f"trainable: unknown parameter(s) {unknown}; known: {sorted(values)}")
+    bad_signed = sorted(set(signed) - set(trainable))
+    if bad_signed:
+        raise ConfigError(f"signed: {bad_signed} are not trainable parameters {list(trainable)}")
+    log, linear, nominal = {}, {}, {}
+    for name, v in values.items():
+        arr = jnp.asarray(as_float_array(name, v))
+        if name not in trainable:
+            nominal[name] = arr
+        elif name in signed:
+            linear[name] = arr
+        else:
+            check_positive(name, arr)
+            log[name] = jnp.log(arr)
+    return Trainable(log=log, linear=linear), Nominal(values=nominal)
+
+
+def combine(trainable: Trainable, nominal: Nominal) -> Params:
+    """The full physical parameter dict seen by a loss."""
+    out = dict(nominal.values)
+    out.update(trainable.values())
+    return out
+
+
+def scale_trainable(trainable: Trainable, factors: Mapping[str, float]) -> Trainable:
+    """Multiply named trainable values by ``factors`` (e.g. a +30 % start)."""
+    log = {k: v + math.log(factors[k]) if k in factors else v for k, v in trainable.log.items()}
+    linear = {k: v * factors[k] if k in factors else v for k, v in trainable.linear.items()}
+    return Trainable(log=log, linear=linear)
+
+
+# ---------------------------------------------------------------------------
+# Optimizers, the fit step, convergence
+# ---------------------------------------------------------------------------
+
+OPTIMIZERS = ("lbfgs", "adam")
+
+
+LINE_SEARCHES = ("zoom", "backtracking", "none")
+
+
+def make_optimizer(
+    name: str = "lbfgs", *, learning_rate: float = 0.05, decay_steps: int = 0, line_search: str = "zoom"
+) -> optax.GradientTransformation:
+    """An optax optimizer by name.
+
+    ``"lbfgs"`` (best for the smooth least-squares losses here, converges in
+    tens of steps) with a ``"zoom"`` line search (values and gradients) or a
+    ``"backtracking"`` one (values only: the choice when each gradient is a
+    long rollout) or ``"none"`` (unit steps: one compiled rollout, for
+    nearly quadratic losses), or ``"adam"`` with ``learning_rate``, cosine-decayed to
+    1 % over ``decay_steps`` when that is > 0.
+    """
+    check_choice("optimizer", name, OPTIMIZERS)
+    check_choice("line_search", line_search, LINE_SEARCHES)
+    if name == "lbfgs":
+        if line_search == "none":
+            return optax.lbfgs(linesearch=None)
+        if line_search == "backtracking":
+            ls = optax.scale_by_backtracking_linesearch(max_backtracking_steps=12, store_grad=False)
+            return optax.lbfgs(linesearch=ls)
+        return optax.lbfgs()
+    check_positive("learning_rate", learning_rate)
+    lr = optax.cosine_decay_schedule(learning_rate, int(decay_steps), alpha=0.01) if decay_steps > 0 else learning_rate
+    return optax.adam(lr)
+
+
+def _has_line_search(opt_state: Any) -> bool:
+    """Whether an optax state holds a line search (whose update needs the objective)."""
+    if "Linesearch" in type(opt_state).__name__:
+        return True
+    if isinstance(opt_state, tuple):
+        return any(_has_line_search(s) for s in opt_state)
+    return False
+
+
+GRAD_MODES = ("reverse", "forward")
+
+
+def _forward_value_and_grad(objective, trainable):
+    """Value and gradient by forward mode: one JVP per trainable scalar.
+
+    For a few parameters and a long rollout this avoids the reverse pass
+    through the whole scan (tens of times the cost of the forward run here).
+    """
+    flat, unravel = jax.flatten_util.ravel_pytree(trainable)
+    f = lambda v: objective(unravel(v))  # noqa: E731
+    value = f(flat)
+    grad = jax.jacfwd(f)(flat)
+    return value, unravel(grad)
+
+
+def make_fit_step(
+    loss_fn: LossFn,
+    optimizer: optax.GradientTransformation,
+    *,
+    line_search: bool | None = None,
+    grad_mode: str = "reverse",
+):
+    """One jitted optimizer step.
+
+    Returns ``step(trainable, opt_state, nominal, data) -> (trainable,
+    opt_state, loss, grad_norm)``: the loss and its gradient at the incoming
+    ``trainable`` (``eqx.filter_value_and_grad``), then one optax update.
+    ``line_search`` (default: detected from the optimizer state, e.g. ``optax.lbfgs``) passes the
+    objective to the update, as optax's line searches require; the value and
+    gradient the line search already computed are reused. ``grad_mode``:
+    ``"reverse"`` (``eqx.filter_value_and_grad``) or ``"forward"``
+    (``jax.jacfwd``, one JVP per parameter; pair it with a value-only line
+    search such as ``make_optimizer("lbfgs", line_search="backtracking")``).
+    """
+    check_choice("grad_mode", grad_mode, GRAD_MODES)
+
+    @eqx.filter_jit
+    def step(trainable: Trainable, opt_state, nominal: Nominal, data):
+        def objective(t):
+            return loss_fn(combine(t, nominal), data)
+
+        use_ls = _has_line_search(opt_state) if line_search is None else line_search
+        if grad_mode == "forward":
+            value, grad = _forward_value_and_grad(objective, trainable)
+            if use_ls:
+                updates, opt_state = optimizer.update(
+                    grad, opt_state, trainable, value=value, grad=grad, value_fn=objective
+                )
+            else:
+                updates, opt_state = optimizer.update(grad, opt_state, trainable)
+        elif use_ls:
+            value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
+            updates, opt_state = optimizer.update(
+                grad, opt_state, trainable, value=value, grad=grad, value_fn=objective
+            )
+        else:
+            value, grad = eqx.filter_value_and_grad(objective)(trainable)
+            updates, opt_state = optimizer.update(grad, opt_state, trainable)
+        trainable = eqx.apply_updates(trainable, updates)
+        return trainable, opt_state, value, optax.tree.norm(grad)
+
+    return step
+
+
+class Convergence(eqx.Module):
+    """When a fit stops.
+
+    Stops at ``max_steps``, or as soon as the gradient norm (log-space
+    parameters: relative units) drops below ``grad_tol``, or when the loss
+    changed by less than ``rtol`` (relative) for ``patience`` steps in a row,
+    or when the loss falls below ``loss_tol``.
+
+    Attributes (static): max_steps, grad_tol, rtol, patience, loss_tol.
+    """
+
+    max_steps: int = eqx.field(static=True, default=200)
+    grad_tol: float = eqx.field(static=True, default=1e-9)
+    rtol: float = eqx.field(static=True, default=1e-12)
+    patience: int = eqx.field(static=True, default=5)
+    loss_tol: float = eqx.field(static=True, default=0.0)
+
+    def __check_init__(self):
+        check_range("Convergence.max_steps", self.max_steps, 1, None)
+        check_positive("Convergence.grad_tol", self.grad_tol, allow_zero=True)
+        check_positive("Convergence.rtol", self.rtol, allow_zero=True)
+        check_range("Convergence.patience", self.patience, 1, None)
+        check_positive("Convergence.loss_tol", self.loss_tol, allow_zero=True)
+
+
+class FitResult(eqx.Module):
+    """Outcome of :func:`fit`.
+
+    Attributes:
+      params: name -> fitted physical value (trainable and nominal) [SI].
+      trainable: the fitted trainable part.
+      loss: (steps,) loss before each step.
+      grad_norm: (steps,) gradient norm before each step.
+      final_loss: () loss at the returned parameters.
+      converged: whether a tolerance (not max_steps) stopped the fit.
+      reason: why it stopped.
+    """
+
+    params: Params
+    trainable: Trainable
+    loss: Float[Array, "steps"]
+    grad_norm: Float[Array, "steps"]
+    final_loss: Array
+    converged: bool = eqx.field(static=True)
+    reason: str = eqx.field(static=True)
+
+    @property
+    def steps(self) -> int:
+        return int(self.loss.shape[0])
+
+
+def fit(
+    loss_fn: LossFn,
+    trainable: Trainable,
+    nominal: Nominal,
+    data: Any,
+    *,
+    optimizer: optax.GradientTransformation | None = None,
+    convergence: Convergence | None = None,
+    step_fn=None,
+    progress: Callable[[int, float], None] | None = None,
+) -> FitResult:
+    """Minimize ``loss_fn(combine(trainable, nominal), data)`` over ``trainable``.
+
+    Args:
+      loss_fn: differentiable ``loss(params, data) -> ()``.
+      trainable, nominal: from :func:`split` (or :func:`scale_trainable`).
+      data: the loss's data pytree (e.g. :class:`~flapjax.identify.losses.Measurements`).
+      optimizer: default ``optax.lbfgs()``.
+      convergence: stopping rules (default :class:`Convergence`).
+      step_fn: a step from :func:`make_fit_step` to reuse (its compilation);
+        built from ``loss_fn`` and ``optimizer`` when None.
+      progress: called as ``progress(step, loss)`` after every step.
+    """
+    optimizer = make_optimizer("lbfgs") if optimizer is None else optimizer
+    conv = Convergence() if convergence is None else convergence
+    step = make_fit_step(loss_fn, optimizer) if step_fn is None else step_fn
+    opt_state = optimizer.init(trainable)
+    losses, norms = [], []
+    reason, converged, calm = f"max_steps={conv.max_steps}", False, 0
+    for k in range(conv.max_steps):
+        new, opt_state, value, gnorm = step(trainable, opt_state, nominal, data)
+        value, gnorm = float(value), float(gnorm)
+        if not (math.isfinite(value) and math.isfinite(gnorm)):
+            reason = f"non-finite loss or gradient at step {k}"
+            break
+        losses.append(value)
+        norms.append(gnorm)
+        if progress is not None:
+            progress(k, value)
+        if gnorm <= conv.grad_tol:
+            reason, converged = f"grad_norm {gnorm:.2e} <= {conv.grad_tol:g}", True
+            break
+        if value <= conv.loss_tol:
+            reason, converged = f"loss {value:.2e} <= {conv.loss_tol:g}", True
+            break
+        trainable = new
+        if len(losses) > 1 and abs(losses[-2] - value) <= conv.rtol * max(abs(losses[-2]), 1e-300):
+            calm += 1
+            if calm >= conv.patience:
+                reason, converged = f"loss change < rtol={conv.rtol:g} for {conv.patience} steps", True
+                break
+        else:
+            calm = 0
+    final = float(loss_fn(combine(trainable, nominal), data))
+    return FitResult(
+        params=combine(trainable, nominal),
+        trainable=trainable,
+        loss=jnp.asarray(losses),
+        grad_norm=jnp.asarray(norms),
+        final_loss=jnp.asarray(final),
+        converged=converged,
+        reason=reason,
+    )

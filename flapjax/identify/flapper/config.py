@@ -1,0 +1,300 @@
+"""Configuration of the flapping-wing identification studies.
+
+:data:`DEFAULT_CONFIG` holds every setting, one section per study plus
+``[run]``; :data:`QUICK_OVERRIDES` sizes the studies for a 2-core CPU in
+minutes (``flapjax identify --quick``). :func:`load_config` overlays a TOML
+or JSON file (the study configs in ``identification/``) and
+:func:`validate_config` checks every value, outside any trace, with a
+message that names the setting. :func:`optimizer_for`,
+:func:`convergence_for` and :func:`fit_averaged` turn a section's settings
+into a fit of the cycle-averaged model.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import optax
+
+from flapjax.identify.fit import GRAD_MODES, LINE_SEARCHES, OPTIMIZERS, Convergence, FitResult, fit, make_optimizer, split
+from flapjax.identify.losses import Measurements, least_squares
+from flapjax.sim import flapper as fl
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+
+STUDIES = ("lift", "moments", "damping", "physical", "validation")
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "run": {"studies": list(STUDIES), "float64": True, "batch_size": 8, "plots": True},
+    "lift": {
+        "frequencies": [20.0, 25.0, 30.0, 35.0, 40.0, 45.0],
+        "duration": 0.6,
+        "discard": 0.3,
+        "optimizer": "lbfgs",
+        "learning_rate": 0.05,
+        "max_steps": 300,
+        "start_factor": 1.3,
+    },
+    "moments": {
+        "frequencies": [30.0, 38.0, 45.0],
+        "tilts": [-0.3, -0.2, -0.1, 0.1, 0.2, 0.3],
+        "duration": 0.6,
+        "discard": 0.3,
+        "optimizer": "lbfgs",
+        "learning_rate": 0.05,
+        "max_steps": 300,
+        "start_factor": 1.3,
+    },
+    "damping": {
+        "frequency": 0.0,
+        "rates": [-2.0, -1.0, 1.0, 2.0],
+        "speeds": [-1.0, -0.5, 0.5, 1.0],
+        "axes": ["x", "y", "z"],
+        "armature": 10.0,
+        "duration": 0.6,
+        "discard": 0.3,
+        "optimizer": "lbfgs",
+        "learning_rate": 0.05,
+        "max_steps": 300,
+        "start_factor": 1.3,
+    },
+    "physical": {
+        "parameters": ["hinge_stiffness", "lift_scale"],
+        "frequencies": [20.0, 30.0, 40.0],
+        "targets": "seed",
+        "duration": 0.6,
+        "discard": 0.3,
+        "start": {},
+        "optimizer": "lbfgs",
+        "line_search": "backtracking",
+        "grad_mode": "forward",
+        "learning_rate": 0.05,
+        "max_steps": 25,
+    },
+    "validation": {
+        "duration": 2.0,
+        "height": 0.5,
+        "plate_step": 0.05,
+        "step_start": 1.0,
+        "step_length": 0.1,
+        "tail": 0.5,
+    },
+}
+
+QUICK_OVERRIDES: dict[str, Any] = {
+    "lift": {"frequencies": [20.0, 30.0, 40.0, 45.0]},
+    "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3]},
+    "damping": {"rates": [-2.0, -1.0, 1.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
+    "physical": {"parameters": ["lift_scale"], "duration": 0.2, "discard": 0.1, "max_steps": 8},
+    "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3},
+}
+
+# Per-wing physical parameters the "physical" study can fit, with their units.
+PHYSICAL_UNITS = {"hinge_stiffness": "N m/rad", "hinge_damping": "N m s/rad", "lift_scale": "-", "moment_scale": "-"}
+PHYSICAL_PARAMETERS = tuple(PHYSICAL_UNITS)
+
+
+def _merge(base: dict, over: Mapping, where: str) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if key not in base:
+            raise ConfigError(f"{where}{key}: unknown setting; allowed: {sorted(base)}")
+        if isinstance(base[key], dict) and key != "start":
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}{key}: expected a table of settings, got {value!r}")
+            out[key] = _merge(base[key], value, f"{where}{key}.")
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def default_config(quick: bool = False) -> dict[str, Any]:
+    """The full configuration (``quick``: sized for a 2-core CPU in minutes)."""
+    cfg = copy.deepcopy(DEFAULT_CONFIG)
+    return _merge(cfg, QUICK_OVERRIDES, "") if quick else cfg
+
+
+def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[str, Any]:
+    """Defaults overlaid with a TOML or JSON file, then validated.
+
+    A study's file may hold only its own section (e.g. ``[lift]``).
+    Raises :class:`ConfigError` for an unreadable file, an unknown key or a
+    bad value (the message names the setting).
+    """
+    cfg = default_config(quick)
+    if path is None:
+        return validate_config(cfg)
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: no such file {str(path)!r}")
+    text = path.read_text()
+    try:
+        user = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config {path}: cannot parse ({exc})") from exc
+    if not isinstance(user, Mapping):
+        raise ConfigError(f"config {path}: expected a table of sections, got {type(user).__name__}")
+    return validate_config(_merge(cfg, user, ""))
+
+
+def _check_list(name: str, value, *, positive=False, nonzero=False, lo=None, hi=None, min_len=1) -> None:
+    arr = as_float_array(name, value, (None,))
+    if arr.size < min_len:
+        raise ConfigError(f"{name}: need at least {min_len} value(s), got {arr.size}")
+    if positive:
+        check_positive(name, arr)
+    if nonzero and np.any(arr == 0):
+        raise ConfigError(f"{name}: values must be non-zero, got {arr.tolist()}")
+    if lo is not None or hi is not None:
+        check_range(name, arr, lo, hi)
+
+
+def _check_run_window(section: str, s: Mapping) -> None:
+    check_range(f"{section}.duration", s["duration"], 0.01, 10.0)
+    check_range(f"{section}.discard", s["discard"], 0.0, None)
+    if not s["discard"] < s["duration"]:
+        raise ConfigError(f"{section}.discard: must be shorter than duration ({s['duration']}), got {s['discard']}")
+
+
+def _check_fit(section: str, s: Mapping) -> None:
+    check_choice(f"{section}.optimizer", s["optimizer"], OPTIMIZERS)
+    check_positive(f"{section}.learning_rate", s["learning_rate"])
+    if not isinstance(s["max_steps"], int) or s["max_steps"] < 1:
+        raise ConfigError(f"{section}.max_steps: must be an integer >= 1, got {s['max_steps']!r}")
+
+
+def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
+    run = cfg["run"]
+    if not isinstance(run["studies"], list) or not run["studies"]:
+        raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
+    for s in run["studies"]:
+        check_choice("run.studies", s, STUDIES)
+    if not isinstance(run["batch_size"], int) or run["batch_size"] < 1:
+        raise ConfigError(f"run.batch_size: must be an integer >= 1, got {run['batch_size']!r}")
+    for key in ("float64", "plots"):
+        if not isinstance(run[key], bool):
+            raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
+
+    s = cfg["lift"]
+    _check_list("lift.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, min_len=2)
+    _check_run_window("lift", s)
+    _check_fit("lift", s)
+    check_range("lift.start_factor", s["start_factor"], 0.1, 10.0)
+
+    s = cfg["moments"]
+    _check_list("moments.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0)
+    _check_list("moments.tilts", s["tilts"], lo=-0.6, hi=0.6, nonzero=True, min_len=2)
+    _check_run_window("moments", s)
+    _check_fit("moments", s)
+    check_range("moments.start_factor", s["start_factor"], 0.1, 10.0)
+
+    s = cfg["damping"]
+    check_range("damping.frequency", s["frequency"], 0.0, 200.0)
+    _check_list("damping.rates", s["rates"], nonzero=True, lo=-50.0, hi=50.0)
+    _check_list("damping.speeds", s["speeds"], nonzero=True, lo=-10.0, hi=10.0, min_len=0)
+    if not isinstance(s["axes"], list) or not s["axes"]:
+        raise ConfigError(f"damping.axes: expected a non-empty list from ['x', 'y', 'z'], got {s['axes']!r}")
+    for a in s["axes"]:
+        check_choice("damping.axes", a, ("x", "y", "z"))
+    check_positive("damping.armature", s["armature"])
+    _check_run_window("damping", s)
+    _check_fit("damping", s)
+    check_range("damping.start_factor", s["start_factor"], 0.1, 10.0)
+
+    s = cfg["physical"]
+    if not isinstance(s["parameters"], list) or not s["parameters"]:
+        raise ConfigError(f"physical.parameters: expected a non-empty list from {list(PHYSICAL_PARAMETERS)}")
+    for p in s["parameters"]:
+        check_choice("physical.parameters", p, PHYSICAL_PARAMETERS)
+    _check_list("physical.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0)
+    targets = s["targets"]
+    if isinstance(targets, str):
+        check_choice("physical.targets", targets, ("seed",))
+        missing = [f for f in s["frequencies"] if float(f) not in fl.SEED_SWEEP]
+        if missing:
+            raise ConfigError(
+                f"physical.frequencies: the seed table has {sorted(fl.SEED_SWEEP)} Hz only, got {missing}; "
+                "give physical.targets as a list of F_z [N] or a table of true parameter values"
+            )
+    elif isinstance(targets, Mapping):
+        for k, v in targets.items():
+            check_choice("physical.targets", k, PHYSICAL_PARAMETERS)
+            check_positive(f"physical.targets.{k}", v)
+    else:
+        _check_list("physical.targets", targets, positive=True)
+        if len(targets) != len(s["frequencies"]):
+            raise ConfigError(
+                f"physical.targets: expected one F_z per frequency ({len(s['frequencies'])}), got {len(targets)}"
+            )
+    if not isinstance(s["start"], Mapping):
+        raise ConfigError(f"physical.start: expected a table name -> value, got {s['start']!r}")
+    for k, v in s["start"].items():
+        check_choice("physical.start", k, PHYSICAL_PARAMETERS)
+        check_positive(f"physical.start.{k}", v)
+    _check_run_window("physical", s)
+    _check_fit("physical", s)
+    check_choice("physical.line_search", s["line_search"], LINE_SEARCHES)
+    check_choice("physical.grad_mode", s["grad_mode"], GRAD_MODES)
+
+    s = cfg["validation"]
+    check_range("validation.duration", s["duration"], 0.05, 20.0)
+    check_range("validation.height", s["height"], 0.0, 100.0)
+    check_range("validation.plate_step", s["plate_step"], -0.3, 0.3)
+    check_range("validation.step_start", s["step_start"], 0.0, s["duration"])
+    check_range("validation.step_length", s["step_length"], 0.0, s["duration"])
+    check_range("validation.tail", s["tail"], 0.001, s["duration"])
+    return cfg
+
+
+# ---------------------------------------------------------------------------
+# From a section's settings to a fit
+# ---------------------------------------------------------------------------
+
+
+def optimizer_for(s: Mapping) -> optax.GradientTransformation:
+    """The optimizer a study section asks for (``optimizer``, ``learning_rate``,
+    cosine decay over ``max_steps``, ``line_search`` where given)."""
+    return make_optimizer(
+        s["optimizer"], learning_rate=s["learning_rate"], decay_steps=s["max_steps"], line_search=s.get("line_search", "zoom")
+    )
+
+
+def convergence_for(s: Mapping) -> Convergence:
+    """Stopping rules of a study section: ``max_steps`` and tight tolerances."""
+    return Convergence(max_steps=int(s["max_steps"]), grad_tol=1e-10, rtol=1e-13, patience=5)
+
+
+def progress_callback(bar) -> Callable[[int, float], None] | None:
+    """A :func:`flapjax.identify.fit.fit` progress hook that shows the step
+    and loss on a tqdm ``bar`` (None: no hook)."""
+    if bar is None:
+        return None
+
+    def cb(k, loss):
+        bar.set_postfix(step=k, loss=f"{loss:.3e}", refresh=False)
+        bar.update(0)
+
+    return cb
+
+
+def fit_averaged(
+    predict: Callable,
+    data: Measurements,
+    start: Mapping[str, Any],
+    trainable: list[str],
+    s: Mapping,
+    *,
+    bar=None,
+) -> FitResult:
+    """Fit the ``trainable`` entries of ``start`` (log space) to ``data`` by
+    least squares, with the optimizer and stopping rules of section ``s``."""
+    t, n = split(start, trainable)
+    return fit(
+        least_squares(predict), t, n, data, optimizer=optimizer_for(s), convergence=convergence_for(s),
+        progress=progress_callback(bar),
+    )

@@ -1,0 +1,192 @@
+"""What a run shows: PNG plots of every study and the plain-text summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from flapjax.identify.flapper.config import PHYSICAL_UNITS
+from flapjax.identify.flapper.results import SEED_UNITS, SEED_VALUES, IdentificationResult
+
+
+def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]:
+    """PNG plots of every study present in ``result`` (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    files = []
+    st = result.studies
+
+    def save(fig, name):
+        path = out / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+
+    if "lift" in st:
+        d, m = st["lift"].data, st["lift"].metrics
+        f = np.asarray(d["frequency"])
+        k_f, k_ls = float(st["lift"].values["k_f"]), float(m["k_f_least_squares"])
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        ax.plot(f**2, np.asarray(d["force_z"]), "o", label="per-wing MJX sweep (cycle mean)")
+        ff = np.linspace(0, f.max() * 1.05, 100)
+        ax.plot(ff**2, k_f * ff**2, "-", label=f"gradient fit k_f = {k_f:.5e}")
+        ax.plot(ff**2, k_ls * ff**2, "--", label=f"least squares {k_ls:.5e}")
+        ax.set_xlabel("f^2 [Hz^2]")
+        ax.set_ylabel("world F_z [N]")
+        ax.set_title(f"lift: R^2 = {float(m['r2']):.5f}")
+        ax.legend(fontsize=8)
+        save(fig, "lift_fz_vs_f2.png")
+    if "moments" in st:
+        d, v, m = st["moments"].data, st["moments"].values, st["moments"].metrics
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        for ax, key, k, r2, lab in (
+            (axes[0], "roll", float(v["k_roll"]), float(m["r2_roll"]), "tau_x (pitch_joint delta_p)"),
+            (axes[1], "pitch", float(v["k_pitch"]), float(m["r2_pitch"]), "-tau_y (roll_joint delta_r)"),
+        ):
+            x, y = np.asarray(d[f"{key}_x"]), np.asarray(d[f"{key}_y"])
+            ax.plot(x, y, "o", label="per-wing MJX (cycle mean)")
+            xx = np.linspace(x.min(), x.max(), 50)
+            ax.plot(xx, k * xx, "-", label=f"k_{key} = {k:.4e} N m/rad")
+            ax.set_xlabel("lambda_f delta [rad]")
+            ax.set_ylabel(f"{lab} [N m]")
+            ax.set_title(f"k_{key}: R^2 = {r2:.5f}")
+            ax.legend(fontsize=8)
+        save(fig, "moments_fit.png")
+    if "damping" in st:
+        d, v = st["damping"].data, st["damping"].values
+        kind = np.asarray(d["kind"]).astype(int)
+        x, y, yf = np.asarray(d["drive"]), np.asarray(d["load"]), np.asarray(d["fitted"])
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        for j, lab in zip(range(2, 5), ("x", "y", "z")):
+            sel = kind == j
+            if np.any(sel):
+                o = np.argsort(x[sel])
+                (line,) = axes[0].plot(x[sel], y[sel], "o", label=f"tau_{lab}")
+                axes[0].plot(x[sel][o], yf[sel][o], "-", color=line.get_color(),
+                             label=f"-D_w,{lab} w, D = {float(np.asarray(v['D_w'])[j - 2]):.3e}")
+        axes[0].set_xlabel("imposed body rate [rad/s]")
+        axes[0].set_ylabel("cycle-mean body moment [N m]")
+        axes[0].legend(fontsize=7)
+        for j, lab in ((0, "x"), (1, "y")):
+            sel = kind == j
+            if np.any(sel):
+                o = np.argsort(x[sel])
+                (line,) = axes[1].plot(x[sel], y[sel], "o", label=f"F_{lab}")
+                axes[1].plot(x[sel][o], yf[sel][o], "-", color=line.get_color())
+        if "k_v" in v:
+            axes[1].set_title(f"k_v = {float(v['k_v']):.4e} N s/m")
+        axes[1].set_xlabel("imposed body speed [m/s]")
+        axes[1].set_ylabel("cycle-mean body force [N]")
+        axes[1].legend(fontsize=7)
+        save(fig, "damping_fit.png")
+    if "physical" in st:
+        d = st["physical"].data
+        f = np.asarray(d["frequency"])
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        ax.plot(f, np.asarray(d["target"]) / f**2, "ks", label="measurement")
+        ax.plot(f, np.asarray(d["start_force_z"]) / f**2, "x--", label="start")
+        ax.plot(f, np.asarray(d["fitted_force_z"]) / f**2, "o-", label="identified")
+        vals = ", ".join(f"{k} = {float(x):.4g}" for k, x in st["physical"].values.items())
+        ax.set_title(vals, fontsize=8)
+        ax.set_xlabel("f [Hz]")
+        ax.set_ylabel("F_z / f^2 [N/Hz^2]")
+        ax.legend(fontsize=8)
+        save(fig, "physical_fit.png")
+    curves = {k: np.asarray(s.loss) for k, s in st.items() if np.asarray(s.loss).size}
+    if curves:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        for k, c in curves.items():
+            ax.semilogy(np.arange(c.size), np.maximum(c, 1e-300), ".-", label=k)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("loss")
+        ax.legend(fontsize=8)
+        save(fig, "loss_curves.png")
+    if "validation" in st:
+        d = st["validation"].data
+        t = np.asarray(d["time"])
+        fig, axes = plt.subplots(3, 2, figsize=(10, 8), sharex=True)
+        labels = list(st["validation"].metrics["flights"])
+        for i, lab in enumerate(labels):
+            axes[i, 0].plot(t, np.asarray(d["per_wing_z"])[i], label="per-wing")
+            axes[i, 0].plot(t, np.asarray(d["averaged_z"])[i], "--", label="averaged (identified)")
+            axes[i, 0].set_ylabel(f"{lab}\nz [m]", fontsize=8)
+            for j, c in enumerate("xy"):
+                axes[i, 1].plot(t, np.degrees(np.asarray(d["per_wing_tilt"])[i, :, j]), label=f"per-wing tilt {c}")
+                axes[i, 1].plot(t, np.degrees(np.asarray(d["averaged_tilt"])[i, :, j]), "--", label=f"averaged tilt {c}")
+            axes[i, 1].set_ylabel("tilt [deg]")
+        axes[0, 0].legend(fontsize=7)
+        axes[0, 1].legend(fontsize=7)
+        axes[-1, 0].set_xlabel("t [s]")
+        axes[-1, 1].set_xlabel("t [s]")
+        save(fig, "validation_flights.png")
+    return files
+
+
+def _fmt(x) -> str:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0:
+        return f"{float(arr):.5g}"
+    return "[" + ", ".join(f"{v:.4g}" for v in arr) + "]"
+
+
+def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> str:
+    """A plain-text summary: identified values, fit quality, validation."""
+    lines = ["", "flapjax identify: results"]
+    head = f"  {'name':<16} {'identified':>30} {'std':>12} {'unit':>10} {'seed':>30}"
+    lines += [head, "  " + "-" * (len(head) - 2)]
+    for k, v in result.identified.items():
+        unit = SEED_UNITS.get(k, PHYSICAL_UNITS.get(k, ""))
+        std = _fmt(result.std[k]) if k in result.std else ""
+        seed = _fmt(SEED_VALUES[k]) if k in SEED_VALUES else ""
+        lines.append(f"  {k:<16} {_fmt(v):>30} {std:>12} {unit:>10} {seed:>30}")
+    st = result.studies
+    lines.append("")
+    if "lift" in st:
+        m = st["lift"].metrics
+        lines.append(
+            f"  lift     k_f gradient vs least squares: {100 * float(m['k_f_relative_difference']):+.2e} %, "
+            f"R^2 {float(m['r2']):.5f}, F_z/f^2 spread {100 * float(m['lift_per_f2_spread']):.2f} %, "
+            f"hover frequency sqrt(m g / k_f) = {float(m['hover_frequency']):.3f} Hz"
+        )
+    if "moments" in st:
+        m = st["moments"].metrics
+        lines.append(
+            f"  moments  R^2 roll {float(m['r2_roll']):.5f}, pitch {float(m['r2_pitch']):.5f}; "
+            f"cross moments <= {float(m['cross_moment_max']):.2e} N m (primary <= {float(m['primary_moment_max']):.2e})"
+        )
+    if "damping" in st:
+        m = st["damping"].metrics
+        r2 = ", ".join(f"{k[3:]} {float(v):.4f}" for k, v in m.items() if k.startswith("r2_"))
+        lines.append(f"  damping  at {float(m['frequency']):.3f} Hz; R^2 {r2}")
+        if "no damping" in st["damping"].notes:
+            lines.append("           " + st["damping"].notes.split("; ")[-1])
+    if "physical" in st:
+        m = st["physical"].metrics
+        lines.append(
+            f"  physical relative F_z residual RMS {100 * float(m['relative_residual_rms']):.2f} % "
+            f"({m['target_source']})"
+        )
+    if "validation" in st:
+        m = st["validation"].metrics
+        lines.append(
+            f"  validation: hover frequency {float(m['hover_frequency']):.3f} Hz; fixed-base per-wing lift there / weight = "
+            f"{float(m['fixed_base_lift_at_hover_over_weight']):.4f}; per-wing hover mean f / f_h = "
+            f"{float(m['per_wing_hover_frequency_over_identified']):.4f}"
+        )
+        lines.append(f"    {'flight':<18} {'alt RMS diff [m]':>17} {'att RMS diff [deg]':>19} {'alt err wing/avg [m]':>22}")
+        for lab, r in m["flights"].items():
+            lines.append(
+                f"    {lab:<18} {float(r['altitude_rms_difference']):17.4f} {float(r['attitude_rms_difference_deg']):19.3f} "
+                f"{float(r['per_wing_altitude_error_tail']):+10.4f}/{float(r['averaged_altitude_error_tail']):+.4f}"
+            )
+    if skipped:
+        lines.append(f"  reused from a previous run: {', '.join(skipped)} (use --fresh to recompute)")
+    if out_dir is not None:
+        lines.append(f"  written: {Path(out_dir) / 'results.json'}, cycle_averaged.json, *.png")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""What ``flapjax identify`` produced for the flapping-wing robot.
+
+:class:`IdentificationResult` gathers the studies' :class:`StudyResult` records
+under the seed's symbols (``k_f``, ``k_v``, ``k_roll``, ``k_pitch``,
+``D_w``, plus per-wing physical parameters), round-trips through JSON, and
+turns the identified values into the cycle-averaged model's parameters
+(:meth:`IdentificationResult.to_cycle_averaged_params`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import equinox as eqx
+import numpy as np
+from jaxtyping import Array
+
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.identify.results import StudyResult, read_json, to_arrays, to_jsonable, versions, write_json
+from flapjax.validation import ConfigError
+
+# Seed symbol -> CycleAveragedParams field.
+SEED_NAMES: dict[str, str] = {
+    "k_f": "lift_coefficient",
+    "k_v": "horizontal_damping",
+    "k_roll": "roll_gain",
+    "k_pitch": "pitch_gain",
+    "D_w": "rate_damping",
+}
+SEED_UNITS: dict[str, str] = {
+    "k_f": "N/Hz^2",
+    "k_v": "N s/m",
+    "k_roll": "N m/rad",
+    "k_pitch": "N m/rad",
+    "D_w": "N m s/rad",
+}
+
+# Seed section 10 defaults, for the summary's "seed" column.
+SEED_VALUES = {
+    "k_f": 0.14858349039827917 / 30.0**2,
+    "k_v": 0.06,
+    "k_roll": 0.01055 / 20.0,
+    "k_pitch": 0.01144 / 20.0,
+    "D_w": [2e-4, 2e-4, 1e-4],
+}
+
+
+class IdentificationResult(eqx.Module):
+    """Everything ``flapjax identify`` produced.
+
+    Attributes:
+      identified: seed name -> value [SI] (``k_f``, ``k_roll``, ``k_pitch``,
+        ``D_w`` (3,), ``k_v``, and physical parameters of the per-wing model).
+      std: seed name -> one-standard-deviation uncertainty where estimated.
+      studies: study name -> :class:`StudyResult`.
+      validation: name -> metrics of the flights that compare the models.
+      settings: the configuration that was run (static, JSON-like).
+      versions: package versions (static).
+    """
+
+    identified: dict[str, Array]
+    std: dict[str, Array]
+    studies: dict[str, StudyResult]
+    validation: dict[str, Any]
+    settings: dict = eqx.field(static=True)
+    versions: dict = eqx.field(static=True)
+
+    @classmethod
+    def from_studies(
+        cls,
+        studies: Mapping[str, StudyResult],
+        *,
+        validation: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> "IdentificationResult":
+        identified, std = {}, {}
+        for s in studies.values():
+            identified.update(s.values)
+            std.update(s.std)
+        return cls(
+            identified=identified,
+            std=std,
+            studies=dict(studies),
+            validation=dict(validation or {}),
+            settings=dict(settings or {}),
+            versions=versions(),
+        )
+
+    def to_cycle_averaged_params(self, base: CycleAveragedParams | None = None) -> CycleAveragedParams:
+        """The cycle-averaged model with the identified values; fields not
+        identified keep ``base``'s (default: the seed's values)."""
+        base = CycleAveragedParams() if base is None else base
+        values = base.to_dict()
+        for seed, field in SEED_NAMES.items():
+            if seed in self.identified:
+                values[field] = np.asarray(self.identified[seed]).tolist()
+        return CycleAveragedParams.from_dict(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        units = {k: SEED_UNITS[k] for k in self.identified if k in SEED_UNITS}
+        return to_jsonable(
+            {
+                "identified": self.identified,
+                "std": self.std,
+                "units": units,
+                "cycle_averaged": self.to_cycle_averaged_params().to_dict(),
+                "residuals": {name: s.metrics for name, s in self.studies.items()},
+                "validation": self.validation,
+                "settings": self.settings,
+                "versions": self.versions,
+                "studies": {name: s.to_dict() for name, s in self.studies.items()},
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "IdentificationResult":
+        if "identified" not in d:
+            raise ConfigError("IdentificationResult: missing field 'identified'")
+        studies = {name: StudyResult.from_dict(s) for name, s in (d.get("studies") or {}).items()}
+        return cls(
+            identified=to_arrays(dict(d["identified"])),
+            std=to_arrays(dict(d.get("std") or {})),
+            studies=studies,
+            validation=to_arrays(dict(d.get("validation") or {})),
+            settings=dict(d.get("settings") or {}),
+            versions=dict(d.get("versions") or {}),
+        )
+
+    def save(self, path: str | Path) -> None:
+        write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "IdentificationResult":
+        return cls.from_dict(read_json(path))

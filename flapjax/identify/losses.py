@@ -1,0 +1,170 @@
+"""Least-squares losses of the identification studies and their curvature.
+
+A study's data is a :class:`Measurements` pytree (inputs, measured targets,
+their scale, which rows are valid); :func:`least_squares` turns a model
+``predict(params, inputs)`` into the loss :func:`flapjax.identify.fit.fit`
+minimizes; :func:`gauss_newton_uncertainty` gives parameter standard
+deviations from the loss curvature at the optimum. Closed forms
+(:func:`slope_through_origin`, :func:`r_squared`) check the gradient fits.
+No robot knowledge.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import equinox as eqx
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from flapjax.identify.fit import LossFn, Params, Trainable
+from flapjax.validation import ConfigError
+
+
+# ---------------------------------------------------------------------------
+# Losses
+# ---------------------------------------------------------------------------
+
+
+class Measurements(eqx.Module):
+    """What a study fits: inputs, measured outputs and their scale.
+
+    Attributes:
+      inputs: pytree of the experiment settings, leading axis n.
+      targets: (n, ...) measured values [SI].
+      scale: () or broadcastable to targets: residuals are divided by it
+        (e.g. the RMS of the targets, or a measurement standard deviation).
+      valid: (n,) bool or None: rows from worlds that diverged or produced
+        non-finite values are False and left out of the loss (see
+        :func:`valid_rows`); None keeps every row.
+    """
+
+    inputs: Any
+    targets: Float[Array, "n ..."]
+    scale: Any
+    valid: Any = None
+
+    @property
+    def n_ignored(self) -> int:
+        """How many rows (worlds) the loss ignores."""
+        return 0 if self.valid is None else int(np.sum(~np.asarray(self.valid)))
+
+
+def valid_rows(targets, healthy=None) -> np.ndarray:
+    """(n,) bool: the world stayed healthy and every target of its row is finite."""
+    t = np.asarray(targets, dtype=float)
+    ok = np.all(np.isfinite(t.reshape(t.shape[0], -1)), axis=1)
+    if healthy is not None:
+        ok &= np.asarray(healthy, dtype=bool).reshape(-1)
+    return ok
+
+
+def _row_mask(data: Measurements, like: Array) -> Array:
+    mask = jnp.asarray(data.valid, dtype=bool)
+    return jnp.broadcast_to(mask.reshape(mask.shape + (1,) * (like.ndim - 1)), like.shape)
+
+
+def residuals(predict: Callable[[Params, Any], Array], params: Params, data: Measurements) -> Array:
+    """Scaled residuals ``(predict(params, inputs) - targets) / scale``, flattened;
+    rows marked invalid give 0 (and no NaN reaches the gradient)."""
+    pred = predict(params, data.inputs)
+    if data.valid is None:
+        return jnp.ravel((pred - data.targets) / data.scale)
+    mask = _row_mask(data, jnp.asarray(data.targets))
+    diff = jnp.where(mask, pred, 0.0) - jnp.where(mask, data.targets, 0.0)
+    return jnp.ravel(jnp.where(mask, diff / data.scale, 0.0))
+
+
+def least_squares(predict: Callable[[Params, Any], Array]) -> LossFn:
+    """``loss(params, data) = 0.5 mean(residuals^2)`` over the valid rows: the
+    loss every study uses."""
+
+    def loss(params: Params, data: Measurements) -> Array:
+        r = residuals(predict, params, data)
+        if data.valid is None:
+            return 0.5 * jnp.mean(r**2)
+        count = jnp.maximum(jnp.sum(_row_mask(data, jnp.asarray(data.targets))), 1)
+        return 0.5 * jnp.sum(r**2) / count
+
+    return loss
+
+
+def slope_through_origin(x, y) -> float:
+    """Closed-form least-squares ``k`` of ``y = k x`` (no intercept)."""
+    x = np.ravel(np.asarray(x, dtype=float))
+    y = np.ravel(np.asarray(y, dtype=float))
+    return float(np.dot(x, y) / np.dot(x, x))
+
+
+def r_squared(y, y_fit) -> float:
+    """Coefficient of determination ``1 - SS_res / SS_tot`` (about the mean)."""
+    y = np.ravel(np.asarray(y, dtype=float))
+    y_fit = np.ravel(np.asarray(y_fit, dtype=float))
+    ss_res = float(np.sum((y - y_fit) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+
+
+# ---------------------------------------------------------------------------
+# Uncertainty from the loss curvature
+# ---------------------------------------------------------------------------
+
+
+def gauss_newton_uncertainty(
+    residual_fn: Callable[[Trainable], Array],
+    trainable: Trainable,
+    *,
+    sigma: float | None = None,
+) -> dict[str, Any]:
+    """Parameter standard deviations from the curvature of a least-squares loss.
+
+    With scaled residuals ``r(theta)`` (theta: the trainable vector, log space
+    for positive constants), the loss ``0.5 mean(r^2)`` has Gauss-Newton
+    Hessian ``H = J^T J / n``; the covariance of theta is
+    ``sigma^2 (J^T J)^-1`` where ``sigma^2`` is the residual variance
+    ``SSR / (n - p)`` (or the given ``sigma``, in residual units, when
+    ``n <= p``). Log-space standard deviations are relative ones; they are
+    mapped to physical units by the delta method (``std = value * std_log``).
+    J comes from forward mode (``jax.jacfwd``): one JVP per parameter.
+
+    Returns a dict: ``std`` (name -> physical std), ``relative_std``,
+    ``correlation`` (p x p nested list), ``sigma`` (residual std used),
+    ``hessian`` (p x p, the Gauss-Newton loss curvature).
+    """
+    flat, unravel = jax.flatten_util.ravel_pytree(trainable)
+    r0 = residual_fn(trainable)
+    jac = jax.jacfwd(lambda v: residual_fn(unravel(v)))(flat)
+    n, p = int(r0.shape[0]), int(flat.shape[0])
+    ssr = float(jnp.sum(r0**2))
+    if n > p:
+        s2 = ssr / (n - p)
+    elif sigma is not None:
+        s2 = float(sigma) ** 2
+    else:
+        raise ConfigError(f"sigma: needed when residuals ({n}) do not outnumber parameters ({p})")
+    jtj = np.asarray(jac.T @ jac, dtype=float)
+    cov = s2 * np.linalg.pinv(jtj)
+    std_flat = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    denom = np.outer(std_flat, std_flat)
+    corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
+    std_tree = unravel(jnp.asarray(std_flat))
+    values = trainable.values()
+    std, rel = {}, {}
+    for name, s in std_tree.log.items():
+        std[name] = np.asarray(values[name]) * np.asarray(s)
+        rel[name] = np.asarray(s)
+    for name, s in std_tree.linear.items():
+        std[name] = np.asarray(s)
+        v = np.asarray(values[name])
+        rel[name] = np.asarray(s) / np.where(v != 0, np.abs(v), 1.0)
+    return {
+        "std": std,
+        "relative_std": rel,
+        "correlation": corr.tolist(),
+        "sigma": math.sqrt(s2),
+        "hessian": (jtj / n).tolist(),
+    }
