@@ -12,6 +12,9 @@ from jaxtyping import Array, Float
 
 Scalar = Float[Array, ""]
 
+#: Standard gravitational acceleration g [m/s^2] (world z up).
+GRAVITY = 9.81
+
 
 def safe_norm(x: Float[Array, "... n"], eps: float = 1e-24, axis: int = -1) -> Float[Array, "..."]:
     """Euclidean norm along ``axis`` with value 0 and gradient 0 at ``x = 0``.

@@ -19,7 +19,9 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field."""
 
 
-def _is_traced(value: Any) -> bool:
+def is_traced(value: Any) -> bool:
+    """True when ``value`` is a JAX tracer (inside ``jit``/``grad``/``vmap``),
+    whose value cannot be checked."""
     return isinstance(value, jax.core.Tracer)
 
 
@@ -57,14 +59,14 @@ def as_float_array(name: str, value: Any, shape: Sequence[int | None] | None = N
 
 def check_finite(name: str, value: Any) -> None:
     """Raise if a concrete ``value`` holds NaN or inf; no-op on tracers."""
-    if _is_traced(value):
+    if is_traced(value):
         return
     as_float_array(name, value)
 
 
 def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> None:
     """Raise unless every entry of ``value`` is > 0 (or >= 0 with ``allow_zero``)."""
-    if _is_traced(value):
+    if is_traced(value):
         return
     arr = as_float_array(name, value)
     bad = arr < 0 if allow_zero else arr <= 0
@@ -75,7 +77,7 @@ def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> None:
 
 def check_range(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> None:
     """Raise unless ``lo <= value <= hi`` entrywise (either bound may be None)."""
-    if _is_traced(value):
+    if is_traced(value):
         return
     arr = as_float_array(name, value)
     if (lo is not None and np.any(arr < lo)) or (hi is not None and np.any(arr > hi)):

@@ -2,6 +2,8 @@
 
 Lee, Leok & McClamroch, "Geometric tracking control of a quadrotor UAV on
 SE(3)", CDC 2010, with an integral term on the position error. World z is up.
+The controller reads a :class:`flapjax.noise.StateEstimate` (what the
+sensors report, :func:`flapjax.noise.sense`).
 
     F_des = -k_x e_x - k_v e_v - k_i int(e_x) + m g e_3 + m a_d       (world)
 
@@ -21,11 +23,10 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.math import safe_norm
+from flapjax.math import GRAVITY, safe_norm
+from flapjax.noise import StateEstimate
 from flapjax.rotor.profile import RotorProfile
-from flapjax.validation import as_float_array, check_range, _is_traced
-
-GRAVITY = 9.81
+from flapjax.validation import as_float_array, check_range, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -52,11 +53,11 @@ class WrenchGains(eqx.Module):
     def __init__(self, position, velocity, integral, attitude, rate, integral_limit=0.5):
         vals = dict(position=position, velocity=velocity, integral=integral, attitude=attitude, rate=rate)
         for k, v in vals.items():
-            if not _is_traced(v):
+            if not is_traced(v):
                 as_float_array(k, v, (3,))
                 check_range(k, v, 0.0, None)
             setattr(self, k, jnp.asarray(v, dtype=float))
-        if not _is_traced(integral_limit):
+        if not is_traced(integral_limit):
             check_range("integral_limit", integral_limit, 0.0, None)
         self.integral_limit = jnp.asarray(integral_limit, dtype=float)
 
@@ -96,20 +97,6 @@ class Reference(eqx.Module):
         p = jnp.asarray(position, dtype=float)
         return cls(position=p, velocity=jnp.zeros_like(p), acceleration=jnp.zeros_like(p),
                    yaw=jnp.asarray(yaw, dtype=p.dtype))
-
-
-class StateEstimate(eqx.Module):
-    """What the controller knows about the body.
-
-    Attributes:
-      position: (3,) CoM, world [m]; velocity: (3,) CoM velocity, world [m/s];
-      rotation: (3, 3) body-to-world [-]; rate: (3,) angular velocity, body [rad/s].
-    """
-
-    position: Float[Array, "3"]
-    velocity: Float[Array, "3"]
-    rotation: Float[Array, "3 3"]
-    rate: Float[Array, "3"]
 
 
 class ControllerState(eqx.Module):

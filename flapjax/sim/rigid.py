@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.validation import ConfigError, as_float_array, check_positive, _is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -53,7 +53,7 @@ class RigidBody(eqx.Module):
 
     def __init__(self, mass, inertia, gravity=(0.0, 0.0, -9.81), com_offset=(0.0, 0.0, 0.0),
                  inertia_quat=(1.0, 0.0, 0.0, 0.0)):
-        if not any(_is_traced(x) for x in (mass, inertia, gravity, com_offset, inertia_quat)):
+        if not any(is_traced(x) for x in (mass, inertia, gravity, com_offset, inertia_quat)):
             as_float_array("mass", mass, ())
             as_float_array("inertia", inertia, (3,))
             as_float_array("gravity", gravity, (3,))

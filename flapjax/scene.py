@@ -4,7 +4,9 @@ The same scene parameters place the MJX geoms (so contacts are real) and give
 the exact per-rotor distances the proximity models need, computed here in
 closed form: ray casts along each rotor's downwash axis to the first surface,
 and the distance and outward normal of the nearest near-vertical surface. No
-MuJoCo is imported, so a pure-JAX rigid-body backend can reuse this module.
+MuJoCo is imported, so a pure-JAX rigid-body backend can reuse this module,
+and nothing of the rotor chain: :func:`flapjax.rotor.rotor_proximity` turns
+these distances into the chain's per-rotor input.
 
 Frames: world z up; the wall crosses the anchor height ``wall_anchor_z`` at
 ``x = wall_x``; the free side (where the robot flies) is ``x < wall_x``. A
@@ -15,15 +17,15 @@ pitch ``beta > 0`` leans the top of the wall toward the robot (overhang);
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from flapjax.math import safe_norm
-from flapjax.rotor.profile import RotorProfile
-from flapjax.rotor.proximity import ProximityInput
-from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, _is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -63,7 +65,7 @@ class Scene(eqx.Module):
         vals = dict(ground_height=ground_height, wall_x=wall_x, wall_anchor_z=wall_anchor_z, wall_pitch=wall_pitch,
                     ground_friction=ground_friction, wall_friction=wall_friction, box_half_size=box_half_size,
                     box_friction=box_friction)
-        if not any(_is_traced(v) for v in vals.values()):
+        if not any(is_traced(v) for v in vals.values()):
             for k, v in vals.items():
                 as_float_array(k, v, (3,) if k == "box_half_size" else ())
             check_range("wall_pitch", wall_pitch, -MAX_PITCH, MAX_PITCH)
@@ -151,29 +153,26 @@ def point_box(point: Float[Array, "3"], box: BoxPose, half: Float[Array, "3"]) -
     return dist, box.rotation @ n_local
 
 
-def rotor_proximity(
+def surface_distances(
     scene: Scene,
-    prof: RotorProfile,
-    position: Float[Array, "3"],
-    rotation: Float[Array, "3 3"],
+    centres: Float[Array, "n 3"],
+    downwash: Float[Array, "n 3"],
     box: BoxPose | None = None,
-) -> ProximityInput:
-    """Per-rotor distances to the scene, for the chain (normals in body frame).
+) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, "n 3"]]:
+    """Distances from ``n`` points to the scene, world frame.
 
     Args:
       scene: the scene.
-      prof: the airframe (rotor centres and axes in the body frame).
-      position: (3,) CoM position, world frame [m].
-      rotation: (3, 3) body-to-world rotation [-].
+      centres: (n, 3) points (rotor centres), world frame [m].
+      downwash: (n, 3) unit ray directions (each rotor's ``-a_i``), world frame.
       box: pose of the box object, or None when the world has none.
 
-    ``ground_distance`` is the ray distance along ``-a_i`` to the first of
-    ground, wall and box; ``wall_distance``/``wall_normal`` describe the
-    nearest near-vertical surface (|n_z| <= cos 45 deg): the wall, or the box
-    when its closest point lies on a side face.
+    Returns ``(h, d, n_w)``: ``h`` (n,) the ray distance [m] to the first of
+    ground, wall and box (inf if none); ``d`` (n,) [m] and ``n_w`` (n, 3) the
+    distance to and outward normal (world frame) of the nearest near-vertical
+    surface (|n_z| <= cos 45 deg): the wall, or the box when its closest point
+    lies on a side face.
     """
-    centres = position + prof.positions @ rotation.T
-    downwash = -(prof.axes @ rotation.T)
     n_g, c_g = ground_plane(scene)
     n_w, c_w = wall_plane(scene)
 
@@ -189,15 +188,14 @@ def rotor_proximity(
             closer = d_box < d_wall
             d_wall = jnp.where(closer, d_box, d_wall)
             normal = jnp.where(closer, n_box, normal)
-        return h, d_wall, rotation.T @ normal
+        return h, d_wall, normal
 
-    h, d, n = jax.vmap(one)(centres, downwash)
-    return ProximityInput(ground_distance=h, wall_distance=d, wall_normal=n)
+    return jax.vmap(one)(centres, downwash)
 
 
 def hover_position(
     scene: Scene,
-    prof: RotorProfile,
+    prof: Any,
     *,
     ground_clearance: float,
     wall_clearance: float,
@@ -206,7 +204,9 @@ def hover_position(
     """CoM position (3,) [m] that puts the lowest rotor centre ``ground_clearance``
     above the ground and the rotor centre nearest the wall ``wall_clearance``
     from it (perpendicular distance, pitched wall included), for a level body
-    at heading ``yaw`` [rad]."""
+    at heading ``yaw`` [rad]. ``prof`` is any airframe with rotor centres
+    ``prof.positions`` (n, 3) in the body frame [m] (a
+    :class:`flapjax.rotor.RotorProfile`)."""
     c, s = jnp.cos(yaw), jnp.sin(yaw)
     rz = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     offsets = prof.positions @ rz.T

@@ -1,11 +1,13 @@
 """Sensor and command noise, kept apart from task randomization.
 
-Noise perturbs what the controller sees (sensor noise) and what the rotors are
-told (command noise); task randomization changes the scene and the physical
-parameters. The two never share a PRNG stream: :func:`split_streams` derives
-independent keys for randomization, noise and turbulence from one seed by
-``fold_in`` with fixed stream ids, so changing one stream's key leaves every
-draw of the others unchanged.
+Noise perturbs what the controller sees (sensor noise, :func:`sense`) and
+what the rotors are told (command noise, :func:`command_noise`); task
+randomization changes the scene and the physical parameters. The two never
+share a PRNG stream: :func:`split_streams` derives independent keys for
+randomization, noise and turbulence from one seed by ``fold_in`` with fixed
+stream ids, so changing one stream's key leaves every draw of the others
+unchanged. The per-step draws themselves come from the counter-based streams
+of :mod:`flapjax.rng`; the functions here only scale standard normal draws.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from flapjax.validation import as_float_array, check_range, _is_traced
+from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.validation import as_float_array, check_range, is_traced
 
 STREAM_RANDOMIZATION = 0
 STREAM_NOISE = 1
@@ -64,7 +67,7 @@ class SensorNoise(eqx.Module):
                  rate_std=(0.0, 0.0, 0.0)):
         vals = dict(position_std=position_std, velocity_std=velocity_std, attitude_std=attitude_std, rate_std=rate_std)
         for name, v in vals.items():
-            if not _is_traced(v):
+            if not is_traced(v):
                 as_float_array(name, v, (3,))
                 check_range(name, v, 0.0, None)
             setattr(self, name, jnp.asarray(v, dtype=float))
@@ -80,7 +83,7 @@ class CommandNoise(eqx.Module):
     thrust_std: Float[Array, ""]
 
     def __init__(self, thrust_std=0.0):
-        if not _is_traced(thrust_std):
+        if not is_traced(thrust_std):
             as_float_array("thrust_std", thrust_std, ())
             check_range("thrust_std", thrust_std, 0.0, None)
         self.thrust_std = jnp.asarray(thrust_std, dtype=float)
@@ -112,6 +115,20 @@ class SensorSample(eqx.Module):
     rate: Float[Array, "3"]
 
 
+class StateEstimate(eqx.Module):
+    """What the controller knows about the body (what the sensors report).
+
+    Attributes:
+      position: (3,) CoM, world [m]; velocity: (3,) CoM velocity, world [m/s];
+      rotation: (3, 3) body-to-world [-]; rate: (3,) angular velocity, body [rad/s].
+    """
+
+    position: Float[Array, "3"]
+    velocity: Float[Array, "3"]
+    rotation: Float[Array, "3 3"]
+    rate: Float[Array, "3"]
+
+
 def sensor_noise(params: SensorNoise, z: Float[Array, "4 3"]) -> SensorSample:
     """Sensor noise from (4, 3) standard normal draws ``z`` (rows: position,
     velocity, attitude, rate)."""
@@ -127,3 +144,17 @@ def command_noise(params: CommandNoise, z: Float[Array, " n"]) -> Float[Array, "
     """(n,) additive thrust command noise [N] from (n,) standard normal draws ``z``."""
     return params.thrust_std * z
 
+
+
+def sense(params: SensorNoise, z: Float[Array, "4 3"], position: Float[Array, "3"], quat: Float[Array, "4"],
+          velocity: Float[Array, "3"], rate: Float[Array, "3"]) -> StateEstimate:
+    """The state as the sensors report it: the true CoM ``position`` (3,) [m],
+    attitude ``quat`` (4,) ``[w, x, y, z]``, world ``velocity`` (3,) [m/s]
+    and body ``rate`` (3,) [rad/s] plus the sensor noise of the (4, 3)
+    standard normal draws ``z`` (:func:`sensor_noise`); the attitude noise is
+    a rotation vector applied on the body side."""
+    ns = sensor_noise(params, z)
+    return StateEstimate(
+        position=position + ns.position, velocity=velocity + ns.velocity,
+        rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=rate + ns.rate,
+    )
