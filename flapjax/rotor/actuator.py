@@ -1,6 +1,6 @@
 """Reduced-order rotor actuator: thrust <-> normalized speed, lag, rate limit.
 
-Chain step 3 (PHYSICS.md section 3.3). The rotor state is the normalized
+Chain step 3 (docs/physics.md, Actuator). The rotor state is the normalized
 speed ``u = sqrt(T / T_max)`` in ``[0, 1]`` (thrust grows with speed
 squared). Over one step ``dt`` the speed follows the exact solution of the
 first-order lag ``tau du/dt = u_cmd - u`` (held command), and the change is

@@ -1,8 +1,8 @@
 """Wrench allocation: desired body wrench -> rotor thrust commands (chain step 1).
 
 Column ``i`` of the 6 x n allocation matrix is ``[a_i; p_i x a_i - s_i kappa_i a_i]``
-(PHYSICS.md section 3.1), so the body wrench ``[F; tau]`` about the centre of
-mass produced by thrusts ``T`` is ``B @ T``.
+(docs/physics.md, Allocation), so the body wrench ``[F; tau]`` about
+the centre of mass produced by thrusts ``T`` is ``B @ T``.
 
 Commands are the weighted minimum-norm least-squares solution
 ``T = W^-1/2 (B W^-1/2)^+ w``: for a fully actuated layout ``B T = w`` exactly;

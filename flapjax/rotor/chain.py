@@ -1,7 +1,7 @@
 """The six-step multirotor chain: desired wrench -> realized body wrench.
 
-In the seed's order (PHYSICS.md section 3), each step switchable by
-:class:`ChainOptions`:
+In the seed's order (docs/physics.md, Multirotor chain), each step
+switchable by :class:`ChainOptions`:
 
 1. allocation: weighted minimum-norm thrust commands (unreachable part reported);
    (command noise, if on, is added to the commands here);
@@ -15,10 +15,12 @@ In the seed's order (PHYSICS.md section 3), each step switchable by
 6. body drag and world wind (constant, 1-cos gusts, OU turbulence).
 
 All forces and torques are in the body frame about the centre of mass.
-Randomness enters as standard normal draws (``command_normal``,
-``turbulence_normal``), so the chain is a deterministic function of its
-arguments; the worlds draw them from counter-based streams
-(:mod:`flapjax.rng`).
+Everything that changes from step to step enters as one :class:`ChainInput`
+(rotor and turbulence states, per-rotor distances, body motion, this step's
+draws). Randomness enters as draws (``turbulence_normal``, standard normal;
+``command_noise``, the thrust offsets of :func:`flapjax.noise.command_noise`),
+so the chain is a deterministic function of its arguments; the worlds draw
+them from counter-based streams (:mod:`flapjax.rng`).
 
 Gradients: everything is differentiable. At a clamp boundary (command exactly
 at ``T_min`` or ``T_max``) JAX's tie rule for ``min``/``max`` gives the
@@ -38,7 +40,6 @@ from flapjax.math import skew
 from flapjax.rotor import allocation as _alloc
 from flapjax.rotor.actuator import ActuatorState, actuator_step
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, turbulence_step, wind_force
-from flapjax.rotor.noise import CommandNoise, command_noise
 from flapjax.rotor.profile import RotorProfile
 from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effect_factor, wall_effect
 
@@ -70,14 +71,12 @@ class ChainParams(eqx.Module):
       proximity: near-wall coefficients.
       drag: body drag.
       wind: world wind.
-      command_noise: thrust command noise.
       allocation_weights: (n,) allocation cost weights [-] or None (equal).
     """
 
     proximity: ProximityParams = eqx.field(default_factory=ProximityParams)
     drag: DragParams = eqx.field(default_factory=DragParams)
     wind: WindParams = eqx.field(default_factory=WindParams)
-    command_noise: CommandNoise = eqx.field(default_factory=CommandNoise)
     allocation_weights: Float[Array, " n"] | None = None
 
 
@@ -97,6 +96,30 @@ class BodyMotion(eqx.Module):
     @classmethod
     def at_rest(cls) -> "BodyMotion":
         return cls(rotation=jnp.eye(3), velocity_body=jnp.zeros(3), time=jnp.zeros(()))
+
+
+class ChainInput(eqx.Module):
+    """What changes from step to step: the chain's states, the per-rotor
+    distances, the body's motion and this step's draws.
+
+    Attributes:
+      actuator: current rotor speeds.
+      proximity: per-rotor distances and wall normals (body frame).
+      motion: attitude, body velocity and time (default: at rest, level).
+      disturbance: turbulence state (default: zero).
+      turbulence_normal: (3,) standard normal draws of this step's
+        turbulence update (needed when wind and turbulence are on).
+      command_noise: (n,) additive thrust command noise [N]
+        (:func:`flapjax.noise.command_noise`; needed when
+        ``ChainOptions.command_noise`` is on).
+    """
+
+    actuator: ActuatorState
+    proximity: ProximityInput
+    motion: BodyMotion = eqx.field(default_factory=BodyMotion.at_rest)
+    disturbance: DisturbanceState = eqx.field(default_factory=DisturbanceState.zero)
+    turbulence_normal: Float[Array, "3"] | None = None
+    command_noise: Float[Array, " n"] | None = None
 
 
 class ChainOutput(eqx.Module):
@@ -150,46 +173,25 @@ def rotor_wrench(prof: RotorProfile, thrust: Float[Array, " n"], lateral: Float[
     return matrix @ jnp.concatenate([thrust, lateral.reshape(-1)])
 
 
-def realize_thrusts(
-    prof: RotorProfile,
-    thrust_command: Float[Array, " n"],
-    actuator_state: ActuatorState,
-    proximity: ProximityInput,
-    options: ChainOptions = ChainOptions(),
-    *,
-    dt,
-    params: ChainParams | None = None,
-    motion: BodyMotion | None = None,
-    disturbance: DisturbanceState | None = None,
-    turbulence_normal: Float[Array, "3"] | None = None,
-    command_normal: Float[Array, " n"] | None = None,
-    unreachable: Float[Array, "6"] | None = None,
-) -> ChainOutput:
-    """Steps 2-6 of the chain for given thrust commands (allocation skipped)."""
-    params = ChainParams() if params is None else params
-    motion = BodyMotion.at_rest() if motion is None else motion
-    disturbance = DisturbanceState.zero() if disturbance is None else disturbance
-    unreachable = jnp.zeros(6) if unreachable is None else unreachable
-
-    if options.command_noise:
-        if command_normal is None:
-            raise ValueError("command_normal: (n,) standard normal draws are required when options.command_noise is on")
-        thrust_command = thrust_command + command_noise(params.command_noise, command_normal)
-
-    # 2. saturation
+def _saturate(prof: RotorProfile, thrust_command, options: ChainOptions):
+    """Step 2: saturation flags, control margin and clamped commands."""
     lo, hi = prof.thrust_min, prof.thrust_max
     saturated = (thrust_command <= lo) | (thrust_command >= hi)
     margin = jnp.min(jnp.minimum(thrust_command - lo, hi - thrust_command) / (hi - lo))
     thrust_clamped = jnp.clip(thrust_command, lo, hi) if options.saturation else thrust_command
+    return saturated, margin, thrust_clamped
 
-    # 3. actuator
+
+def _actuate(prof: RotorProfile, state: ActuatorState, thrust_clamped, options: ChainOptions, dt):
+    """Step 3: next actuator state and the produced thrust."""
     if options.actuator:
-        next_actuator, thrust_act = actuator_step(prof, actuator_state, thrust_clamped, dt=dt)
-    else:
-        thrust_act = thrust_clamped
-        next_actuator = ActuatorState.at_thrust(prof, thrust_clamped)
+        return actuator_step(prof, state, thrust_clamped, dt=dt)
+    return ActuatorState.at_thrust(prof, thrust_clamped), thrust_clamped
 
-    # 4. proximity, on the produced thrust
+
+def _near_surfaces(prof: RotorProfile, thrust_act, proximity: ProximityInput, options: ChainOptions,
+                   params: ChainParams):
+    """Step 4: ground factor, wall factor and lateral wall force, on the produced thrust."""
     n = prof.n_rotors
     if options.ground_effect:
         k_ground = ground_effect_factor(proximity.ground_distance, prof.radius)
@@ -200,14 +202,13 @@ def realize_thrusts(
                                       params.proximity)
     else:
         k_wall, lateral = jnp.ones(n, dtype=thrust_act.dtype), jnp.zeros((n, 3), dtype=thrust_act.dtype)
-    thrust_real = thrust_act * k_ground * k_wall
+    return k_ground, k_wall, lateral
 
-    # 5. realized rotor wrench
-    w_rotors = rotor_wrench(prof, thrust_real, lateral)
 
-    # 6. drag and wind
+def _drag_and_wind(inputs: ChainInput, options: ChainOptions, params: ChainParams, zero3, dt):
+    """Step 6: body drag, wind force (body frame) and the next turbulence state."""
+    motion, disturbance = inputs.motion, inputs.disturbance
     rot = motion.rotation
-    zero3 = jnp.zeros(3, dtype=w_rotors.dtype)
     if options.drag:
         v_air = motion.velocity_body - rot.T @ params.wind.air_velocity
         f_drag = drag_force(params.drag, v_air)
@@ -219,11 +220,42 @@ def realize_thrusts(
     else:
         f_wind = zero3
     if options.wind and options.turbulence:
-        if turbulence_normal is None:
+        if inputs.turbulence_normal is None:
             raise ValueError("turbulence_normal: (3,) standard normal draws are required when options.turbulence is on")
-        next_disturbance = turbulence_step(params.wind, disturbance, turbulence_normal, dt=dt)
+        next_disturbance = turbulence_step(params.wind, disturbance, inputs.turbulence_normal, dt=dt)
     else:
         next_disturbance = disturbance
+    return f_drag, f_wind, next_disturbance
+
+
+def realize_thrusts(
+    prof: RotorProfile,
+    thrust_command: Float[Array, " n"],
+    inputs: ChainInput,
+    options: ChainOptions = ChainOptions(),
+    *,
+    dt,
+    params: ChainParams | None = None,
+    unreachable: Float[Array, "6"] | None = None,
+) -> ChainOutput:
+    """Steps 2-6 of the chain for given thrust commands ``thrust_command``
+    (n,) [N] (allocation skipped); see :func:`realize_wrench`."""
+    params = ChainParams() if params is None else params
+    unreachable = jnp.zeros(6) if unreachable is None else unreachable
+
+    if options.command_noise:
+        if inputs.command_noise is None:
+            raise ValueError("command_noise: (n,) thrust command noise is required when options.command_noise is on")
+        thrust_command = thrust_command + inputs.command_noise
+
+    saturated, margin, thrust_clamped = _saturate(prof, thrust_command, options)
+    next_actuator, thrust_act = _actuate(prof, inputs.actuator, thrust_clamped, options, dt)
+    k_ground, k_wall, lateral = _near_surfaces(prof, thrust_act, inputs.proximity, options, params)
+    thrust_real = thrust_act * k_ground * k_wall
+    # 5. realized rotor wrench
+    w_rotors = rotor_wrench(prof, thrust_real, lateral)
+    zero3 = jnp.zeros(3, dtype=w_rotors.dtype)
+    f_drag, f_wind, next_disturbance = _drag_and_wind(inputs, options, params, zero3, dt)
 
     wrench = w_rotors + jnp.concatenate([f_drag + f_wind, zero3])
     return ChainOutput(
@@ -238,16 +270,11 @@ def realize_thrusts(
 def realize_wrench(
     prof: RotorProfile,
     wrench_cmd: Float[Array, "6"],
-    actuator_state: ActuatorState,
-    proximity: ProximityInput,
+    inputs: ChainInput,
     options: ChainOptions = ChainOptions(),
     *,
     dt,
     params: ChainParams | None = None,
-    motion: BodyMotion | None = None,
-    disturbance: DisturbanceState | None = None,
-    turbulence_normal: Float[Array, "3"] | None = None,
-    command_normal: Float[Array, " n"] | None = None,
     allocation_inverse: Float[Array, "n 6"] | None = None,
 ) -> ChainOutput:
     """The whole chain for a desired body wrench ``wrench_cmd`` (6,) [N, N m].
@@ -255,17 +282,10 @@ def realize_wrench(
     Args:
       prof: airframe.
       wrench_cmd: (6,) desired body wrench about the CoM.
-      actuator_state: current rotor speeds.
-      proximity: per-rotor distances and wall normals (body frame).
+      inputs: this step's states, distances, motion and draws.
       options: which steps run.
       dt: step length [s] (actuator and turbulence).
       params: coefficients; defaults to :class:`ChainParams` ``()``.
-      motion: attitude, body velocity and time; defaults to at rest, level.
-      disturbance: turbulence state; defaults to zero.
-      turbulence_normal: (3,) standard normal draws driving this step's
-        turbulence update (needed when wind and turbulence are on).
-      command_normal: (n,) standard normal draws of this step's command
-        noise (needed when that is on).
       allocation_inverse: (n, 6) precomputed
         :func:`flapjax.rotor.allocation_inverse` (saves an SVD per step);
         ``None`` computes it from ``prof`` and ``params.allocation_weights``.
@@ -273,8 +293,4 @@ def realize_wrench(
     params = ChainParams() if params is None else params
     alloc = _alloc.allocate_with_residual(prof, wrench_cmd, weights=params.allocation_weights,
                                           inverse=allocation_inverse)
-    return realize_thrusts(
-        prof, alloc.thrust, actuator_state, proximity, options, dt=dt, params=params, motion=motion,
-        disturbance=disturbance, turbulence_normal=turbulence_normal, command_normal=command_normal,
-        unreachable=alloc.unreachable,
-    )
+    return realize_thrusts(prof, alloc.thrust, inputs, options, dt=dt, params=params, unreachable=alloc.unreachable)

@@ -1,4 +1,4 @@
-"""Body drag and world wind (chain step 6, PHYSICS.md section 3.6).
+"""Body drag and world wind (chain step 6; docs/physics.md, Drag and wind).
 
 Drag acts in the body frame on the velocity of the body relative to the air,
 ``f_B = -(D1 v + D2 |v| v)`` with diagonal ``D1, D2 >= 0``, so its power
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from flapjax.math import safe_norm
-from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, _is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -42,7 +42,7 @@ class DragParams(eqx.Module):
     quadratic: Float[Array, "3"]
 
     def __init__(self, linear=(0.25, 0.25, 0.35), quadratic=(0.05, 0.05, 0.08)):
-        if not (_is_traced(linear) or _is_traced(quadratic)):
+        if not (is_traced(linear) or is_traced(quadratic)):
             as_float_array("linear", linear, (3,))
             as_float_array("quadratic", quadratic, (3,))
             check_range("linear", linear, 0.0, None)
@@ -77,7 +77,7 @@ class WindParams(eqx.Module):
         if gust_amplitude is None:
             gust_amplitude, gust_start, gust_duration = jnp.zeros((0, 3)), jnp.zeros((0,)), jnp.zeros((0,))
         vals = (constant, gust_amplitude, gust_start, gust_duration, turbulence_std, turbulence_time, air_velocity)
-        if not any(_is_traced(v) for v in vals):
+        if not any(is_traced(v) for v in vals):
             as_float_array("constant", constant, (3,))
             amp = as_float_array("gust_amplitude", gust_amplitude, (None, 3))
             k = amp.shape[0]

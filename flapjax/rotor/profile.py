@@ -1,7 +1,7 @@
 """Robot profiles: rotor layout, limits, actuator constants, mass and arm.
 
 A :class:`RotorProfile` holds everything the multirotor chain needs to know
-about one airframe (PHYSICS.md section 3): per rotor ``i`` the position
+about one airframe (docs/physics.md, Multirotor chain): per rotor ``i`` the position
 ``p_i`` and unit thrust axis ``a_i`` in the body frame (origin at the centre of
 mass), the spin ``s_i`` (+1 / -1), the thrust range ``[T_min_i, T_max_i]``,
 the torque coefficient ``kappa_i`` (reaction torque ``-s_i kappa_i T_i a_i``),
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, _is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, is_traced
 
 _AXIS_TOL = 1e-6
 
@@ -111,7 +111,7 @@ class RotorProfile(eqx.Module):
             mass=mass, inertia=inertia, hull_half_size=hull_half_size, arm_base=arm_base,
             ee_position=ee_position, ee_radius=ee_radius,
         )
-        traced = any(_is_traced(v) for v in values.values())
+        traced = any(is_traced(v) for v in values.values())
         if not traced:
             values = _validate(values)
             if fully_actuated is None:
@@ -184,6 +184,26 @@ def _ring(n: int, arm: float, phase: float) -> np.ndarray:
     return np.stack([arm * np.cos(ang), arm * np.sin(ang), np.zeros(n)], axis=1)
 
 
+def _preset(n: int, arm: float, phase: float, **values: Any) -> dict[str, Any]:
+    """Settings shared by the presets: ``n`` rotors on a ring of radius
+    ``arm`` [m] from angle ``phase`` [rad], upright axes, alternating spins,
+    5-inch rotors with the same motor, end-effector sphere of 15 mm; ``values``
+    add the airframe's own (mass, inertia, thrust range, hull, arm, ...)."""
+    cfg: dict[str, Any] = dict(
+        positions=_ring(n, arm, phase),
+        axes=np.tile([0.0, 0.0, 1.0], (n, 1)),
+        spins=np.array([1.0, -1.0] * (n // 2)),
+        thrust_min=np.full(n, 0.1),
+        torque_coeff=np.full(n, 0.016),
+        radius=np.full(n, 0.0635),
+        time_constant=np.full(n, 0.035),
+        rate_limit=np.full(n, 20.0),
+        ee_radius=0.015,
+    )
+    cfg.update(values)
+    return cfg
+
+
 def quad_x(**overrides: Any) -> RotorProfile:
     """A 1.6 kg X-quadrotor (5-inch rotors on 0.18 m arms) with a forward arm.
 
@@ -191,26 +211,18 @@ def quad_x(**overrides: Any) -> RotorProfile:
     (thrust-to-weight 2.0). Under-actuated: ``B`` has rank 4.
     """
     n = 4
-    cfg: dict[str, Any] = dict(
-        positions=_ring(n, 0.18, np.pi / 4),
-        axes=np.tile([0.0, 0.0, 1.0], (n, 1)),
-        spins=np.array([1.0, -1.0, 1.0, -1.0]),
-        thrust_min=np.full(n, 0.1),
-        thrust_max=np.full(n, 8.0),
-        torque_coeff=np.full(n, 0.016),
-        radius=np.full(n, 0.0635),
-        time_constant=np.full(n, 0.035),
-        rate_limit=np.full(n, 20.0),
-        mass=1.6,
-        inertia=np.array([0.018, 0.018, 0.030]),
-        hull_half_size=(0.07, 0.07, 0.03),
-        arm_base=(0.07, 0.0, 0.0),
-        ee_position=(0.30, 0.0, 0.0),
-        ee_radius=0.015,
-        name="quad_x",
-    )
+    cfg = _preset(n, 0.18, np.pi / 4, thrust_max=np.full(n, 8.0), mass=1.6, inertia=np.array([0.018, 0.018, 0.030]),
+                  hull_half_size=(0.07, 0.07, 0.03), arm_base=(0.07, 0.0, 0.0), ee_position=(0.30, 0.0, 0.0),
+                  name="quad_x")
     cfg.update(overrides)
     return RotorProfile(**cfg)
+
+
+def _hexa(**values: Any) -> dict[str, Any]:
+    """The hexarotor frame both hexa presets share (0.22 m arms, rotors at
+    30 + 60 k degrees, hull and arm)."""
+    return _preset(6, 0.22, np.pi / 6, hull_half_size=(0.08, 0.08, 0.03), arm_base=(0.08, 0.0, 0.0),
+                   ee_position=(0.38, 0.0, 0.0), **values)
 
 
 def hexa(**overrides: Any) -> RotorProfile:
@@ -219,25 +231,7 @@ def hexa(**overrides: Any) -> RotorProfile:
     Rotors at 30 + 60 k degrees, alternating spins; thrust 0.1-6 N each.
     Under-actuated: ``B`` has rank 4.
     """
-    n = 6
-    cfg: dict[str, Any] = dict(
-        positions=_ring(n, 0.22, np.pi / 6),
-        axes=np.tile([0.0, 0.0, 1.0], (n, 1)),
-        spins=np.array([1.0, -1.0] * 3),
-        thrust_min=np.full(n, 0.1),
-        thrust_max=np.full(n, 6.0),
-        torque_coeff=np.full(n, 0.016),
-        radius=np.full(n, 0.0635),
-        time_constant=np.full(n, 0.035),
-        rate_limit=np.full(n, 20.0),
-        mass=2.2,
-        inertia=np.array([0.035, 0.035, 0.060]),
-        hull_half_size=(0.08, 0.08, 0.03),
-        arm_base=(0.08, 0.0, 0.0),
-        ee_position=(0.38, 0.0, 0.0),
-        ee_radius=0.015,
-        name="hexa",
-    )
+    cfg = _hexa(thrust_max=np.full(6, 6.0), mass=2.2, inertia=np.array([0.035, 0.035, 0.060]), name="hexa")
     cfg.update(overrides)
     return RotorProfile(**cfg)
 
@@ -249,32 +243,15 @@ def hexa_tilted(tilt: float = math.radians(30.0), **overrides: Any) -> RotorProf
     radial arm (the fixed-tilt layout of Rajappa et al., ICRA 2015), which
     makes ``B`` rank 6 so forces and torques are independent. Thrust 0.1-8 N.
     """
-    n = 6
-    pos = _ring(n, 0.22, np.pi / 6)
-    axes = np.zeros((n, 3))
-    for k in range(n):
+    cfg = _hexa(thrust_max=np.full(6, 8.0), mass=2.4, inertia=np.array([0.040, 0.040, 0.070]), name="hexa_tilted")
+    pos = cfg["positions"]
+    axes = np.zeros((6, 3))
+    for k in range(6):
         radial = pos[k] / np.linalg.norm(pos[k])
         angle = tilt * (1.0 if k % 2 == 0 else -1.0)
         # Rodrigues rotation of e_z about the radial axis (radial is orthogonal to e_z).
         axes[k] = np.cos(angle) * np.array([0.0, 0.0, 1.0]) + np.sin(angle) * np.cross(radial, [0.0, 0.0, 1.0])
-    cfg: dict[str, Any] = dict(
-        positions=pos,
-        axes=axes,
-        spins=np.array([1.0, -1.0] * 3),
-        thrust_min=np.full(n, 0.1),
-        thrust_max=np.full(n, 8.0),
-        torque_coeff=np.full(n, 0.016),
-        radius=np.full(n, 0.0635),
-        time_constant=np.full(n, 0.035),
-        rate_limit=np.full(n, 20.0),
-        mass=2.4,
-        inertia=np.array([0.040, 0.040, 0.070]),
-        hull_half_size=(0.08, 0.08, 0.03),
-        arm_base=(0.08, 0.0, 0.0),
-        ee_position=(0.38, 0.0, 0.0),
-        ee_radius=0.015,
-        name="hexa_tilted",
-    )
+    cfg["axes"] = axes
     cfg.update(overrides)
     return RotorProfile(**cfg)
 

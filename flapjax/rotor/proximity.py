@@ -2,7 +2,9 @@
 
 Both act on the thrust the rotor actually produces (after saturation and the
 actuator), so a rotor clamped at ``T_max`` near a surface still produces more
-than ``T_max`` (PHYSICS.md section 3.4).
+than ``T_max`` (docs/physics.md, Proximity effects).
+:func:`rotor_proximity` measures the per-rotor distances in a
+:class:`flapjax.scene.Scene`.
 
 Ground effect, Cheeseman & Bennett (ARC R&M 3021, 1955)::
 
@@ -30,10 +32,13 @@ identified from data (they are pytree leaves, so ``jax.grad`` reaches them).
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.validation import ConfigError, _is_traced, as_float_array, check_range
+from flapjax import scene as sc
+from flapjax.rotor.profile import RotorProfile
+from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -56,7 +61,7 @@ class ProximityParams(eqx.Module):
 
     def __init__(self, wall_thrust_coeff=0.05, wall_lateral_coeff=0.05, wall_fade_start=2.0, wall_range=4.0):
         vals = (wall_thrust_coeff, wall_lateral_coeff, wall_fade_start, wall_range)
-        if not any(_is_traced(v) for v in vals):
+        if not any(is_traced(v) for v in vals):
             for name, v in zip(("wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range"), vals):
                 as_float_array(name, v, ())
             check_range("wall_thrust_coeff", wall_thrust_coeff, 0.0, None)
@@ -146,3 +151,29 @@ def wall_effect(
     factor = 1.0 + params.wall_thrust_coeff * proximity
     lateral = -(params.wall_lateral_coeff * thrust * proximity)[:, None] * normal
     return factor, lateral
+
+
+def rotor_proximity(
+    scene: sc.Scene,
+    prof: RotorProfile,
+    position: Float[Array, "3"],
+    rotation: Float[Array, "3 3"],
+    box: sc.BoxPose | None = None,
+) -> ProximityInput:
+    """Per-rotor distances to the scene, for the chain (normals in body frame).
+
+    Args:
+      scene: the scene.
+      prof: the airframe (rotor centres and axes in the body frame).
+      position: (3,) CoM position, world frame [m].
+      rotation: (3, 3) body-to-world rotation [-].
+      box: pose of the box object, or None when the world has none.
+
+    ``ground_distance`` is the ray distance along ``-a_i`` to the first of
+    ground, wall and box; ``wall_distance``/``wall_normal`` describe the
+    nearest near-vertical surface (:func:`flapjax.scene.surface_distances`).
+    """
+    centres = position + prof.positions @ rotation.T
+    downwash = -(prof.axes @ rotation.T)
+    h, d, n_world = sc.surface_distances(scene, centres, downwash, box)
+    return ProximityInput(ground_distance=h, wall_distance=d, wall_normal=jax.vmap(lambda n: rotation.T @ n)(n_world))
