@@ -198,7 +198,9 @@ def _multirotor_rollout(world, params, state, reference, n_steps, checkpoint):
 def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: Mesh | None = None,
                        checkpoint: bool = True):
     """:meth:`flapjax.sim.multirotor.MultirotorWorld.rollout` vmapped over
-    batched params, states and references, world axis split over ``mesh``."""
+    batched params (:class:`~flapjax.sim.multirotor.WorldParams`, prepared
+    once per world inside, or :meth:`~flapjax.sim.multirotor.MultirotorWorld.prepare`-d),
+    states and references, world axis split over ``mesh``."""
     if mesh is not None:
         params, state, reference = (shard_worlds(t, mesh) for t in (params, state, reference))
     return _multirotor_rollout(world, params, state, reference, int(n_steps), checkpoint)

@@ -1,0 +1,125 @@
+"""The pytrees of a multirotor world: per-world parameters, state, the
+prepared per-world model and the per-step diagnostics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+from jaxtyping import Array, Bool, Float, Int, UInt32
+
+from flapjax import rotor
+from flapjax import scene as sc
+from flapjax.control.wrench import ControllerState, WrenchGains
+from flapjax.noise import NoiseParams
+
+
+class WorldParams(eqx.Module):
+    """Everything that may differ between worlds (batch it with a leading axis).
+
+    Attributes:
+      scene: ground, wall and box parameters.
+      profile: airframe values used by the chain and the controller; mass
+        and inertia are also written to the MJX body, while the collision
+        geoms keep the nominal layout the world was built from.
+      chain: chain coefficients (proximity, drag, wind, allocation weights).
+      noise: sensor and command noise.
+      gains: controller gains.
+    """
+
+    scene: sc.Scene
+    profile: rotor.RotorProfile
+    chain: rotor.ChainParams
+    noise: NoiseParams
+    gains: WrenchGains
+
+
+class WorldState(eqx.Module):
+    """State of one world.
+
+    Attributes:
+      data: the backend's state: ``mjx.Data`` (robot and box) or a
+        :class:`flapjax.sim.rigid.RigidState`.
+      actuator: rotor speeds.
+      disturbance: turbulence force.
+      controller: integrator.
+      noise_key: (2,) uint32 words of the noise stream (:mod:`flapjax.rng`;
+        step k draws counter k).
+      turbulence_key: (2,) uint32 words of the turbulence stream.
+      draws: (m,) this step's standard normal draws (noise and
+        turbulence streams), made one step ahead.
+      step: () step counter (time = step * dt, exact in float32).
+      diverged: () set once the world left the valid region.
+    """
+
+    data: Any
+    actuator: rotor.ActuatorState
+    disturbance: rotor.DisturbanceState
+    controller: ControllerState
+    noise_key: UInt32[Array, "2"]
+    turbulence_key: UInt32[Array, "2"]
+    draws: Float[Array, " m"]
+    step: Int[Array, ""]
+    diverged: Bool[Array, ""]
+
+
+class StepInfo(eqx.Module):
+    """Per-step diagnostics (a trajectory stacks them on a time axis).
+
+    Attributes:
+      position: (3,) CoM, world [m]; quat: (4,) attitude [w, x, y, z];
+      velocity: (3,) CoM velocity, world [m/s]; rate: (3,) body rates [rad/s];
+      ee_position: (3,) end-effector centre, world [m];
+      wrench_command: (6,) controller's body wrench [N, N m];
+      thrust_command, thrust_realized: (n,) [N]; saturated: (n,) bool;
+      control_margin: () [-]; ground_factor, wall_factor: (n,) [-];
+      ground_distance, wall_distance: (n,) [m];
+      wrench: (6,) realized body wrench [N, N m];
+      unreachable: (6,) part of the request the layout cannot make;
+      constraint_force: (3,) total contact force on the robot, world [N];
+      sensor_position_noise: (3,) this step's position noise draw [m];
+      diverged: () bool;
+      touching: () the robot is in contact after this step (MJX: a contact
+        force acts on the robot; rigid backend: a collision shape reached the
+        ground or the wall; mask or reset such worlds).
+    """
+
+    position: Float[Array, "3"]
+    quat: Float[Array, "4"]
+    velocity: Float[Array, "3"]
+    rate: Float[Array, "3"]
+    ee_position: Float[Array, "3"]
+    wrench_command: Float[Array, "6"]
+    thrust_command: Float[Array, " n"]
+    thrust_realized: Float[Array, " n"]
+    saturated: Bool[Array, " n"]
+    control_margin: Float[Array, ""]
+    ground_factor: Float[Array, " n"]
+    wall_factor: Float[Array, " n"]
+    ground_distance: Float[Array, " n"]
+    wall_distance: Float[Array, " n"]
+    wrench: Float[Array, "6"]
+    unreachable: Float[Array, "6"]
+    constraint_force: Float[Array, "3"]
+    sensor_position_noise: Float[Array, "3"]
+    diverged: Bool[Array, ""]
+    touching: Bool[Array, ""]
+
+
+class Prepared(eqx.Module):
+    """One world's parameters with what its steps derive from them, built once
+    by :meth:`MultirotorWorld.prepare` (outside ``lax.scan``: under a
+    checkpointed scan the reverse pass would otherwise rebuild them every step).
+
+    Attributes:
+      params: the world's :class:`WorldParams`.
+      model: the backend's model of this world: the ``mjx.Model`` with this
+        world's scene and mass properties (MJX), or the
+        :func:`flapjax.sim.rigid.prepare`-d body (rigid).
+      allocation_inverse: (n, 6) :func:`flapjax.rotor.allocation_inverse` of
+        the profile and allocation weights.
+    """
+
+    params: WorldParams
+    model: Any
+    allocation_inverse: Float[Array, "n 6"]
