@@ -50,7 +50,7 @@ def flapper_case(n_worlds: int):
 
 
 def multirotor_case(n_worlds: int, backend: str, steps=None):
-    # Reverse mode cannot pass MJX's iterative solver loop (MJX_NOTES.md):
+    # Reverse mode cannot pass MJX's iterative solver loop (docs/mjx_notes.md):
     # one solver iteration makes it a straight-line computation.
     if backend == "mjx":
         world = W.multirotor_world(iterations=1)

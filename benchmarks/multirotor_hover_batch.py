@@ -35,10 +35,10 @@ def main() -> None:
     import numpy as np
 
     from flapjax import rotor
+    from flapjax import scene as sc
     from flapjax.control.wrench import Reference
-    from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+    from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
     from flapjax.sim import multirotor as mr
-    from flapjax.sim import scene as sc
 
     yaw = np.pi / 2
     ranges = sc.SceneRanges(wall_pitch=(-0.35, 0.35))

@@ -18,15 +18,13 @@ import jax.numpy as jnp
 import numpy as np
 from mujoco import mjx
 
-from flapjax import aero, rotor
+from flapjax import aero, rng, rotor
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
-from flapjax.control.wrench import Reference, StateEstimate, wrench_command
-from flapjax.math import quat_integrate, quat_to_mat
-from flapjax import rng
-from flapjax.rotor.noise import sensor_noise
+from flapjax.control.wrench import Reference, wrench_command
+from flapjax.math import quat_to_mat
 from flapjax.sim import flapper as fl
-from flapjax.sim import scene as sc
 from flapjax.sim.multirotor import MultirotorWorld
+from flapjax.sim.multirotor import step as mstep
 from flapjax.sim.rollout import broadcast_worlds
 
 # Multirotor scene: the rotor disks of the X-quad (0.18 m arms, 0.0635 m
@@ -168,9 +166,8 @@ def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
 
     def fn(params, state, ref):
         def one(p, s, r):
-            m = world.world_model(p)
-            inv = rotor.allocation_inverse(p.profile, weights=p.chain.allocation_weights)
-            return _final_only(lambda c: world.step(p, c, r, model=m, allocation_inverse=inv)[0], n_steps)(s)
+            prepared = world.prepare(p)
+            return _final_only(lambda c: world.step(prepared, c, r)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
     return Workload("multirotor_mjx", fn, (params, state, ref), n_worlds, n_steps, world.dt)
@@ -183,11 +180,11 @@ def multirotor_bare(n_worlds: int, n_steps: int) -> Workload:
     the ground and time the contact solver instead)."""
     world = multirotor_world()
     params, state, _ = multirotor_batch(world, n_worlds)
-    base = world._ids["base"]
+    base = world.ids.base
 
     def fn(params, data):
         def one(p, d):
-            m = world.world_model(p)
+            m = world.prepare(p).model
             lift = jnp.zeros_like(d.xfrc_applied).at[base, 2].set((p.profile.mass * 9.81).astype(d.qpos.dtype))
             d = d.replace(xfrc_applied=lift)
             return _final_only(lambda c: mjx.step(m, c), n_steps)(d)
@@ -196,26 +193,27 @@ def multirotor_bare(n_worlds: int, n_steps: int) -> Workload:
     return Workload("multirotor_bare", fn, (params, state.data), n_worlds, n_steps, world.dt)
 
 
-def _chain_step(world: MultirotorWorld, p, pos, quat, vel, w_body, aux, ref, step_index):
-    """Controller + noise + proximity + chain of one world (what
-    :meth:`MultirotorWorld.step` does around ``mjx.step``); returns the
+def _chain_step(world: MultirotorWorld, prepared, pos, quat, vel, w_body, aux, ref, step_index):
+    """Controller + noise + proximity + chain of one world (the stages of
+    :meth:`MultirotorWorld.step` around the backend's advance); returns the
     world wrench [F; tau] (6,) and the next (actuator, disturbance,
     controller, noise key, turbulence key)."""
     actuator, disturbance, controller, noise_key, turb_key = aux
+    p = prepared.params
     prof = p.profile
-    rot = quat_to_mat(quat)
     draws = rng.normals(jnp.stack([noise_key, turb_key]), step_index, 12, prof.mass.dtype)
     z, xi = draws[0], draws[1, :3]
-    ns = sensor_noise(p.noise.sensor, z.reshape(4, 3))
-    estimate = StateEstimate(position=pos + ns.position, velocity=vel + ns.velocity,
-                             rotation=quat_to_mat(quat_integrate(quat, ns.attitude, 1.0)), rate=w_body + ns.rate)
+    qpos = jnp.concatenate([pos, quat])
+    data = mstep.BodyState(qpos=qpos, position=pos, quat=quat, rotation=quat_to_mat(quat), velocity=vel,
+                           rate=w_body)
+    estimate, _ = mstep.estimate(p.noise.sensor, z.reshape(4, 3), data)
     wrench_cmd, controller = wrench_command(p.gains, prof, estimate, ref, controller, dt=world.dt)
-    prox = sc.rotor_proximity(p.scene, prof, pos, rot, None)
-    motion = rotor.BodyMotion(rotation=rot, velocity_body=rot.T @ vel, time=step_index.astype(prof.mass.dtype) * world.dt)
-    out = rotor.realize_wrench(prof, wrench_cmd, actuator, prox, world.options, dt=world.dt, params=p.chain,
-                               motion=motion, disturbance=disturbance, turbulence_normal=xi)
-    w_world = jnp.concatenate([rot @ out.wrench[:3], rot @ out.wrench[3:]])
-    return w_world, (out.actuator_state, out.disturbance_state, controller, noise_key, turb_key)
+    prox = mstep.proximity(p.scene, prof, data, with_box=False)
+    time = step_index.astype(prof.mass.dtype) * world.dt
+    inputs = mstep.chain_input(p, actuator, disturbance, prox, data, time, (None, None, xi))
+    out = mstep.realize(prepared, wrench_cmd, inputs, world.options, world.dt)
+    return mstep.to_world(data.rotation, out.wrench), (out.actuator_state, out.disturbance_state, controller,
+                                                         noise_key, turb_key)
 
 
 def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
@@ -225,13 +223,14 @@ def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
 
     def fn(params, state, ref):
         def one(p, s, r):
+            prepared = world.prepare(p)
             q, v = s.data.qpos, s.data.qvel
             aux = (s.actuator, s.disturbance, s.controller, s.noise_key, s.turbulence_key)
 
             def step(c):
                 # Every input drifts with the output: nothing is loop-invariant.
                 pos, quat, vel, rate, aux, k = c
-                w, aux = _chain_step(world, p, pos, quat, vel, rate, aux, r, k)
+                w, aux = _chain_step(world, prepared, pos, quat, vel, rate, aux, r, k)
                 e = 1e-9 * jnp.sum(w)
                 return pos + e, quat + e, vel + e, rate + e, aux, k + 1
             return _final_only(step, n_steps)((q[0:3], q[3:7], v[0:3], v[3:6], aux, s.step))[0]
@@ -250,9 +249,8 @@ def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True) 
 
     def fn(params, state, ref):
         def one(p, s, r):
-            m = world.world_model(p)
-            inv = rotor.allocation_inverse(p.profile, weights=p.chain.allocation_weights)
-            return _final_only(lambda c: world.step(p, c, r, model=m, allocation_inverse=inv)[0], n_steps)(s)
+            prepared = world.prepare(p)
+            return _final_only(lambda c: world.step(prepared, c, r)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
     name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact"

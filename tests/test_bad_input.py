@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from flapjax import ConfigError, aero, rotor
+from flapjax import ConfigError, aero, noise, rotor
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.sim import rigid
-from flapjax.sim.scene import Scene
+from flapjax.scene import Scene
 
 QUAD = rotor.profiles.quad_x()
 
@@ -118,8 +118,8 @@ CASES = [
     ("drag negative", lambda t: rotor.DragParams(linear=(-0.1, 0.2, 0.3)), r"linear: must lie in \[0, inf\]"),
     ("turbulence time zero", lambda t: rotor.WindParams(turbulence_std=(0.1, 0.1, 0.1), turbulence_time=(0.5, 0.0, 0.5)),
      r"turbulence_time: must be > 0"),
-    ("sensor noise negative", lambda t: rotor.SensorNoise(position_std=(-0.01, 0.0, 0.0)), r"position_std: must lie in \[0, inf\]"),
-    ("command noise NaN", lambda t: rotor.CommandNoise(thrust_std=np.nan), r"thrust_std: must be finite"),
+    ("sensor noise negative", lambda t: noise.SensorNoise(position_std=(-0.01, 0.0, 0.0)), r"position_std: must lie in \[0, inf\]"),
+    ("command noise NaN", lambda t: noise.CommandNoise(thrust_std=np.nan), r"thrust_std: must be finite"),
     # --- steps too large for stability, unknown names
     ("multirotor step too coarse", lambda t: _multirotor(dt=0.05),
      r"dt: 0\.05 s is too large for a stable step of 'quad_x': must be <= 0\.0347 s"),

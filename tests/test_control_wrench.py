@@ -105,7 +105,7 @@ def test_closed_loop_rigid_body_converges(name):
         x, v, q, w, c = carry
         r = quat_to_mat(q)
         wr, c = wrench_command(g, prof, _est(pos=x, vel=v, rot=r, rate=w), ref, c, dt=DT)
-        out = rotor.realize_wrench(prof, wr, act, free, opts, dt=DT)
+        out = rotor.realize_wrench(prof, wr, rotor.ChainInput(act, free), opts, dt=DT)
         f_world = r @ out.wrench[:3] - jnp.array([0, 0, 9.81]) * prof.mass
         tau = out.wrench[3:]
         w_dot = (tau - jnp.cross(w, prof.inertia * w)) / prof.inertia

@@ -6,8 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax import rotor
+from flapjax import scene as sc
 from flapjax.control.wrench import Reference
-from flapjax.rotor.noise import NoiseParams
+from flapjax.noise import NoiseParams
 from flapjax.sim import multirotor as mr
 from tests.test_sim_rigid_multirotor import _every_effect
 
@@ -21,7 +22,7 @@ def _fly(dtype, world_key=5, scene_key=1, stochastic=True):
     params = _every_effect(world)
     if not stochastic:  # random draws differ between float32 and float64 by design
         params = eqx.tree_at(lambda p: p.noise, params, NoiseParams())
-    params = world.randomize(params, jax.random.key(scene_key), mr.sc.SceneRanges(wall_pitch=(-0.3, 0.3)))
+    params = world.randomize(params, jax.random.key(scene_key), sc.SceneRanges(wall_pitch=(-0.3, 0.3)))
     start = jnp.array([0.2, 0.0, 0.5], dtype=dtype)
     state = world.reset(params, jax.random.key(world_key), start, 0.3)
     run = jax.jit(lambda s: world.rollout(params, s, Reference.hover(start + 0.05, 0.3), STEPS))

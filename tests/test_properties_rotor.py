@@ -22,8 +22,8 @@ def _chain_sum(thrust_cmd, ground, wall, speed, v_body):
     prox = rotor.ProximityInput(ground_distance=ground, wall_distance=wall,
                                 wall_normal=jnp.tile(jnp.array([-1.0, 0.0, 0.0]), (4, 1)))
     motion = rotor.BodyMotion(rotation=jnp.eye(3), velocity_body=v_body, time=jnp.asarray(0.3))
-    out = rotor.realize_thrusts(QUAD, thrust_cmd, rotor.ActuatorState(speed=speed), prox,
-                                rotor.ChainOptions(turbulence=False), dt=0.002, motion=motion)
+    inputs = rotor.ChainInput(rotor.ActuatorState(speed=speed), prox, motion=motion)
+    out = rotor.realize_thrusts(QUAD, thrust_cmd, inputs, rotor.ChainOptions(turbulence=False), dt=0.002)
     return jnp.sum(out.wrench) + jnp.sum(out.thrust_realized), out
 
 

@@ -57,9 +57,9 @@ def multirotor_case() -> dict:
     import jax
     import jax.numpy as jnp
 
-    from flapjax import rotor
+    from flapjax import rotor, scene
     from flapjax.control.wrench import Reference
-    from flapjax.sim import multirotor, scene
+    from flapjax.sim import multirotor
 
     prof = rotor.profiles.hexa_tilted()
     out = {}
@@ -83,7 +83,7 @@ def _noisy(params):
     import equinox as eqx
 
     from flapjax import rotor
-    from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+    from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 
     wind = rotor.WindParams(constant=(0.1, 0.0, 0.0), turbulence_std=(0.2, 0.1, 0.05),
                             gust_amplitude=[[0.3, 0.0, 0.1]], gust_start=[0.1], gust_duration=[0.2])

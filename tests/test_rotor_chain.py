@@ -7,6 +7,7 @@ import pytest
 from jax.test_util import check_grads
 
 from flapjax import rotor
+from flapjax.noise import CommandNoise, command_noise
 
 R = 0.0635
 DT = 0.002
@@ -25,7 +26,7 @@ def test_saturation_before_proximity():
     opts = rotor.ChainOptions(actuator=False, drag=False, wind=False)
     w = jnp.array([0.0, 0.0, 60.0, 0.0, 0.0, 0.0])  # asks 15 N per rotor, T_max = 8
     state = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 8.0))
-    out = rotor.realize_wrench(prof, w, state, _near(prof, h=0.5 * R), opts, dt=DT)
+    out = rotor.realize_wrench(prof, w, rotor.ChainInput(state, _near(prof, h=0.5 * R)), opts, dt=DT)
     np.testing.assert_allclose(out.thrust_command, 15.0, rtol=1e-12)
     np.testing.assert_allclose(out.thrust_clamped, 8.0, rtol=1e-12)
     assert bool(jnp.all(out.saturated))
@@ -53,7 +54,8 @@ def test_wall_force_moment_about_com():
         wall_distance=jnp.array([1.5 * R, jnp.inf, jnp.inf, jnp.inf]),
         wall_normal=jnp.tile(jnp.array([-1.0, 0.0, 0.0]), (4, 1)),
     )
-    out = rotor.realize_thrusts(prof, thrust, rotor.ActuatorState.at_thrust(prof, thrust), prox, opts, dt=DT)
+    inputs = rotor.ChainInput(rotor.ActuatorState.at_thrust(prof, thrust), prox)
+    out = rotor.realize_thrusts(prof, thrust, inputs, opts, dt=DT)
     f_lat = 0.05 * 4.0 / 1.5**2
     k_wall = 1 + 0.05 / 1.5**2
     np.testing.assert_allclose(out.wall_force[0], [f_lat, 0, 0], rtol=1e-12)
@@ -72,11 +74,10 @@ def test_switches_and_drag_wind_frames():
     rot = jnp.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # yaw 90 deg
     motion = rotor.BodyMotion(rotation=rot, velocity_body=jnp.array([1.0, 0.0, 0.0]), time=jnp.array(0.0))
     params = rotor.ChainParams(wind=rotor.WindParams(constant=(0.5, 0.0, 0.0)), drag=rotor.DragParams((0.2, 0.2, 0.2), (0.0, 0.0, 0.0)))
-    ideal = rotor.realize_wrench(prof, w, state, _near(prof, h=R, d=1.5 * R), rotor.ChainOptions.all_off(), dt=DT,
-                                 params=params, motion=motion)
+    inputs = rotor.ChainInput(state, _near(prof, h=R, d=1.5 * R), motion=motion)
+    ideal = rotor.realize_wrench(prof, w, inputs, rotor.ChainOptions.all_off(), dt=DT, params=params)
     np.testing.assert_allclose(ideal.wrench, w, atol=1e-12)
-    full = rotor.realize_wrench(prof, w, state, _near(prof, h=R, d=1.5 * R),
-                                rotor.ChainOptions(turbulence=False), dt=DT, params=params, motion=motion)
+    full = rotor.realize_wrench(prof, w, inputs, rotor.ChainOptions(turbulence=False), dt=DT, params=params)
     np.testing.assert_allclose(full.drag_force, [-0.2, 0, 0], rtol=1e-12)
     # World +x wind seen from a body yawed by 90 deg is along body -y.
     np.testing.assert_allclose(full.wind_force, [0, -0.5, 0], atol=1e-12)
@@ -95,8 +96,8 @@ def test_jit_vmap_matches_loop(name):
 
     def f(w, h, k):
         st = rotor.ActuatorState.at_thrust(prof, jnp.full(n, 3.0))
-        return rotor.realize_wrench(prof, w, st, _near(prof, h=h, d=2 * R), dt=DT, params=params,
-                                    turbulence_normal=k).wrench
+        inputs = rotor.ChainInput(st, _near(prof, h=h, d=2 * R), turbulence_normal=k)
+        return rotor.realize_wrench(prof, w, inputs, dt=DT, params=params).wrench
 
     batched = jax.jit(jax.vmap(f))(ws, hs, xis)
     for i in range(5):
@@ -117,8 +118,9 @@ def test_check_grads_whole_chain(name):
         p = rotor.ChainParams(proximity=eqx_set(params.proximity, "wall_lateral_coeff", c_l),
                               drag=params.drag, wind=params.wind)
         motion = rotor.BodyMotion(rotation=jnp.eye(3), velocity_body=v_body, time=jnp.array(0.3))
-        out = rotor.realize_wrench(prof2, wrench, rotor.ActuatorState(speed=speed), prox, dt=DT, params=p,
-                                   motion=motion, turbulence_normal=jnp.array([0.3, -1.2, 0.7]))
+        inputs = rotor.ChainInput(rotor.ActuatorState(speed=speed), prox, motion=motion,
+                                  turbulence_normal=jnp.array([0.3, -1.2, 0.7]))
+        out = rotor.realize_wrench(prof2, wrench, inputs, dt=DT, params=p)
         return out.wrench
 
     args = (
@@ -146,7 +148,7 @@ def test_gradients_at_clamp_boundary_and_zero_thrust():
     st = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 4.0))
 
     def fz(t_cmd):
-        return rotor.realize_thrusts(prof, t_cmd, st, free, opts, dt=DT).wrench[2]
+        return rotor.realize_thrusts(prof, t_cmd, rotor.ChainInput(st, free), opts, dt=DT).wrench[2]
 
     # Exactly at T_max: JAX's tie rule gives 1/2 (documented); inside 1; beyond 0.
     g = jax.grad(fz)(jnp.array([8.0, 4.0, 9.0, 0.1]))
@@ -155,7 +157,8 @@ def test_gradients_at_clamp_boundary_and_zero_thrust():
     opts_act = rotor.ChainOptions(saturation=False, drag=False, wind=False)
 
     def fa(t_cmd, speed):
-        return rotor.realize_thrusts(prof, t_cmd, rotor.ActuatorState(speed=speed), free, opts_act, dt=DT).wrench[2]
+        return rotor.realize_thrusts(prof, t_cmd, rotor.ChainInput(rotor.ActuatorState(speed=speed), free), opts_act,
+                                     dt=DT).wrench[2]
 
     gt, gs = jax.grad(fa, argnums=(0, 1))(jnp.zeros(4), jnp.zeros(4))
     assert bool(jnp.all(jnp.isfinite(gt))) and bool(jnp.all(jnp.isfinite(gs)))
@@ -169,14 +172,15 @@ def test_gradients_at_clamp_boundary_and_zero_thrust():
 def test_command_and_turbulence_draws_enter_only_their_own_step():
     prof = rotor.profiles.quad_x()
     opts = rotor.ChainOptions(command_noise=True, turbulence=True)
-    params = rotor.ChainParams(command_noise=rotor.CommandNoise(0.2), wind=rotor.WindParams(turbulence_std=(1.0, 1.0, 1.0)))
+    params = rotor.ChainParams(wind=rotor.WindParams(turbulence_std=(1.0, 1.0, 1.0)))
+    command = CommandNoise(0.2)
     st = rotor.ActuatorState.at_thrust(prof, jnp.full(4, 4.0))
     w = jnp.array([0, 0, 16.0, 0, 0, 0])
     free = rotor.ProximityInput.free_air(4)
 
     def run(nk, tk):
-        return rotor.realize_wrench(prof, w, st, free, opts, dt=DT, params=params, command_normal=nk,
-                                    turbulence_normal=tk)
+        inputs = rotor.ChainInput(st, free, turbulence_normal=tk, command_noise=command_noise(command, nk))
+        return rotor.realize_wrench(prof, w, inputs, opts, dt=DT, params=params)
 
     z1, z2 = jnp.array([1.0, -0.5, 0.2, 2.0]), jnp.array([0.0, 0.5, -1.0, 1.0])
     t1, t2 = jnp.array([0.3, 0.1, -0.2]), jnp.array([-1.0, 0.4, 0.9])

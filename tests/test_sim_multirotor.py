@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from flapjax import rotor
+from flapjax import scene as sc
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, rot_y, rot_z
-from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.sim import multirotor as mr
-from flapjax.sim import scene as sc
 
 PRESETS = ["quad_x", "hexa", "hexa_tilted"]
 YAW = np.pi / 2  # arm parallel to the wall while hovering
@@ -61,7 +61,7 @@ def test_rotor_proximity_pitched_wall_and_tilted_rotors():
     s = sc.Scene(wall_pitch=beta, wall_x=0.6, wall_anchor_z=0.3)
     pos = jnp.array([0.1, 0.05, 0.3])
     rot = rot_z(jnp.asarray(0.2)) @ rot_y(jnp.asarray(0.1))
-    prox = sc.rotor_proximity(s, prof, pos, rot)
+    prox = rotor.rotor_proximity(s, prof, pos, rot)
     n_w, c_w = sc.wall_plane(s)
     centres = pos + prof.positions @ rot.T
     np.testing.assert_allclose(prox.wall_distance, centres @ n_w - c_w, rtol=1e-12)
@@ -85,14 +85,14 @@ def test_rotor_proximity_with_box():
     x = 0.18 / np.sqrt(2)
     # Box under rotor 0 (at +x, +y): its top is 0.3 - 0.1 = 0.2 m below the rotor.
     box = sc.BoxPose(position=jnp.array([x, x, 0.05]), rotation=jnp.eye(3))
-    prox = sc.rotor_proximity(s, prof, pos, jnp.eye(3), box)
+    prox = rotor.rotor_proximity(s, prof, pos, jnp.eye(3), box)
     np.testing.assert_allclose(prox.ground_distance, [0.2, 0.3, 0.3, 0.3], rtol=1e-12)
     # The box top faces up: not a wall; the distant vertical wall is the nearest lateral surface.
     np.testing.assert_allclose(prox.wall_distance[0], 5.0 - x, rtol=1e-12)
     # A tall box beside rotor 0: its side face is the nearest near-vertical surface.
     s_tall = sc.Scene(wall_x=5.0, box_half_size=(0.05, 0.05, 0.5))
     box = sc.BoxPose(position=jnp.array([x + 0.15, x, 0.5]), rotation=jnp.eye(3))
-    prox = sc.rotor_proximity(s_tall, prof, pos, jnp.eye(3), box)
+    prox = rotor.rotor_proximity(s_tall, prof, pos, jnp.eye(3), box)
     np.testing.assert_allclose(prox.wall_distance[0], 0.10, rtol=1e-12)
     np.testing.assert_allclose(prox.wall_normal[0], [-1.0, 0.0, 0.0], atol=1e-15)
 
@@ -101,7 +101,7 @@ def test_hover_position_clearances():
     prof = rotor.profiles.hexa()
     s = sc.Scene(wall_pitch=0.3, wall_x=0.9, wall_anchor_z=0.1)
     pos = sc.hover_position(s, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW)
-    prox = sc.rotor_proximity(s, prof, pos, rot_z(jnp.asarray(YAW)))
+    prox = rotor.rotor_proximity(s, prof, pos, rot_z(jnp.asarray(YAW)))
     np.testing.assert_allclose(jnp.min(prox.wall_distance), 0.15, rtol=1e-12)
     np.testing.assert_allclose(jnp.min(prox.ground_distance), 0.10, rtol=1e-12)
 
@@ -120,7 +120,7 @@ def test_scene_matches_mjx_geoms_by_ray_cast():
     d = jax.jit(mjx.kinematics)(m, state.data)
     rot = quat_to_mat(d.qpos[3:7])
     box = sc.BoxPose(position=d.qpos[7:10], rotation=quat_to_mat(d.qpos[10:14]))
-    base = world._ids["base"]
+    base = world.ids.base
     dirs = [jnp.array([0.0, 0.0, -1.0]), jnp.array([0.6, 0.0, -0.8]), jnp.array([1.0, 0.0, 0.0]),
             jnp.array([-0.3, 0.4, -np.sqrt(0.75)])]
     origins = jnp.repeat(pos + prof.positions @ rot.T, len(dirs), axis=0)
@@ -137,7 +137,7 @@ def test_scene_matches_mjx_geoms_by_ray_cast():
     mine = jax.vmap(ours)(origins, vecs)
     hit = np.asarray(gid) >= 0
     assert hit.sum() >= 12 and set(np.asarray(gid)[hit].tolist()) == {
-        world._ids["ground"], world._ids["wall"], world._ids["box_geom"]}
+        world.ids.ground, world.ids.wall, world.ids.box_geom}
     np.testing.assert_allclose(np.asarray(mine)[hit], np.asarray(dist_mjx)[hit], rtol=1e-9)
     assert np.all(np.isinf(np.asarray(mine)[~hit]))
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from flapjax import ConfigError, rotor
+from flapjax import scene as sc
 from flapjax.control.wrench import Reference
-from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
+from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.sim import multirotor as mr
-from flapjax.sim import scene as sc
 
 YAW = np.pi / 2
 STEPS = 1000  # 2 s at dt = 2 ms

@@ -9,7 +9,7 @@ an :class:`EnvState` pytree, so ::
     jax.jit(jax.vmap(env.step))(states, actions)
 
 Per-world keys. ``reset(key)`` splits ``key`` into independent streams
-(:func:`flapjax.rotor.split_streams`): the randomization stream draws the scene,
+(:func:`flapjax.noise.split_streams`): the randomization stream draws the scene,
 the object pose, the colours and the physical parameters; the noise stream
 drives sensor noise, command noise and observation noise; the turbulence
 stream drives the wind. ``reset(key, noise_key=k2)`` takes the noise and
@@ -51,11 +51,11 @@ import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, UInt32
 
 from flapjax import rng, rotor
+from flapjax import scene as sc
 from flapjax.control.wrench import Reference
-from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.rotor.noise import sensor_noise, split_streams
-from flapjax.sim import scene as sc
-from flapjax.sim.multirotor import MultirotorWorld, StepInfo, WorldParams, WorldState
+from flapjax.math import quat_to_mat
+from flapjax.noise import sense, split_streams
+from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
 from flapjax.tasks.config import TaskConfig
 from flapjax.validation import ConfigError
 
@@ -138,9 +138,6 @@ class TaskEnv:
             box_half_size=self.box_half_size, iterations=config.solver_iterations,
             ls_iterations=config.solver_ls_iterations, dtype=jnp.float32,
         )
-        # MultirotorWorld caches its initial MJX data on first use; build it here,
-        # outside any trace, so a first reset under jit cannot cache tracers.
-        getattr(self.world, "_data0", None)
         scene = self._nominal_scene()
         self.nominal_params = eqx.tree_at(lambda p: p.noise, self.world.default_params(scene),
                                           config.noise.params())
@@ -265,10 +262,17 @@ class TaskEnv:
 
     # ------------------------------------------------------------------ step
 
+    def prepare(self, state: EnvState) -> Prepared:
+        """This world's :meth:`MultirotorWorld.prepare` with its colours
+        written into the MJX model."""
+        prepared = self.world.prepare(state.params)
+        m = prepared.model
+        return eqx.tree_at(lambda q: q.model, prepared,
+                           m.replace(geom_rgba=state.task.common.rgba.astype(m.geom_rgba.dtype)))
+
     def world_model(self, state: EnvState):
         """The MJX model of this world (physics parameters and colours)."""
-        m = self.world.world_model(state.params)
-        return m.replace(geom_rgba=state.task.common.rgba.astype(m.geom_rgba.dtype))
+        return self.prepare(state).model
 
     def action_to_reference(self, params: WorldParams, action: Float[Array, "10"]) -> Reference:
         """Setpoint action -> CoM reference of a level body (see module docstring)."""
@@ -283,8 +287,7 @@ class TaskEnv:
         """Advance one environment step (``config.substeps`` physics steps)."""
         cfg = self.config
         params = state.params
-        m = self.world_model(state)
-        inverse = rotor.allocation_inverse(params.profile, weights=params.chain.allocation_weights)
+        prepared = self.prepare(state)
         dt = cfg.physics_dt
 
         if cfg.action_mode == "setpoint":
@@ -292,13 +295,13 @@ class TaskEnv:
 
             def sub(ws, k):
                 r = eqx.tree_at(lambda q: q.position, ref, ref.position + ref.velocity * (k * dt))
-                return self.world.step(params, ws, r, model=m, allocation_inverse=inverse)
+                return self.world.step(prepared, ws, r)
         else:
             wrench = jnp.asarray(action, dtype=params.profile.mass.dtype)
 
             def sub(ws, k):
                 hold = Reference.hover(ws.data.qpos[0:3].astype(wrench.dtype))  # used only to reset a diverged world
-                return self.world.step(params, ws, hold, model=m, wrench=wrench, allocation_inverse=inverse)
+                return self.world.step(prepared, ws, hold, wrench=wrench)
 
         ws, infos = jax.lax.scan(sub, state.world, jnp.arange(cfg.substeps, dtype=params.profile.mass.dtype))
         info = dict(state.info)
@@ -338,11 +341,10 @@ class TaskEnv:
     def _observe(self, state: EnvState):
         p, q, v, w = self.body_state(state)
         z = rng.normals(state.task.common.obs_key, state.info["step"], 12, p.dtype)
-        ns = sensor_noise(state.params.noise.sensor, z.reshape(4, 3))
-        rot = quat_to_mat(quat_integrate(q, ns.attitude, 1.0))
-        ee = p + ns.position + rot @ state.params.profile.ee_position
+        est = sense(state.params.noise.sensor, z.reshape(4, 3), p, q, v, w)
+        ee = est.position + est.rotation @ state.params.profile.ee_position
         phase = (state.info["step"].astype(p.dtype) / self.config.episode_length)[None]
-        common = jnp.concatenate([ee, v + ns.velocity, rot.reshape(-1), w + ns.rate, phase])
+        common = jnp.concatenate([ee, est.velocity, est.rotation.reshape(-1), est.rate, phase])
         return jnp.concatenate([common, self._task_obs(state, ee)]).astype(jnp.float32)
 
     # ------------------------------------------------------------------ evaluation

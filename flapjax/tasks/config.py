@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.rotor.chain import ChainOptions
-from flapjax.rotor.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
 
 #: Physical effects that can be switched off for an ablation (ChainOptions flags).
@@ -65,7 +65,7 @@ class NoiseConfig:
         return cls(0.0, 0.0, 0.0, 0.0, 0.0)
 
     def params(self) -> NoiseParams:
-        """The :class:`~flapjax.rotor.NoiseParams` pytree of one world."""
+        """The :class:`~flapjax.noise.NoiseParams` pytree of one world."""
         s = self
         return NoiseParams(
             sensor=SensorNoise(position_std=(s.sensor_position_std,) * 3, velocity_std=(s.sensor_velocity_std,) * 3,

@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.control.wrench import GRAVITY
+from flapjax import scene as sc
+from flapjax.math import GRAVITY
 from flapjax.rotor.proximity import ground_effect_factor
-from flapjax.sim import scene as sc
 from flapjax.tasks.base import TaskCommon, TaskEnv, _R_START
 from flapjax.tasks.config import TaskConfig
 from flapjax.validation import ConfigError, check_positive, check_range

@@ -30,15 +30,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.control.wrench import GRAVITY
-from flapjax.math import safe_norm
-from flapjax.sim import scene as sc
+from flapjax import scene as sc
+from flapjax.math import GRAVITY, safe_norm
 from flapjax.tasks.base import TaskCommon, TaskEnv, _R_GOAL, _R_OBJECT, _R_START
 from flapjax.tasks.config import RandomizationConfig, TaskConfig
 from flapjax.validation import check_positive
 
 BOX_HALF = 0.08
-BOX_MASS = 0.3  # the MJCF default of flapjax.sim.multirotor_model
+BOX_MASS = 0.3  # the MJCF default of flapjax.sim.multirotor.model
 
 
 def _default_randomization():

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.sim import scene as sc
+from flapjax import scene as sc
 from flapjax.tasks.base import TaskCommon, TaskEnv, _R_START
 from flapjax.tasks.config import RandomizationConfig, TaskConfig
 from flapjax.validation import check_positive, check_range
