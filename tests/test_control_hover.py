@@ -83,3 +83,32 @@ def test_per_wing_free_flight_holds_altitude_with_the_same_controller():
     assert np.all(np.abs(pos[:, :2]) < 0.06)
     # the frequency stays near hover: the per-wing lift matches k_f f^2
     assert abs(float(np.mean(np.asarray(rec.frequency))) / float(p.averaged.hover_frequency) - 1) < 0.05
+
+
+def test_hover_rollout_options_plate_step_and_first_step_records():
+    """The one hover rollout: explicit f_h and g equal to the defaults change
+    nothing; "first" records sample the same flight at block starts; a plate
+    step adds its offset to the controller's plate command inside its window only."""
+    robot = fl.make_robot("lumped", "averaged", backend="rigid")
+    p = fl.default_params(robot)
+    s = fl.init_state(robot, p, position=jnp.array([0.01, 0.0, 0.49]), angular_velocity=jnp.array([0.2, -0.1, 0.0]))
+
+    def run(**kw):
+        return jax.jit(lambda s: fl.hover_rollout(robot, p, s, 400, record_every=20, checkpoint=False, **kw))(s)
+
+    fin, block = run()
+    fin2, same = run(hover_frequency=p.averaged.hover_frequency, gravity=p.averaged.gravity)
+    np.testing.assert_array_equal(same.position, block.position)
+    np.testing.assert_array_equal(same.frequency, block.frequency)
+    _, first = run(record="first")
+    assert float(first.time[0]) == 0.0
+    np.testing.assert_array_equal(first.position[0], s.data.position)
+    np.testing.assert_allclose(first.position[1:], block.position[:-1], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(first.tilt[1:], block.tilt[:-1], rtol=0, atol=1e-15)
+    # the plate offset begins at step 100 (record 5) and lasts 100 steps
+    offset = jnp.array([0.05, -0.02])
+    _, stepped = run(record="first", plate_step=fl.PlateStep(offset=offset, start=0.00995, length=0.01))
+    np.testing.assert_array_equal(stepped.plate[:5], first.plate[:5])
+    np.testing.assert_array_equal(stepped.position[:6], first.position[:6])
+    np.testing.assert_allclose(stepped.plate[5], first.plate[5] + offset, rtol=0, atol=1e-15)
+    assert float(jnp.abs(stepped.position[-1] - first.position[-1]).max()) > 1e-6  # the step moved the robot

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from flapjax import ConfigError
-from flapjax.control.stroke import StrokeSchedule, advance_offset, phase_cycles, stroke_reference
+from flapjax.control.stroke import StrokeSchedule, advance_offset, phase_cycles, servo_setpoint, stroke_reference
 
 
 def test_reference_matches_closed_form_and_derivatives():
@@ -55,3 +55,20 @@ def test_float32_phase_does_not_drift_like_time():
 def test_bad_schedule_names_the_field(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         StrokeSchedule(**kwargs)
+
+
+def test_servo_setpoint_feeds_forward_rate_and_inertia():
+    """With u = servo_setpoint(...), the servo torque kp (u - psi) - kv psi_dot is
+    kp (psi_ref - psi) + kv (psi_dot_ref - psi_dot) + J psi_ddot_ref: no lag from
+    the damping, the inertia driven by feed-forward (the flapper's stroke servo values)."""
+    kp, kv, inertia = 5.0, 2e-3, 2.451e-7
+    sch = StrokeSchedule(frequency=40.0, amplitude=1.5, direction=(1.0, -1.0))
+    ref = stroke_reference(sch, jnp.asarray(0.137))
+    psi, psi_dot = ref[0] + jnp.array([0.01, -0.02]), ref[1] * 0.97
+    u = servo_setpoint(*ref, kp=kp, kv=kv, inertia=inertia)
+    torque = kp * (u - psi) - kv * psi_dot
+    want = kp * (ref[0] - psi) + kv * (ref[1] - psi_dot) + inertia * ref[2]
+    np.testing.assert_allclose(torque, want, rtol=1e-10, atol=1e-15)
+    # on the reference, the servo supplies exactly J psi_ddot_ref
+    on_ref = kp * (u - ref[0]) - kv * ref[1]
+    np.testing.assert_allclose(on_ref, inertia * ref[2], rtol=1e-9, atol=1e-15)

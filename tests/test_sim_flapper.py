@@ -1,6 +1,7 @@
 """MJX bridge of the flapping-wing robot: frames, wrench bookkeeping, symmetry,
 plate-tilt moments, batching, stability, calibration and gradients."""
 
+import dataclasses
 import importlib
 
 import equinox as eqx
@@ -68,6 +69,38 @@ def test_wing_frames_follow_the_aerodynamic_chain(psi, theta):
         # span along s*Y, chord hanging along -Z from the leading edge
         com_local = d.xmat[b].reshape(3, 3).T @ (d.xipos[b] - d.xpos[b])
         np.testing.assert_allclose(com_local, [0.0, s * 0.035, -0.01], atol=1e-12)
+
+
+def test_feathering_stops_are_odd_quiet_inside_and_a_spring_beyond():
+    hinge = fl.default_params().hinge
+    k_s, th_s, w = float(hinge.stop_stiffness), float(hinge.stop_angle), float(hinge.stop_width)
+    theta = jnp.linspace(-1.2, 1.2, 241)
+    tau = fl.stop_torque(hinge, theta)
+    np.testing.assert_allclose(tau, -fl.stop_torque(hinge, -theta), rtol=0, atol=1e-15)  # odd
+    assert float(jnp.max(jnp.abs(fl.stop_torque(hinge, jnp.linspace(-0.2, 0.2, 41))))) < 1e-6 * k_s * th_s
+    assert float(fl.stop_torque(hinge, jnp.asarray(th_s))) == pytest.approx(-k_s * w * np.log(2.0), rel=1e-6)
+    far = th_s + 20 * w
+    assert float(fl.stop_torque(hinge, jnp.asarray(far))) == pytest.approx(-k_s * (far - th_s), rel=1e-6)
+    slope = jax.vmap(jax.grad(lambda t: fl.stop_torque(hinge, t)))(theta)
+    assert bool(jnp.all(jnp.isfinite(slope))) and bool(jnp.all(slope <= 0))
+
+
+def test_every_constructor_shares_one_mjcf_indexing(fixed):
+    """make_robot and the driven-base robot both index the MJCF through
+    robot_from_mjmodel: the driven robot is the fixed one with five drive
+    dofs in front (the wing and plate joints shift by five)."""
+    same = fl.robot_from_mjmodel(fm.build("fixed"))
+    statics = [f.name for f in dataclasses.fields(fixed) if f.metadata.get("static")]
+    assert len(statics) > 15 and all(getattr(same, k) == getattr(fixed, k) for k in statics)
+    driven = fl.make_driven_robot()
+    m = fm.build("fixed")
+    assert driven.stroke_inertia == fixed.stroke_inertia
+    assert driven.wing_bodies == fixed.wing_bodies and driven.stroke_act == fixed.stroke_act
+    for field in ("stroke_q", "stroke_v", "pitch_q", "pitch_v", "plate_q", "plate_v"):
+        assert getattr(driven, field) == tuple(i + 5 for i in getattr(fixed, field)), field
+    assert driven.model.nv == m.nv + 5
+    np.testing.assert_allclose(fl.robot_com_offset(), fm.composite_inertia(m)[1] - m.body("base").pos, atol=1e-15)
+    assert fl.robot_weight() == pytest.approx((0.03, 9.81), rel=1e-12)
 
 
 # ------------------------------------------------------------ the bridge --

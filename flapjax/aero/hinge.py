@@ -2,7 +2,7 @@
 
 The linear spring ``-k_h theta`` and damper ``-b_h theta_dot`` are joint
 properties that the bridge hands to MuJoCo; the stops are a pure torque added
-on top (docs/physics.md, Flapping wing):
+on top (docs/physics.md, Feathering hinge):
 
     tau_stop = -k_s [sp(theta - theta_s) - sp(-theta - theta_s)],
     sp(x) = w log(1 + exp(x / w)),

@@ -24,7 +24,9 @@ gains (~5.5e-4 N m/rad at f_h) and inertia ~5e-6 kg m^2, ``K_a = 5`` puts the
 attitude poles at about -22 +/- 16j rad/s, well above the position loop.
 Yaw is not actuated by this robot; only rate damping acts on it.
 
-The controller is pure (no MuJoCo); the bridge feeds it the base pose.
+The controller is pure (no MuJoCo); the bridge feeds it the base pose
+(:func:`flapjax.sim.flapper.hover_rollout`). Formulas and the feed-forward's
+departure from the seed: docs/physics.md, Hover controller.
 """
 
 from __future__ import annotations

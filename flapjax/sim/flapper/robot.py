@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any, Sequence
 
 import equinox as eqx
@@ -45,11 +44,6 @@ AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
 
 def _as_array(x) -> Array:
     return jnp.asarray(x, dtype=float)
-
-
-def _load_json(path: Path) -> dict[str, Any]:
-    with open(path) as fh:
-        return json.load(fh)
 
 
 # ---------------------------------------------------------------------------
@@ -169,6 +163,10 @@ class FlapperRobot(eqx.Module):
 # ---------------------------------------------------------------------------
 
 
+_WING_FIELDS = ("wing_bodies", "stroke_q", "stroke_v", "pitch_q", "pitch_v", "pitch_jnt", "plate_q", "plate_v",
+                "stroke_act", "plate_act")
+
+
 def _wing_indices(m: mujoco.MjModel) -> dict[str, Any]:
     """Name -> address lookups of the wings, stroke and plate joints and servos."""
     name = lambda obj, n: mujoco.mj_name2id(m, obj, n)  # noqa: E731
@@ -239,9 +237,7 @@ def robot_from_mjmodel(
         jr = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "root")
         free_q, free_v = int(m.jnt_qposadr[jr]), int(m.jnt_dofadr[jr])
     if root == "lumped":
-        idx = dict(plate_body=-1, plate_root=-1, **{k: () for k in (
-            "wing_bodies", "stroke_q", "stroke_v", "pitch_q", "pitch_v", "pitch_jnt", "plate_q", "plate_v",
-            "stroke_act", "plate_act")})
+        idx = dict(plate_body=-1, plate_root=-1, **{k: () for k in _WING_FIELDS})
         stroke_inertia = 0.0
     else:
         idx = _wing_indices(m)
@@ -316,7 +312,7 @@ def default_params(
     """Nominal parameters: hinge values from the MJCF, stops and stroke
     defaults from ``assets/flapper_params.json``, averaged-model values from
     ``assets/flapper_cycle_averaged.json``."""
-    cfg = _load_json(PARAMS_PATH)
+    cfg = json.loads(PARAMS_PATH.read_text())
     m = flapper_model.build("fixed")
     j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, flapper_model.PITCH_JOINTS[0])
     hinge = FeatheringHinge(

@@ -7,12 +7,12 @@ Per world and step (:func:`step`), top to bottom:
    so the aerodynamics never lag a step behind (docs/mjx_notes.md, One-step
    lag); the base frame's motion; the wing and plate joint angles
    (:func:`read_joints`); the stroke reference (:func:`stroke_targets`);
-2. **aero wrench**: per-wing model (:func:`wing_aero`): the plate's linear
-   velocity at its origin and angular velocity in the plate frame (the frame
-   the wings ride on), the pure kernels :func:`flapjax.aero.wing_loads` and
-   :func:`flapjax.aero.wing_wrench`, each wing's wrench (world frame, about the
-   wing's centre of mass); cycle-averaged model (:func:`averaged_aero`):
-   :func:`flapjax.aero.cycle_averaged_wrench` on the base body;
+2. **aero wrench**: per-wing model (:func:`wing_aero`): the plate's velocity
+   in the plate frame (the frame the wings ride on) into the pure kernels
+   :func:`flapjax.aero.wing_loads` and :func:`flapjax.aero.wing_wrench`, each
+   wing's wrench (world frame, about its centre of mass); cycle-averaged
+   model (:func:`averaged_aero`): :func:`flapjax.aero.cycle_averaged_wrench`
+   on the base body;
 3. **servo** (:func:`servo`): the stroke servos track
    ``psi(t) = d A sin(2 pi f t + phi0)`` with the feed-forward of
    :func:`flapjax.control.stroke.servo_setpoint`; the plate servos hold the
@@ -31,7 +31,8 @@ stages in between are the same for both.
 The robot has no deviation or stroke-plane joints: the kernels receive
 ``phi = Phi = 0`` and zero rates. (Were they added: the seed's stroke-plane
 angle is antisymmetric, so a symmetric tilt of both stroke planes is
-``Phi_left = Phi``, ``Phi_right = -Phi``; docs/physics.md, Flapping wing.)
+``Phi_left = Phi``, ``Phi_right = -Phi``.) Formulas, frames and units:
+docs/physics.md, Flapping-wing step.
 """
 
 from __future__ import annotations
@@ -135,15 +136,9 @@ class StrokeTargets(eqx.Module):
 
 
 class AeroWrench(eqx.Module):
-    """Output of the aerodynamic stage.
-
-    Attributes:
-      xfrc: (nbody, 6) ``[F; tau]`` per body, world frame, about each body's CoM [N, N m].
-      force_world: (3,) total force [N]; moment_world: (3,) moment about the base origin [N m].
-      lift_total: () |F_N,L| + |F_N,R|, or the averaged thrust L [N].
-      wing_force_world: (2, 3) [N]; wing_loads: per-wing loads or None;
-      force_clipped: (2,) the |F_N| clip is active.
-    """
+    """Output of the aerodynamic stage: ``xfrc`` (nbody, 6) ``[F; tau]`` per
+    body (world frame, about each body's CoM) [N, N m]; the other fields as in
+    :class:`FlapperDiagnostics`."""
 
     xfrc: Float[Array, "nbody 6"]
     force_world: Float[Array, "3"]
@@ -187,15 +182,19 @@ def frame_velocity(d: mjx.Data, body: int, root: int) -> tuple[Float[Array, "3"]
     return v, omega
 
 
-def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
-    """Fresh kinematics and velocities of the current state, and the base frame's motion."""
-    d = mjx.fwd_position(m, d)
-    d = mjx.fwd_velocity(m, d)
+def base_frame(robot: FlapperRobot, d: mjx.Data) -> BaseFrame:
+    """The base body's motion from MJX data whose kinematics and velocities are current."""
     b = robot.base_body
     rot = d.xmat[b]
     v_w, w_w = frame_velocity(d, b, robot.base_root)
     v_com = v_w + jnp.cross(w_w, d.xipos[b] - d.xpos[b])
-    return d, BaseFrame(rot_world_body=rot, origin=d.xpos[b], com=d.xipos[b], v_com=v_com, w_body=rot.T @ w_w)
+    return BaseFrame(rot_world_body=rot, origin=d.xpos[b], com=d.xipos[b], v_com=v_com, w_body=rot.T @ w_w)
+
+
+def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
+    """Fresh kinematics and velocities of the current state, and the base frame's motion."""
+    d = mjx.fwd_velocity(m, mjx.fwd_position(m, d))
+    return d, base_frame(robot, d)
 
 
 def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame]:
@@ -321,8 +320,7 @@ def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: 
 
 
 class Backend(NamedTuple):
-    """The backend-specific stages: ``read(robot, m, data) -> (data, BaseFrame)``
-    and ``advance(robot, m, data, xfrc, actuation) -> data``."""
+    """``read(robot, m, data) -> (data, BaseFrame)``; ``advance(robot, m, data, xfrc, act) -> data``."""
 
     read: Callable
     advance: Callable

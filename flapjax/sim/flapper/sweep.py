@@ -4,6 +4,7 @@
 (:func:`cycle_window`); :func:`sweep` runs many worlds (frequencies,
 amplitudes, plate angles) through one compiled ``vmap(scan)`` in chunks
 (:func:`map_in_chunks`), so any number of rows reuses the same compilation.
+The window and the seed's reference sweep: docs/physics.md, Cycle means.
 """
 
 from __future__ import annotations
