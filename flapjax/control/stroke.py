@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from flapjax.validation import ConfigError, as_float_array, check_positive
+from flapjax.validation import ConfigError, as_float_array, check_positive, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -47,16 +47,10 @@ class StrokeSchedule(eqx.Module):
         check_positive("StrokeSchedule.amplitude", self.amplitude, allow_zero=True)
         if jnp.shape(self.direction)[-1:] != (2,):
             raise ConfigError(f"StrokeSchedule.direction: expected shape (2,), got shape {jnp.shape(self.direction)}")
-        if not _traced(self.direction):
+        if not is_traced(self.direction):
             d = as_float_array("StrokeSchedule.direction", self.direction)
             if not np.all(np.abs(np.abs(d) - 1.0) == 0.0):
                 raise ConfigError(f"StrokeSchedule.direction: each entry must be +1 or -1, got {d.tolist()}")
-
-
-def _traced(x) -> bool:
-    import jax
-
-    return isinstance(x, jax.core.Tracer)
 
 
 def phase_cycles(frequency: Scalar, step: Int[Array, ""], dt: float, offset: Scalar = 0.0) -> Scalar:
@@ -122,7 +116,8 @@ def servo_setpoint(
 
     the torque is ``kp (psi_ref - psi) + kv (psi_dot_ref - psi_dot) +
     J psi_ddot_ref``: the reference is tracked with no phase lag from the
-    damping and the joint's own inertia ``J`` is driven by feed-forward.
+    damping and the joint's own inertia ``J`` is driven by feed-forward
+    (docs/physics.md, Stroke schedule and servo).
 
     Args:
       psi_ref, psi_dot_ref, psi_ddot_ref: reference angle [rad], rate
