@@ -22,6 +22,7 @@ from flapjax.sim.flapper import model as flapper_model
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, init_state, robot_from_mjmodel
 from flapjax.sim.flapper.step import simulate
 from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, window_steps
+from flapjax.sim.rollout import window_mean
 from flapjax.validation import check_positive
 
 DRIVE_JOINTS = ("drive_x", "drive_y", "spin_x", "spin_y", "spin_z")
@@ -96,9 +97,9 @@ def driven_cycle_mean(
         return rot.T @ dg.force_world, rot.T @ moment_c, new.data.qvel[:5]
 
     _, (force, moment, vel) = simulate(robot, params, state, n_steps, observe=observe)
-    w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
-    mean = lambda x: jnp.tensordot(w, x, axes=(0, 0)) / jnp.sum(w)  # noqa: E731
-    return DrivenMean(force=mean(force), moment=mean(moment), drive=mean(vel))
+    w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt)
+    force, moment, drive = window_mean((force, moment, vel), w)
+    return DrivenMean(force=force, moment=moment, drive=drive)
 
 
 @eqx.filter_jit

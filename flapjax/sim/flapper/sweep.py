@@ -19,7 +19,7 @@ from jaxtyping import Array, Bool, Float
 
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, init_state, make_robot
 from flapjax.sim.flapper.step import simulate
-from flapjax.sim.rollout import pad_worlds, slice_worlds, world_count
+from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
 from flapjax.validation import ConfigError, as_float_array, check_positive, check_range
 
 Scalar = Float[Array, ""]
@@ -96,15 +96,15 @@ def cycle_mean(
         robot, params, state, n_steps, observe=observe, checkpoint=checkpoint
     )
     w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
-    tot = jnp.sum(w)
-    mean = lambda x: jnp.tensordot(w, x, axes=(0, 0)) / tot  # noqa: E731
+    square_error, clipped = jnp.mean(err**2, axis=-1), jnp.mean(clip.astype(force.dtype), axis=-1)
+    force, moment, lift, square_error, clipped = window_mean((force, moment, lift, square_error, clipped), w)
     return CycleMean(
-        force=mean(force),
-        moment=mean(moment),
-        lift_total=mean(lift),
-        stroke_error_rms=jnp.sqrt(mean(jnp.mean(err**2, axis=-1))),
+        force=force,
+        moment=moment,
+        lift_total=lift,
+        stroke_error_rms=jnp.sqrt(square_error),
         stroke_error_max=jnp.max(jnp.where(w[:, None] > 0, jnp.abs(err), 0.0)),
-        clip_fraction=mean(jnp.mean(clip.astype(force.dtype), axis=-1)),
+        clip_fraction=clipped,
         healthy=final.healthy,
     )
 
