@@ -74,6 +74,16 @@ def rot_z(a: Scalar) -> Float[Array, "3 3"]:
     return jnp.array([[c, -s, z], [s, c, z], [z, z, o]])
 
 
+def quat_y(a: Scalar) -> Float[Array, "4"]:
+    """(4,) quaternion ``[w, x, y, z]`` of a rotation by ``a`` [rad] about y."""
+    return jnp.stack([jnp.cos(0.5 * a), jnp.zeros_like(a), jnp.sin(0.5 * a), jnp.zeros_like(a)])
+
+
+def quat_z(a: Scalar) -> Float[Array, "4"]:
+    """(4,) quaternion ``[w, x, y, z]`` of a rotation by ``a`` [rad] about z (a heading)."""
+    return jnp.stack([jnp.cos(0.5 * a), jnp.zeros_like(a), jnp.zeros_like(a), jnp.sin(0.5 * a)])
+
+
 def quat_to_mat(q: Float[Array, "4"]) -> Float[Array, "3 3"]:
     """Rotation matrix of a quaternion ``q = [w, x, y, z]`` (MuJoCo order).
 

@@ -123,3 +123,29 @@ def test_sensor_noise_switch():
     assert float(jnp.std(c.sensor_position_noise)) == pytest.approx(0.01, rel=0.2)
     ka, kb = jnp.array([1, 2], jnp.uint32), jnp.array([3, 4], jnp.uint32)
     np.testing.assert_array_equal(on._draws(ka, kb, 7, jnp.float64)[12:19], off._draws(ka, kb, 7, jnp.float64)[12:19])
+
+
+def test_prepared_once_is_the_same_as_params_every_step():
+    """``prepare`` builds what a step derives from the parameters once; a
+    step given plain parameters prepares them on the spot, with the same
+    result (to round-off: eager and jitted SVDs differ in the last bit), and
+    a rollout accepts either."""
+    prof = rotor.profiles.hexa_tilted()
+    world = mr.MultirotorWorld(prof, options=rotor.ChainOptions(command_noise=True), backend="rigid")
+    params = _every_effect(world)
+    start = sc.hover_position(params.scene, prof, ground_clearance=0.10, wall_clearance=0.15, yaw=YAW)
+    ref = Reference.hover(start + jnp.array([0.02, 0.0, 0.03]), YAW)
+    state = world.reset(params, jax.random.key(4), start, YAW)
+    prepared = world.prepare(params)
+    assert isinstance(prepared, mr.Prepared)
+    np.testing.assert_array_equal(prepared.allocation_inverse,
+                                  rotor.allocation_inverse(prof, weights=params.chain.allocation_weights))
+    a, info_a = jax.jit(lambda s: world.step(prepared, s, ref))(state)
+    b, info_b = jax.jit(lambda s: world.step(params, s, ref))(state)
+    for x, y in zip(jax.tree.leaves((a, info_a)), jax.tree.leaves((b, info_b))):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    fa, ta = jax.jit(lambda s: world.rollout(prepared, s, ref, 20))(state)
+    fb, tb = jax.jit(lambda s: world.rollout(params, s, ref, 20))(state)
+    np.testing.assert_allclose(ta.position, tb.position, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fa.data.qpos, fb.data.qpos, rtol=0, atol=1e-12)
+    assert float(jnp.abs(ta.position[-1] - ta.position[0]).max()) > 1e-4  # it flew

@@ -53,9 +53,10 @@ from jaxtyping import Array, Float, PRNGKeyArray, UInt32
 from flapjax import rng, rotor
 from flapjax import scene as sc
 from flapjax.control.wrench import Reference
-from flapjax.math import quat_to_mat
+from flapjax.math import quat_to_mat, quat_z
 from flapjax.noise import sense, split_streams
 from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
+from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks.config import TaskConfig
 from flapjax.validation import ConfigError
 
@@ -240,8 +241,7 @@ class TaskEnv:
         ws = self.world.reset(params, noise_src, start, yaw=yaw, box_position=box_position)
         if box_pose is not None:
             qpos = ws.data.qpos
-            qyaw = box_pose[1].astype(qpos.dtype)
-            quat = jnp.stack([jnp.cos(0.5 * qyaw), jnp.zeros_like(qyaw), jnp.zeros_like(qyaw), jnp.sin(0.5 * qyaw)])
+            quat = quat_z(box_pose[1].astype(qpos.dtype))
             ws = eqx.tree_at(lambda w: w.data, ws, ws.data.replace(qpos=qpos.at[10:14].set(quat)))
         info = self._init_info()
         info.update(self._task_init_info())
@@ -328,10 +328,8 @@ class TaskEnv:
 
     def body_state(self, state: EnvState):
         """``(position, quat, velocity, rate)`` of the CoM from the world state."""
-        d = state.world.data
-        dtype = state.params.profile.mass.dtype
-        q, v = d.qpos.astype(dtype), d.qvel.astype(dtype)
-        return q[0:3], q[3:7], v[0:3], v[3:6]
+        body = read_state(state.world.data, state.params.profile.mass.dtype)
+        return body.position, body.quat, body.velocity, body.rate
 
     def ee_position(self, state: EnvState) -> Float[Array, "3"]:
         """(3,) end-effector centre, world [m] (exact, noise-free)."""

@@ -23,17 +23,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from flapjax import scene as sc
+from flapjax.math import quat_z
 from flapjax.sim import backend, rigid
 from flapjax.sim.multirotor import model as mm
 from flapjax.sim.multirotor.types import Prepared, WorldParams
 
 if TYPE_CHECKING:
     from flapjax.sim.multirotor.world import MultirotorWorld
-
-
-def yaw_quat(yaw):
-    """(4,) quaternion ``[w, x, y, z]`` of a heading ``yaw`` [rad] about world z."""
-    return jnp.stack([jnp.cos(0.5 * yaw), jnp.zeros_like(yaw), jnp.zeros_like(yaw), jnp.sin(0.5 * yaw)])
 
 
 def cast(tree, dtype):
@@ -60,7 +56,7 @@ class MjxPhysics:
         data = world.data0
         qpos = data.qpos
         position = jnp.asarray(position, dtype=qpos.dtype)
-        qpos = qpos.at[0:3].set(position).at[3:7].set(yaw_quat(jnp.asarray(yaw, dtype=qpos.dtype)))
+        qpos = qpos.at[0:3].set(position).at[3:7].set(quat_z(jnp.asarray(yaw, dtype=qpos.dtype)))
         if world.with_box:
             if box_position is None:  # resting on the ground, 0.6 m ahead of the origin
                 box_position = jnp.stack([jnp.asarray(0.6), jnp.asarray(0.0),
@@ -96,7 +92,7 @@ class RigidPhysics:
     def at_rest(world: "MultirotorWorld", params: WorldParams, position, yaw, box_position=None):
         ftype = world.dtype if world.dtype is not None else params.profile.mass.dtype
         position = jnp.asarray(position, dtype=ftype)
-        return rigid.RigidState.at_rest(position, yaw_quat(jnp.asarray(yaw, dtype=ftype)))
+        return rigid.RigidState.at_rest(position, quat_z(jnp.asarray(yaw, dtype=ftype)))
 
     @staticmethod
     def advance(world: "MultirotorWorld", prepared: Prepared, data: rigid.RigidState, wrench_world: Float[Array, "6"]

@@ -28,6 +28,7 @@ from jaxtyping import Array, Float
 from mujoco import mjx
 
 from flapjax import scene as sc
+from flapjax.math import quat_y
 from flapjax.rotor.profile import RotorProfile
 
 GROUND = "ground"
@@ -124,8 +125,7 @@ def model_ids(mj_model: mujoco.MjModel, *, with_box: bool) -> Ids:
 
 def _plane_quat(normal):
     """Quaternion rotating +z onto a unit ``normal`` lying in the x-z plane."""
-    theta = jnp.arctan2(normal[0], normal[2])  # rotation about +y
-    return jnp.stack([jnp.cos(0.5 * theta), jnp.zeros_like(theta), jnp.sin(0.5 * theta), jnp.zeros_like(theta)])
+    return quat_y(jnp.arctan2(normal[0], normal[2]))
 
 
 def world_model(model: mjx.Model, ids: Ids, scene: sc.Scene, prof: RotorProfile, *, with_box: bool) -> mjx.Model:
