@@ -31,7 +31,6 @@ def main() -> None:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     import equinox as eqx
-    import jax.numpy as jnp
     import numpy as np
 
     from flapjax import rotor

@@ -18,8 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from mujoco import mjx
 
-from flapjax import aero, rng, rotor
-from flapjax.aero.cycle_averaged import cycle_averaged_wrench
+from flapjax import rng, rotor
 from flapjax.control.wrench import Reference, wrench_command
 from flapjax.math import quat_to_mat
 from flapjax.sim import flapper as fl
@@ -104,27 +103,11 @@ def flapper_kernel(root: str, aero_model: str, n_worlds: int, n_steps: int) -> W
 
     if aero_model == "wing":
         def kernel(p, d):
-            rot_plate = d.xmat[robot.plate_body]
-            v_w, w_w = fl._frame_velocity(d, robot.plate_body, robot.plate_root)
-            v_body, w_body = rot_plate.T @ v_w, rot_plate.T @ w_w
-            total = jnp.zeros((6,), d.qpos.dtype)
-            for k, side in enumerate(fl.SIDES):
-                kin = aero.WingKinematics(stroke=d.qpos[robot.stroke_q[k]], stroke_rate=d.qvel[robot.stroke_v[k]],
-                                          pitch=d.qpos[robot.pitch_q[k]], pitch_rate=d.qvel[robot.pitch_v[k]])
-                ld = aero.wing_loads(robot.wing, kin, v_body=v_body, w_body=w_body, side=side, options=p.aero)
-                b = robot.wing_bodies[k]
-                ww = aero.wing_wrench(ld, side=side, rot_world_wing=d.xmat[b], pos_world_origin=d.xpos[b],
-                                      pos_world_com=d.xipos[b])
-                total = total + ww.wrench
-            return total
+            return fl.wing_aero(robot, p, d).xfrc.sum(0)
     else:
         def kernel(p, d):
-            b = robot.base_body
-            rot = d.xmat[b]
-            v_w, w_w = fl._frame_velocity(d, b, robot.base_root)
-            avg = cycle_averaged_wrench(p.averaged, frequency=p.stroke.frequency, plate=p.plate, rot_world_body=rot,
-                                        v_world=v_w, w_body=rot.T @ w_w)
-            return avg.wrench
+            base = fl.base_frame(robot, d)
+            return fl.averaged_aero(robot, p, base, p.stroke.frequency, p.plate).xfrc[robot.base_body]
 
     def fn(params, data):
         def one(p, d):

@@ -31,7 +31,6 @@ import time
 from typing import Any, Callable, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from flapjax.tasks import registry

@@ -8,7 +8,7 @@ from jax.test_util import check_grads
 
 from flapjax import ConfigError, aero
 from tests.aero_reference import seed_alpha, strip_loads, whitney_wood
-from tests.test_aero_kinematics import NAMES, random_state
+from tests.test_aero_kinematics import random_state
 
 WING = aero.Wing.flapsim()
 OPTS = aero.AeroOptions()

@@ -2,7 +2,6 @@
 names the field (and, where there is one, the allowed range), before any
 world is simulated. One row per case."""
 
-import json
 
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """Task environments: configuration, per-world randomization and key streams,
 jit(vmap(step)) against a loop, reference controllers, a long large batch."""
 
-import dataclasses
 
 import jax
 import jax.numpy as jnp

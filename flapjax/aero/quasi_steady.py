@@ -70,7 +70,7 @@ def check_side(side) -> int:
 
 
 def angle_of_attack(pitch: Scalar, in_plane: Scalar, out_of_plane: Scalar) -> Scalar:
-    """alpha = theta + atan2(U_i*, U_o*) [rad] (continuous form, PHYSICS.md 1).
+    """alpha = theta + atan2(U_i*, U_o*) [rad] (continuous form; docs/physics.md, Angle of attack).
 
     Equals the seed's ``theta + sgn(U_i*) pi/2 - atan(U_o*/U_i*)`` whenever
     ``U_i* != 0`` and stays continuous through stroke reversal. At zero relative

@@ -27,11 +27,9 @@ import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax import scene as sc
 from flapjax.math import GRAVITY
 from flapjax.rotor.proximity import ground_effect_factor
 from flapjax.tasks.base import TaskCommon, TaskEnv, _R_START

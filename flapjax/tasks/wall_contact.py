@@ -26,7 +26,6 @@ import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 

@@ -123,7 +123,7 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     if anti:
         notes += f"; axes {anti}: the per-wing model shows no damping (measured slope <= 0), D_w there is fitted toward 0"
     if len(axes_used) < 3:
-        notes += f"; D_w on axes not driven keeps its start value"
+        notes += "; D_w on axes not driven keeps its start value"
     return StudyResult(
         name="damping",
         values=values,
