@@ -99,3 +99,17 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
     """Raise unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ConfigError(f"{name}: must be one of {list(choices)}, got {value!r}")
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """Return ``value`` as an int, refusing booleans, floats and anything
+    outside ``[lo, hi]`` (either bound may be None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        allowed = "an integer" + (f" >= {lo}" if lo is not None else "") + (f" <= {hi}" if hi is not None else "")
+        raise ConfigError(f"{name}: must be {allowed}, got {value!r}")
+    v = int(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        lo_s = "-inf" if lo is None else str(lo)
+        hi_s = "inf" if hi is None else str(hi)
+        raise ConfigError(f"{name}: must be an integer in [{lo_s}, {hi_s}], got {v}")
+    return v

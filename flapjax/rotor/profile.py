@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from flapjax.rotor.feasibility import check_feasible
 from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, is_traced
 
 _AXIS_TOL = 1e-6
@@ -64,6 +65,12 @@ class RotorProfile(eqx.Module):
       ee_radius: () end-effector sphere radius [m].
       name: preset or file name (static).
       fully_actuated: whether ``B`` has rank 6 (static, derived).
+
+    Besides the per-field checks, a concrete profile must describe an
+    airframe that can hover (:func:`flapjax.rotor.feasibility.check_feasible`:
+    thrust-to-weight > 1 along body +z, distinct rotor positions, plausible
+    mass and inertia); ``allow_infeasible=True`` skips that for deliberate
+    experiments (a robot that cannot lift itself, rotors sideways, ...).
     """
 
     positions: Float[Array, "n 3"]
@@ -104,6 +111,7 @@ class RotorProfile(eqx.Module):
         ee_radius=0.015,
         name: str = "custom",
         fully_actuated: bool | None = None,
+        allow_infeasible: bool = False,
     ):
         values = dict(
             positions=positions, axes=axes, spins=spins, thrust_min=thrust_min, thrust_max=thrust_max,
@@ -114,6 +122,8 @@ class RotorProfile(eqx.Module):
         traced = any(is_traced(v) for v in values.values())
         if not traced:
             values = _validate(values)
+            if not allow_infeasible:
+                check_feasible(values)
             if fully_actuated is None:
                 fully_actuated = _rank(values["positions"], values["axes"], values["spins"],
                                        values["torque_coeff"]) == 6
@@ -273,7 +283,8 @@ _ROTOR_KEYS = ("position", "axis", "spin", "thrust_min", "thrust_max", "torque_c
 _BODY_KEYS = ("mass", "inertia", "hull_half_size", "arm_base", "ee_position", "ee_radius", "name")
 
 
-def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile") -> RotorProfile:
+def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
+                      allow_infeasible: bool = False) -> RotorProfile:
     """Build a profile from a mapping: body keys plus a ``rotors`` list of tables.
 
     Each rotor table holds ``position``, ``axis``, ``spin``, ``thrust_min``,
@@ -328,7 +339,8 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile") -> Rot
             spins=np.array(columns["spin"]), thrust_min=np.array(columns["thrust_min"]),
             thrust_max=np.array(columns["thrust_max"]), torque_coeff=np.array(columns["torque_coeff"]),
             radius=np.array(columns["radius"]), time_constant=np.array(columns["time_constant"]),
-            rate_limit=np.array(columns["rate_limit"]), name=str(cfg.get("name", source)), **body,
+            rate_limit=np.array(columns["rate_limit"]), name=str(cfg.get("name", source)),
+            allow_infeasible=allow_infeasible, **body,
         )
     except ConfigError as exc:
         raise ConfigError(f"{source}.{exc}") from None
@@ -351,19 +363,29 @@ def profile_to_dict(prof: RotorProfile) -> dict[str, Any]:
     )
 
 
-def load_profile(path: str | pathlib.Path) -> RotorProfile:
-    """Load and validate a profile from a ``.toml`` or ``.json`` file."""
+def load_profile(path: str | pathlib.Path, *, allow_infeasible: bool = False) -> RotorProfile:
+    """Load and validate a profile from a ``.toml`` or ``.json`` file
+    (``allow_infeasible``: see :class:`RotorProfile`)."""
     path = pathlib.Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(f"path: profile files must end in .toml or .json, got {str(path)!r}")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"path: no such profile file {str(path)!r}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path.name}: not a text file (UTF-8 expected: {exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"path: cannot read profile file {str(path)!r} ({exc.strerror})") from None
     try:
         cfg = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path.name}: cannot parse ({exc})") from exc
-    cfg.setdefault("name", path.stem)
-    return profile_from_dict(cfg, source=path.name)
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"{path.name}: expected a table of profile keys at the top level, got {type(cfg).__name__}")
+    cfg = {"name": path.stem, **cfg}
+    return profile_from_dict(cfg, source=path.name, allow_infeasible=allow_infeasible)
 
 
 def save_profile_json(prof: RotorProfile, path: str | pathlib.Path) -> None:
