@@ -31,6 +31,19 @@ Actions (``config.action_mode``):
   about the CoM, held over the substeps and sent through the same rotor chain
   (allocation, saturation, actuator, proximity, drag, wind) and MJX step;
   no controller runs.
+* ``"residual"``, shape (10,), each entry in [-1, 1] (clipped): a correction
+  of the reference controller's setpoint (:meth:`TaskEnv.scripted_action`),
+  ``setpoint = scripted + scale * action`` with ``scale`` from
+  ``config.residual_scale`` (position, velocity, force, yaw); then as
+  ``"setpoint"``. An action of zeros flies the reference controller. This is
+  the mode for learning (the RL adapters use it by default).
+
+Backends (``config.backend``): ``"mjx"`` (real contacts) or ``"rigid"``
+(the contact-free pure-JAX body, for tasks that need no contact; tasks with
+``needs_contact`` refuse it). On the rigid backend a world whose robot
+reaches the ground or the wall ends its episode (``done``), counts as a
+failure in :meth:`TaskEnv.summarize` (``touched``) and gets no reward from
+then on.
 
 ``done`` turns 1 at the end of the episode or when a world diverged (frozen by
 the world); the environment does not auto-reset (training wrappers do).
@@ -122,22 +135,26 @@ class TaskEnv:
     config_class: ClassVar[type] = TaskConfig
     with_box: ClassVar[bool] = False
     box_half_size: ClassVar[tuple[float, float, float]] = (0.05, 0.05, 0.05)
-    #: Presets that can do the task (all three by default).
+    #: Presets that can do the task (all three by default; profile files are not restricted).
     robots: ClassVar[tuple[str, ...]] = ("quad_x", "hexa", "hexa_tilted")
+    #: The task needs real contacts (MJX backend only).
+    needs_contact: ClassVar[bool] = False
 
     def __init__(self, config: TaskConfig | None = None):
         config = self.default_config() if config is None else config
         if not isinstance(config, self.config_class):
             raise ConfigError(f"config: must be a {self.config_class.__name__} for task {self.name!r}, "
                               f"got {type(config).__name__}")
-        if config.robot not in self.robots:
+        if not config.robot_is_file and config.robot not in self.robots:
             raise ConfigError(f"robot: task {self.name!r} supports {list(self.robots)}, got {config.robot!r}")
+        if config.backend == "rigid" and self.needs_contact:
+            raise ConfigError(f"backend: task {self.name!r} needs contacts; use backend='mjx', got 'rigid'")
         self.config = config
-        self.profile = rotor.profiles.preset(config.robot)
+        self.profile = config.load_profile()
         self.world = MultirotorWorld(
             self.profile, options=config.chain_options(), dt=config.physics_dt, with_box=self.with_box,
             box_half_size=self.box_half_size, iterations=config.solver_iterations,
-            ls_iterations=config.solver_ls_iterations, dtype=jnp.float32,
+            ls_iterations=config.solver_ls_iterations, dtype=jnp.float32, backend=config.backend,
         )
         scene = self._nominal_scene()
         self.nominal_params = eqx.tree_at(lambda p: p.noise, self.world.default_params(scene),
@@ -167,7 +184,7 @@ class TaskEnv:
 
     @property
     def action_size(self) -> int:
-        return 10 if self.config.action_mode == "setpoint" else 6
+        return 6 if self.config.action_mode == "wrench" else 10
 
     @functools.cached_property
     def observation_size(self) -> int:
@@ -252,8 +269,11 @@ class TaskEnv:
         return eqx.tree_at(lambda s: s.obs, state, self._observe(state))
 
     def _init_info(self) -> dict:
-        return dict(step=jnp.zeros((), jnp.int32), rotor_steps=jnp.zeros(()), saturated_rotor_steps=jnp.zeros(()),
+        info = dict(step=jnp.zeros((), jnp.int32), rotor_steps=jnp.zeros(()), saturated_rotor_steps=jnp.zeros(()),
                     min_margin=jnp.asarray(jnp.inf), diverged=jnp.zeros((), bool))
+        if self.config.backend == "rigid":
+            info["touched"] = jnp.zeros((), bool)
+        return info
 
     metric_names: ClassVar[tuple[str, ...]] = ()
     #: Main task metric in :meth:`summarize` and the scenario value plotted against it.
@@ -264,8 +284,10 @@ class TaskEnv:
 
     def prepare(self, state: EnvState) -> Prepared:
         """This world's :meth:`MultirotorWorld.prepare` with its colours
-        written into the MJX model."""
+        written into the MJX model (the rigid backend's model has no colours)."""
         prepared = self.world.prepare(state.params)
+        if self.config.backend == "rigid":
+            return prepared
         m = prepared.model
         return eqx.tree_at(lambda q: q.model, prepared,
                            m.replace(geom_rgba=state.task.common.rgba.astype(m.geom_rgba.dtype)))
@@ -283,6 +305,18 @@ class TaskEnv:
         offset = jnp.stack([c * r_ee[0] - s * r_ee[1], s * r_ee[0] + c * r_ee[1], r_ee[2]])
         return Reference(position=p_ee - offset, velocity=v_ee, acceleration=f_ff / params.profile.mass, yaw=yaw)
 
+    def residual_scale(self) -> Float[Array, "10"]:
+        """(10,) setpoint change of a residual action of ones (``config.residual_scale``
+        spread over position, velocity, force and yaw)."""
+        p, v, f, y = self.config.residual_scale
+        return jnp.asarray([p] * 3 + [v] * 3 + [f] * 3 + [y], jnp.float32)
+
+    def residual_to_setpoint(self, state: EnvState, action: Float[Array, "10"]) -> Float[Array, "10"]:
+        """Residual action in [-1, 1] (clipped) -> setpoint action: the reference
+        controller's setpoint plus ``residual_scale * action``."""
+        action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
+        return self.scripted_action(state) + self.residual_scale() * action
+
     def step(self, state: EnvState, action) -> EnvState:
         """Advance one environment step (``config.substeps`` physics steps)."""
         cfg = self.config
@@ -290,7 +324,9 @@ class TaskEnv:
         prepared = self.prepare(state)
         dt = cfg.physics_dt
 
-        if cfg.action_mode == "setpoint":
+        if cfg.action_mode == "residual":
+            action = self.residual_to_setpoint(state, action)
+        if cfg.action_mode in ("setpoint", "residual"):
             ref = self.action_to_reference(params, action)
 
             def sub(ws, k):
@@ -318,9 +354,13 @@ class TaskEnv:
         info.update(task_info)
         metrics = dict(saturation=n_sat / n_rot, control_margin=margin, **task_metrics)
         metrics = {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
-        done = (info["step"] >= cfg.episode_length) | info["diverged"]
+        failed = info["diverged"]
+        if cfg.backend == "rigid":
+            info["touched"] = info["touched"] | jnp.any(infos.touching)
+            failed = failed | info["touched"]
+        done = (info["step"] >= cfg.episode_length) | failed
         new = eqx.tree_at(lambda s: (s.info, s.metrics, s.reward, s.done), new,
-                          (info, metrics, jnp.where(info["diverged"], 0.0, reward).astype(jnp.float32),
+                          (info, metrics, jnp.where(failed, 0.0, reward).astype(jnp.float32),
                            done.astype(jnp.float32)))
         return eqx.tree_at(lambda s: s.obs, new, self._observe(new))
 
@@ -359,6 +399,9 @@ class TaskEnv:
         )
         task = self._task_summary(state)
         task["success"] = task["success"] & ~info["diverged"]
+        if "touched" in info:
+            task["success"] = task["success"] & ~info["touched"]
+            out["touched"] = info["touched"]
         out.update(task)
         return out
 

@@ -20,7 +20,11 @@ from flapjax.validation import ConfigError, as_float_array, check_choice, check_
 
 #: Physical effects that can be switched off for an ablation (ChainOptions flags).
 EFFECTS = ("saturation", "actuator", "ground_effect", "wall_effect", "drag", "wind", "gusts", "turbulence")
-ACTION_MODES = ("setpoint", "wrench")
+ACTION_MODES = ("setpoint", "wrench", "residual")
+#: Physics backends of a task world (``rigid``: contact-free, for tasks that need no contact).
+TASK_BACKENDS = ("mjx", "rigid")
+#: Suffixes of a robot profile file accepted as ``TaskConfig.robot``.
+PROFILE_SUFFIXES = (".toml", ".json")
 
 
 def _range(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> tuple[float, float]:
@@ -141,14 +145,24 @@ class TaskConfig:
     """Settings shared by every task.
 
     Attributes:
-      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``).
+      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``) or the path
+        of a profile file (``.toml`` / ``.json``, read by
+        :func:`flapjax.rotor.load_profile`; validated here, at construction).
       physics_dt: MJX step [s].
       substeps: physics steps per environment step (the agent's period is
         ``physics_dt * substeps``).
       episode_length: environment steps per episode.
       action_mode: ``"setpoint"`` (end-effector reference for the geometric
         wrench controller, see :mod:`flapjax.tasks.base`) or ``"wrench"``
-        (desired body wrench, straight into the rotor chain).
+        (desired body wrench, straight into the rotor chain) or
+        ``"residual"`` (a correction in [-1, 1] of the reference controller's
+        setpoint, scaled by ``residual_scale``; for learning).
+      residual_scale: what an action of 1 adds in ``"residual"`` mode:
+        ``(end-effector position [m], its velocity [m/s], feed-forward force
+        [N], yaw [rad])``.
+      backend: ``"mjx"`` (MuJoCo MJX, real contacts) or ``"rigid"`` (the
+        contact-free pure-JAX body, for tasks that need no contact; a world
+        whose robot reaches a surface ends its episode as a failure).
       disabled_effects: physical effects switched off (names in :data:`EFFECTS`).
       noise: sensor and command noise.
       randomization: domain randomization.
@@ -160,6 +174,8 @@ class TaskConfig:
     substeps: int = 5
     episode_length: int = 250
     action_mode: str = "setpoint"
+    residual_scale: tuple[float, float, float, float] = (0.05, 0.25, 2.0, 0.2)
+    backend: str = "mjx"
     disabled_effects: tuple[str, ...] = ()
     noise: NoiseConfig = dataclasses.field(default_factory=NoiseConfig)
     randomization: RandomizationConfig = dataclasses.field(default_factory=RandomizationConfig)
@@ -169,7 +185,12 @@ class TaskConfig:
     def __post_init__(self):
         from flapjax.rotor.profile import PRESETS
 
-        check_choice("robot", self.robot, sorted(PRESETS))
+        if not isinstance(self.robot, str):
+            raise ConfigError(f"robot: must be a preset name or a profile file path, got {self.robot!r}")
+        if self.robot.lower().endswith(PROFILE_SUFFIXES):
+            self.load_profile()  # a bad file fails here, naming the field
+        else:
+            check_choice("robot", self.robot, sorted(PRESETS))
         check_positive("physics_dt", self.physics_dt)
         check_range("physics_dt", self.physics_dt, None, 0.01)
         for name in ("substeps", "episode_length", "solver_iterations", "solver_ls_iterations"):
@@ -177,6 +198,10 @@ class TaskConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name}: must be an integer >= 1, got {v!r}")
         check_choice("action_mode", self.action_mode, ACTION_MODES)
+        check_choice("backend", self.backend, TASK_BACKENDS)
+        scale = as_float_array("residual_scale", self.residual_scale, (4,))
+        check_range("residual_scale", scale, 0.0, None)
+        object.__setattr__(self, "residual_scale", tuple(float(x) for x in scale))
         object.__setattr__(self, "disabled_effects", tuple(self.disabled_effects))
         for e in self.disabled_effects:
             check_choice("disabled_effects", e, EFFECTS)
@@ -184,6 +209,24 @@ class TaskConfig:
             raise ConfigError(f"noise: must be a NoiseConfig, got {type(self.noise).__name__}")
         if not isinstance(self.randomization, RandomizationConfig):
             raise ConfigError(f"randomization: must be a RandomizationConfig, got {type(self.randomization).__name__}")
+
+    @property
+    def robot_is_file(self) -> bool:
+        """``robot`` names a profile file rather than a preset."""
+        return self.robot.lower().endswith(PROFILE_SUFFIXES)
+
+    def load_profile(self):
+        """The robot's :class:`~flapjax.rotor.RotorProfile` (preset or file)."""
+        from flapjax import rotor
+
+        if not self.robot_is_file:
+            return rotor.profiles.preset(self.robot)
+        import pathlib
+
+        path = pathlib.Path(self.robot)
+        if not path.is_file():
+            raise ConfigError(f"robot: profile file {self.robot!r} does not exist")
+        return rotor.load_profile(path)
 
     @property
     def env_dt(self) -> float:

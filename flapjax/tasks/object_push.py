@@ -100,6 +100,7 @@ class ObjectPush(TaskEnv):
     """Push a box on the ground to a goal."""
 
     name: ClassVar[str] = "object_push"
+    needs_contact: ClassVar[bool] = True
     config_class: ClassVar[type] = ObjectPushConfig
     with_box: ClassVar[bool] = True
     box_half_size: ClassVar[tuple[float, float, float]] = (BOX_HALF, BOX_HALF, BOX_HALF)

@@ -99,6 +99,7 @@ class WallContact(TaskEnv):
     """Touch a pitched wall and hold a normal force."""
 
     name: ClassVar[str] = "wall_contact"
+    needs_contact: ClassVar[bool] = True
     config_class: ClassVar[type] = WallContactConfig
     primary_metric: ClassVar[str] = "force_rmse"
     scenario_key: ClassVar[str] = "wall_pitch"
