@@ -24,7 +24,7 @@ import optax
 from flapjax.identify.fit import GRAD_MODES, LINE_SEARCHES, OPTIMIZERS, Convergence, FitResult, fit, make_optimizer, split
 from flapjax.identify.losses import Measurements, least_squares
 from flapjax.sim import flapper as fl
-from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
 STUDIES = ("lift", "moments", "damping", "physical", "validation")
 
@@ -131,7 +131,12 @@ def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config: no such file {str(path)!r}")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config {path}: not a text file (UTF-8 expected: {exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"config {path}: cannot read ({exc.strerror})") from None
     try:
         user = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -163,8 +168,7 @@ def _check_run_window(section: str, s: Mapping) -> None:
 def _check_fit(section: str, s: Mapping) -> None:
     check_choice(f"{section}.optimizer", s["optimizer"], OPTIMIZERS)
     check_positive(f"{section}.learning_rate", s["learning_rate"])
-    if not isinstance(s["max_steps"], int) or s["max_steps"] < 1:
-        raise ConfigError(f"{section}.max_steps: must be an integer >= 1, got {s['max_steps']!r}")
+    check_int(f"{section}.max_steps", s["max_steps"], 1)
 
 
 def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -174,8 +178,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
     for s in run["studies"]:
         check_choice("run.studies", s, STUDIES)
-    if not isinstance(run["batch_size"], int) or run["batch_size"] < 1:
-        raise ConfigError(f"run.batch_size: must be an integer >= 1, got {run['batch_size']!r}")
+    check_int("run.batch_size", run["batch_size"], 1)
     for key in ("float64", "plots"):
         if not isinstance(run[key], bool):
             raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
@@ -247,6 +250,10 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     check_range("validation.plate_step", s["plate_step"], -0.3, 0.3)
     check_range("validation.step_start", s["step_start"], 0.0, s["duration"])
     check_range("validation.step_length", s["step_length"], 0.0, s["duration"])
+    if not float(s["step_start"]) + float(s["step_length"]) < float(s["duration"]):
+        raise ConfigError(
+            f"validation.step_start: the plate step ({s['step_start']} s + step_length {s['step_length']} s) must end "
+            f"before the flight does (duration {s['duration']} s), got step_start {s['step_start']}")
     check_range("validation.tail", s["tail"], 0.001, s["duration"])
     return cfg
 

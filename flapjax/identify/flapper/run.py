@@ -6,12 +6,21 @@ moments, damping, physical, validation), writes each finished one at once to
 a rerun whose settings (and upstream values: the damping runs' frequency,
 the validated model) are unchanged. A run killed at any point resumes from
 the studies it finished.
+
+The output folder is checked and held for the run before anything is
+simulated (:func:`flapjax.identify.results.lock_output_dir`: a second run
+into the same folder is refused). A run of some studies (``--study``) into a
+folder that holds others merges: ``results.json`` and
+``cycle_averaged.json`` keep the studies saved there earlier (listed as
+``kept_studies``). Plots of an earlier run that this run did not redraw are
+removed, so no plot disagrees with ``results.json``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -27,7 +36,7 @@ from flapjax.identify.flapper.physical import study_physical
 from flapjax.identify.flapper.report import summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
 from flapjax.identify.flapper.validation import study_validation
-from flapjax.identify.results import StudyResult, write_json
+from flapjax.identify.results import StudyResult, lock_output_dir, to_jsonable, write_json
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError
 
@@ -40,16 +49,45 @@ def _study_config(cfg: Mapping, name: str, extra: Mapping | None = None) -> dict
     return json.loads(json.dumps(out))
 
 
-def _load_done(path: Path, expect: Mapping) -> StudyResult | None:
+#: File names of the plots :func:`write_plots` may draw.
+PLOTS = ("lift_fz_vs_f2.png", "moments_fit.png", "damping_fit.png", "physical_fit.png", "loss_curves.png",
+         "validation_flights.png")
+
+
+def _non_finite(result: StudyResult) -> list[str]:
+    """Names of the identified values (or uncertainties) that are NaN or inf."""
+    bad = []
+    for group in ("values", "std"):
+        for key, value in to_jsonable(getattr(result, group)).items():
+            flat = value if isinstance(value, list) else [value]
+            if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in flat):
+                bad.append(f"{group}.{key}")
+    return bad
+
+
+def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None]) -> StudyResult | None:
+    """The study saved at ``path`` if it exists, is readable, holds finite
+    values and (unless ``expect`` is None) ran with the settings ``expect``;
+    a damaged file is reported by name and ignored."""
     if not path.is_file():
         return None
     try:
-        saved = json.loads(path.read_text())
-        if saved.get("config") != expect:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if expect is not None and saved.get("config") != expect:
             return None
-        return StudyResult.from_dict(saved["result"])
-    except (json.JSONDecodeError, KeyError, ConfigError, TypeError, ValueError):
-        return None  # a damaged file is recomputed
+        result = StudyResult.from_dict(saved["result"])
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, ConfigError, TypeError, ValueError, AttributeError) as exc:
+        echo(f"warning: {path}: damaged study file ignored ({type(exc).__name__}: {exc})")
+        return None
+    bad = _non_finite(result)
+    if bad:
+        echo(f"warning: {path}: non-finite {', '.join(bad)}; the study file is ignored")
+        return None
+    return result
+
+
+def _load_done(path: Path, expect: Mapping, echo: Callable[[str], None] = print) -> StudyResult | None:
+    return _load_saved(path, expect, echo)  # None: recompute
 
 
 def _save_done(path: Path, config: Mapping, result: StudyResult) -> None:
@@ -70,13 +108,24 @@ def run_identification(
     together with the settings it ran with; a rerun reuses every study whose
     settings (and upstream values) are unchanged, unless ``fresh``. Then
     ``results.json``, ``cycle_averaged.json`` (loads with
-    :meth:`CycleAveragedParams.from_json`) and the PNG plots are written.
+    :meth:`CycleAveragedParams.from_json`) and the PNG plots are written,
+    with the studies saved in ``out_dir`` by earlier runs merged in. Raises
+    :class:`ConfigError` when ``out_dir`` is a file, is not writable or is
+    held by another run, before anything is simulated.
     """
+    cfg = validate_config(copy.deepcopy(dict(cfg)))
+    out = Path(out_dir)
+    lock = lock_output_dir(out, name="out")
+    try:
+        return _run(cfg, out, fresh=fresh, progress=progress, echo=echo)
+    finally:
+        lock.release()
+
+
+def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable[[str], None]) -> IdentificationResult:
     from tqdm.auto import tqdm
 
-    cfg = validate_config(copy.deepcopy(dict(cfg)))
     jax.config.update("jax_enable_x64", bool(cfg["run"]["float64"]))
-    out = Path(out_dir)
     (out / "studies").mkdir(parents=True, exist_ok=True)
     wanted = [s for s in STUDIES if s in cfg["run"]["studies"]]
     done: dict[str, StudyResult] = {}
@@ -96,7 +145,7 @@ def run_identification(
             extra["identified"] = avg.to_dict()
         expect = _study_config(cfg, name, extra)
         path = out / "studies" / f"{name}.json"
-        result = None if fresh else _load_done(path, expect)
+        result = None if fresh else _load_done(path, expect, echo)
         if result is not None:
             skipped.append(name)
             bar.set_description(f"identify ({name}: reused)")
@@ -116,11 +165,22 @@ def run_identification(
         done[name] = result
         bar.update(1)
     bar.close()
+    kept = []
+    for name in STUDIES:  # a partial run keeps the studies an earlier run saved here
+        if name not in done:
+            saved = _load_saved(out / "studies" / f"{name}.json", None, echo)
+            if saved is not None:
+                done[name] = saved
+                kept.append(name)
+    done = {name: done[name] for name in STUDIES if name in done}
     validation = done.pop("validation", None)
+    settings = {**json.loads(json.dumps(cfg)), "reused_studies": skipped}
+    if kept:
+        settings["kept_studies"] = kept
     final = IdentificationResult.from_studies(
         done,
         validation=validation.metrics if validation is not None else None,
-        settings={**json.loads(json.dumps(cfg)), "reused_studies": skipped},
+        settings=settings,
     )
     if validation is not None:
         final = eqx.tree_at(lambda r: r.studies, final, {**final.studies, "validation": validation})
@@ -130,7 +190,16 @@ def run_identification(
         "CycleAveragedParams.from_json.",
         **final.to_cycle_averaged_params(nominal_avg).to_dict(),
     })
-    if cfg["run"]["plots"]:
-        write_plots(final, out)
-    echo(summary_table(final, skipped=skipped, out_dir=out))
+    drawn = [Path(p).name for p in write_plots(final, out)] if cfg["run"]["plots"] else []
+    stale = [name for name in PLOTS if name not in drawn and (out / name).is_file()]
+    for name in stale:
+        (out / name).unlink()
+    lines = [summary_table(final, skipped=skipped, out_dir=None)]
+    if kept:
+        lines.append(f"  kept from earlier runs in {out}: {', '.join(kept)} (their studies/*.json)")
+    lines.append(f"  written: {out / 'results.json'}, cycle_averaged.json"
+                 + (f", {', '.join(drawn)}" if drawn else " (plots off)"))
+    if stale:
+        lines.append(f"  removed plots of an earlier run: {', '.join(stale)}")
+    echo("\n".join(lines))
     return final
