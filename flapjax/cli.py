@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from flapjax.validation import ConfigError
+from flapjax.cli_evaluate import exit_on_error
 
 app = typer.Typer(
     name="flapjax",
@@ -59,9 +59,8 @@ def identify(
             cfg["run"]["studies"] = list(study)
             cfg = flapper.validate_config(cfg)
         flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
-    except ConfigError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
-        raise typer.Exit(code=2) from None
+    except BaseException as exc:  # no traceback reaches the user: bad input exits 2
+        exit_on_error(exc)
     typer.echo(f"done in {time.perf_counter() - start:.1f} s")
 
 

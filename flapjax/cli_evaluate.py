@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+import os
+from typing import List, NoReturn, Optional
 
 import typer
 
 from flapjax.tasks.config import NoiseConfig
 from flapjax.validation import ConfigError
+
+
+def exit_on_error(exc: BaseException) -> NoReturn:
+    """End a command on ``exc`` with a one-line message instead of a
+    traceback: exit code 2 for bad input (:class:`ConfigError`, a file that
+    cannot be read or written), 130 for Ctrl-C, 1 for anything else (set
+    ``FLAPJAX_TRACEBACK=1`` to see its traceback)."""
+    if isinstance(exc, (typer.Exit, typer.Abort, SystemExit)):
+        raise exc
+    if isinstance(exc, KeyboardInterrupt):
+        typer.secho("interrupted", err=True, fg=typer.colors.RED)
+        raise typer.Exit(code=130) from None
+    if isinstance(exc, (ConfigError, UnicodeDecodeError)):
+        message, code = str(exc), 2
+    elif isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        message, code = f"{where}{exc.strerror or exc}", 2
+    elif isinstance(exc, MemoryError):
+        message, code = "out of memory; run fewer worlds at a time", 1
+    else:
+        if os.environ.get("FLAPJAX_TRACEBACK"):
+            raise exc
+        message, code = f"internal error ({type(exc).__name__}: {exc}); set FLAPJAX_TRACEBACK=1 for the traceback", 1
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(code=code) from None
 
 
 def evaluate(
@@ -50,14 +76,17 @@ def evaluate(
         report = run(task, robot=robot, n_worlds=worlds, out_dir=out, seed=seed, noise_seed=noise_seed,
                      randomize=randomize, noise=noise_cfg, disabled_effects=tuple(disable),
                      ablate=None if not ablate else tuple(ablate), progress=progress)
-    except ConfigError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
-        raise typer.Exit(code=2) from None
+    except BaseException as exc:  # no traceback reaches the user: bad input exits 2
+        exit_on_error(exc)
     sat = report["saturation"]
     typer.echo(f"{task}/{robot}: success rate {report['success_rate']:.3f} over {worlds} worlds; "
                f"{report['primary_metric']} mean {report['metrics'][report['primary_metric']]['mean']:.4g}; "
                f"saturated rotor-steps {sat['rotor_step_fraction_mean']:.4f}, "
                f"min control margin {sat['min_control_margin']:.3f}")
+    if report.get("unhealthy_worlds"):
+        typer.secho(f"warning: {report['unhealthy_worlds']} of {worlds} worlds turned unhealthy (non-finite or "
+                    f"beyond physical bounds) and were frozen; their metrics are excluded from the margins",
+                    err=True, fg=typer.colors.YELLOW)
     for effect, a in report["ablations"].items():
         typer.echo(f"  {effect} off: {a['primary_metric']} {a['primary_off_mean']:.4g} "
                    f"(on {a['primary_on_mean']:.4g}); trace RMS difference {a['trace_rms_difference']:.4g}")

@@ -12,6 +12,18 @@ turbulence streams); with ``noise_seed`` the noise and turbulence streams come
 from ``split(key(noise_seed), N)[i]`` instead, leaving the worlds unchanged.
 The same seeds give identical results.
 
+Before anything runs, ``out_dir`` is checked and held for the run
+(:func:`flapjax.identify.results.lock_output_dir`) and the batch's memory is
+estimated from the shapes of its state and traces (:func:`batch_memory`);
+a batch that would not fit is refused with the estimate and the number of
+worlds that would.
+
+Health: a world that turned unhealthy (non-finite state, command, thrust or
+margin; speed or body rate beyond the profile's bounds; see
+:mod:`flapjax.sim.multirotor.step`) is frozen and counted in
+``unhealthy_worlds``; the control margins are reported over the healthy
+worlds, with ``non_finite_margins`` counting the others.
+
 Ablation: ``ablate=("ground_effect",)`` reruns the same worlds (same keys,
 same controller) with that effect switched off in the simulated physics and
 reports both and their difference. For ``near_ground`` the ground-effect
@@ -26,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import pathlib
 import time
 from typing import Any, Callable, Sequence
@@ -36,7 +49,13 @@ import numpy as np
 from flapjax.tasks import registry
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
-from flapjax.validation import ConfigError, check_choice
+from flapjax.identify.results import lock_output_dir
+from flapjax.validation import ConfigError, check_choice, check_int
+
+#: Working memory of a step relative to the batch's state (XLA temporaries).
+STATE_WORKING_FACTOR = 4
+#: Share of the available memory a batch may plan to use.
+MEMORY_SHARE = 0.8
 
 _COMPILED: dict[Any, Any] = {}
 
@@ -71,6 +90,64 @@ def _functions(env: TaskEnv, segment: int, controller: Callable | None):
     return _COMPILED[key]
 
 
+def _nbytes(tree) -> int:
+    return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(tree) if hasattr(x, "shape")))
+
+
+def available_memory() -> int | None:
+    """Bytes free for a batch: the default device's free memory, or the
+    host's available memory on CPU (None when unknown)."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+        if "bytes_limit" in stats:
+            return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    except Exception:  # pragma: no cover - backends without memory stats
+        pass
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return None
+
+
+def batch_memory(env: TaskEnv, n_worlds: int, controller: Callable | None = None) -> int:
+    """Estimated bytes of an episode of ``n_worlds`` worlds: the batch's
+    state times :data:`STATE_WORKING_FACTOR`, plus its traces on the device
+    and their host copies. Computed from shapes alone (``jax.eval_shape``,
+    nothing is allocated or compiled)."""
+    seg = _segment_length(env.config.episode_length)
+    reset, run, _ = _functions(env, seg, controller)
+    key = jax.random.key(0)
+    keys = jax.ShapeDtypeStruct((n_worlds,) + key.shape, key.dtype)
+    state = jax.eval_shape(reset, keys, keys)
+    _, trace = jax.eval_shape(run, state)
+    n_segments = env.config.episode_length // seg
+    return STATE_WORKING_FACTOR * _nbytes(state) + 2 * n_segments * _nbytes(trace)
+
+
+def check_batch_memory(env: TaskEnv, n_worlds: int, controller: Callable | None = None) -> None:
+    """Refuse a batch whose :func:`batch_memory` exceeds :data:`MEMORY_SHARE`
+    of :func:`available_memory`, with the estimate and a batch that fits."""
+    free = available_memory()
+    if free is None:
+        return
+    need = batch_memory(env, n_worlds, controller)
+    budget = MEMORY_SHARE * free
+    if need > budget:
+        per_world = need / n_worlds
+        fits = max(int(budget // per_world), 0)
+        raise ConfigError(
+            f"n_worlds: {n_worlds} worlds need about {need / 2**30:.3g} GiB ({per_world / 1024:.3g} KiB per world), "
+            f"more than the {free / 2**30:.3g} GiB available; run at most {fits} worlds at a time "
+            f"(several runs with different seeds)")
+
+
 def world_keys(n_worlds: int, seed: int, noise_seed: int | None = None):
     """``(keys, noise_keys)`` of ``n_worlds`` worlds."""
     keys = jax.random.split(jax.random.key(seed), n_worlds)
@@ -94,8 +171,8 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
       ``{"summary": {name: (N,)}, "scenario": {name: (N,)}, "trace": {name: (T, N)},
       "seconds": wall time}`` as NumPy arrays.
     """
-    if n_worlds < 1:
-        raise ConfigError(f"n_worlds: must be >= 1, got {n_worlds}")
+    check_int("n_worlds", n_worlds, 1)
+    check_batch_memory(env, n_worlds, controller)
     length = env.config.episode_length
     seg = _segment_length(length)
     reset, run, finish = _functions(env, seg, controller)
@@ -135,18 +212,22 @@ def aggregate(env: TaskEnv, result: dict) -> dict:
     s = result["summary"]
     skip = {"success", "diverged", "saturation_fraction", "min_control_margin"}
     sat = s["saturation_fraction"]
-    margin = s["min_control_margin"]
+    margin = np.asarray(s["min_control_margin"], dtype=np.float64)
+    finite = np.isfinite(margin)
+    margin_ok = margin[finite] if finite.any() else np.array([np.nan])
     return dict(
         success_rate=float(np.mean(s["success"])),
         n_success=int(np.sum(s["success"])),
         diverged=int(np.sum(s["diverged"])),
+        unhealthy_worlds=int(np.sum(s["diverged"] | ~finite)),
+        non_finite_margins=int(np.sum(~finite)),
         metrics={k: _stats(v) for k, v in s.items() if k not in skip},
         saturation=dict(
             rotor_step_fraction_mean=float(np.mean(sat)),
             rotor_step_fraction_max=float(np.max(sat)),
             worlds_with_saturation=float(np.mean(sat > 0)),
-            min_control_margin=float(np.min(margin)),
-            min_control_margin_median=float(np.median(margin)),
+            min_control_margin=float(np.min(margin_ok)),
+            min_control_margin_median=float(np.median(margin_ok)),
         ),
         seconds=result["seconds"],
     )
@@ -177,7 +258,25 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
 
     Returns:
       The report (also written to ``out_dir/report.json``).
+
+    Raises:
+      ConfigError: before anything runs, for a bad setting, an ``out_dir``
+        that is a file, not writable or held by another run, or a batch too
+        large for the available memory.
     """
+    check_int("n_worlds", n_worlds, 1)
+    lock = None if out_dir is None else lock_output_dir(out_dir, name="out_dir")
+    try:
+        return _evaluate(task, robot, n_worlds, out_dir, seed=seed, noise_seed=noise_seed, randomize=randomize,
+                         noise=noise, disabled_effects=disabled_effects, ablate=ablate, overrides=overrides,
+                         progress=progress, controller=controller)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, noise, disabled_effects, ablate,
+              overrides, progress, controller) -> dict:
     ov = dict(overrides or {})
     ov["robot"] = robot
     ov["randomization.enabled"] = bool(randomize)
