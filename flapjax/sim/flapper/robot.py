@@ -33,7 +33,7 @@ from flapjax.control.stroke import StrokeSchedule, stroke_reference
 from flapjax.sim import rigid
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper import model as flapper_model
-from flapjax.validation import ConfigError, as_float_array, check_choice, check_range
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_range, is_traced
 
 Scalar = Float[Array, ""]
 AERO_MODELS = ("wing", "averaged")
@@ -357,6 +357,10 @@ def init_state(
 
     Pure JAX: vmap it over batched params / initial conditions.
     """
+    if quat is not None and not is_traced(quat):
+        q = as_float_array("quat", quat, (4,))
+        if np.linalg.norm(q) < 1e-9:
+            raise ConfigError(f"quat: must be a non-zero quaternion [w, x, y, z] (it is normalized), got {q.tolist()}")
     if robot.backend == "rigid":
         data = _init_rigid(robot, position, quat, velocity, angular_velocity)
         dtype = data.position.dtype

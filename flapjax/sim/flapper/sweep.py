@@ -20,7 +20,7 @@ from jaxtyping import Array, Bool, Float
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, init_state, make_robot
 from flapjax.sim.flapper.step import simulate
 from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
-from flapjax.validation import ConfigError, as_float_array, check_positive, check_range
+from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range
 
 Scalar = Float[Array, ""]
 
@@ -50,8 +50,8 @@ def map_in_chunks(fn: Callable[[Any], Any], batched: Any, batch_size: int) -> An
     ``batch_size`` worlds (the last chunk padded by repeating its last world,
     so every chunk has one shape and one compilation); results concatenated
     with the padding dropped."""
+    size = check_int("batch_size", batch_size, 1)
     n = world_count(batched)
-    size = int(batch_size)
     n_pad = -(-n // size) * size
     padded = pad_worlds(batched, n_pad)
     chunks = [fn(slice_worlds(padded, i, i + size)) for i in range(0, n_pad, size)]
@@ -163,6 +163,8 @@ def sweep_params(
     amplitude () or (n,), plate (2,) or (n, 2); the rest of ``params``
     (default :func:`default_params`) shared by every world."""
     freqs = as_float_array("frequencies", np.atleast_1d(np.asarray(frequencies, dtype=float)), (None,))
+    if freqs.size == 0:
+        raise ConfigError("frequencies: need at least one frequency [Hz], got an empty list")
     n = freqs.shape[0]
     amp = None if amplitude is None else np.asarray(amplitude, dtype=float)
     plate_a = np.asarray(plate, dtype=float)
@@ -201,6 +203,9 @@ def window_steps(robot: FlapperRobot, duration: float, discard: float) -> tuple[
     check_range("discard", discard, 0.0, duration)
     n_steps = int(round(duration / robot.dt))
     discard_steps = int(round(discard / robot.dt))
+    if n_steps < 2:
+        raise ConfigError(f"duration: {duration:g} s is shorter than two steps of {robot.dt:g} s; "
+                          f"must be >= {2 * robot.dt:g} s")
     if discard_steps >= n_steps:
         raise ConfigError(f"discard: must be shorter than duration ({duration} s), got {discard}")
     return n_steps, discard_steps
