@@ -18,14 +18,21 @@ each a small pure function.
    their streams;
 6. :func:`to_world`: the realized body wrench in the world frame, about the
    CoM, for the backend's advance (:mod:`flapjax.sim.backend`);
-7. the divergence guard (:func:`flapjax.sim.backend.keep_good`).
+7. :func:`health`, then the divergence guard
+   (:func:`flapjax.sim.backend.keep_good`): a world is unhealthy when its
+   new state is non-finite or leaves the :data:`BOUND` box, its speed or body
+   rate exceeds the profile's bounds
+   (:func:`flapjax.rotor.feasibility.health_bounds`), its commands, thrusts
+   or control margin are non-finite, or its scene holds non-finite values;
+   both backends run this same check.
 """
 
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from flapjax import noise, rotor
 from flapjax import scene as sc
@@ -35,6 +42,12 @@ from flapjax.sim.multirotor.types import Prepared, WorldParams
 
 #: A world whose CoM leaves this box [m] (any axis) has diverged.
 BOUND = 100.0
+#: Bits of :func:`health` (``StepInfo.health``; 0 is healthy).
+NON_FINITE_STATE, OUT_OF_BOX, NON_FINITE_COMMAND, TOO_FAST, SPINNING, NON_FINITE_SCENE = 1, 2, 4, 8, 16, 32
+HEALTH_BITS = {NON_FINITE_STATE: "non-finite state", OUT_OF_BOX: f"outside the {BOUND:g} m box",
+               NON_FINITE_COMMAND: "non-finite command, thrust or control margin",
+               TOO_FAST: "speed beyond the profile's bound", SPINNING: "body rate beyond the profile's bound",
+               NON_FINITE_SCENE: "non-finite scene parameter"}
 #: Noise-stream lanes of the sensor noise (position, velocity, attitude, rate).
 SENSOR_LANES = 12
 
@@ -122,3 +135,37 @@ def to_world(rotation: Float[Array, "3 3"], wrench_body: Float[Array, "6"]) -> F
 def in_bounds(qpos: Float[Array, " nq"]) -> Bool[Array, ""]:
     """() True while the robot's origin stays inside the :data:`BOUND` box."""
     return jnp.all(jnp.abs(qpos[0:3]) < BOUND)
+
+
+def _all_finite(*trees) -> Bool[Array, ""]:
+    leaves = [x for t in trees for x in jax.tree.leaves(t) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+def health(qpos: Float[Array, " nq"], qvel: Float[Array, " nv"], wrench_cmd: Float[Array, "6"],
+           out: rotor.ChainOutput, scene: sc.Scene, *, speed_bound: float, rate_bound: float) -> Int[Array, ""]:
+    """() health code of one world after a step: 0 when healthy, else the
+    OR of the :data:`HEALTH_BITS` that apply (``qpos``/``qvel`` the new
+    state, ``wrench_cmd`` and ``out`` this step's command and chain output;
+    ``speed_bound`` [m/s] and ``rate_bound`` [rad/s] from the profile)."""
+    finite_state = jnp.all(jnp.isfinite(qpos)) & jnp.all(jnp.isfinite(qvel))
+    v, w = qvel[0:3], qvel[3:6]
+    bits = [
+        (~finite_state, NON_FINITE_STATE),
+        (~in_bounds(qpos), OUT_OF_BOX),
+        (~_all_finite(wrench_cmd, out.thrust_command, out.thrust_realized, out.control_margin, out.wrench),
+         NON_FINITE_COMMAND),
+        (jnp.sum(v * v) > speed_bound**2, TOO_FAST),
+        (jnp.sum(w * w) > rate_bound**2, SPINNING),
+        (~_all_finite(scene), NON_FINITE_SCENE),
+    ]
+    code = jnp.zeros((), jnp.int32)
+    for flag, bit in bits:
+        code = code | jnp.where(flag, bit, 0).astype(jnp.int32)
+    return code
+
+
+def describe_health(code: int) -> str:
+    """The reasons a :func:`health` code stands for, in words."""
+    code = int(code)
+    return "healthy" if code == 0 else ", ".join(text for bit, text in HEALTH_BITS.items() if code & bit)

@@ -78,7 +78,12 @@ class StepInfo(eqx.Module):
       unreachable: (6,) part of the request the layout cannot make;
       constraint_force: (3,) total contact force on the robot, world [N];
       sensor_position_noise: (3,) this step's position noise draw [m];
-      diverged: () bool;
+      diverged: () bool: the world was unhealthy after this step (frozen
+        or reset);
+      health: () int32 health code of this step, 0 when healthy (the bits
+        of :func:`flapjax.sim.multirotor.step.health`: non-finite state,
+        outside the box, non-finite command/thrust/margin, speed or body
+        rate beyond the profile's bounds, non-finite scene);
       touching: () the robot is in contact after this step (MJX: a contact
         force acts on the robot; rigid backend: a collision shape reached the
         ground or the wall; mask or reset such worlds).
@@ -103,6 +108,7 @@ class StepInfo(eqx.Module):
     constraint_force: Float[Array, "3"]
     sensor_position_noise: Float[Array, "3"]
     diverged: Bool[Array, ""]
+    health: Int[Array, ""]
     touching: Bool[Array, ""]
 
 

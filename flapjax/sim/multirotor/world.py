@@ -9,9 +9,11 @@ rollout, what a step derives from the parameters (the world's model, the
 allocation inverse); :meth:`MultirotorWorld.step` runs the named stages of
 :mod:`flapjax.sim.multirotor.step` top to bottom.
 
-A world whose state turns non-finite or leaves a 100 m box is frozen at its
-last good state (or reset) and flagged ``diverged``, so it cannot poison the
-batch.
+A world that turns unhealthy (non-finite state, command, thrust or margin;
+outside a 100 m box; speed or body rate beyond the bounds of
+:func:`flapjax.rotor.feasibility.health_bounds`; non-finite scene) is frozen
+at its last good state (or reset) and flagged ``diverged``, with the reason
+in ``StepInfo.health``, so it cannot poison the batch.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from flapjax import scene as sc
 from flapjax.control.wrench import ControllerState, Reference, WrenchGains, wrench_command
 from flapjax.math import GRAVITY
 from flapjax.noise import NoiseParams, split_streams
-from flapjax.sim.backend import BACKENDS, is_finite_state, keep_good
+from flapjax.sim.backend import BACKENDS, keep_good
 from flapjax.sim.multirotor import model as mm
 from flapjax.sim.multirotor import step as st
 from flapjax.sim.multirotor.backends import PHYSICS, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
-from flapjax.validation import ConfigError, check_choice, check_positive, is_traced
+from flapjax.rotor.feasibility import health_bounds
+from flapjax.validation import ConfigError, check_choice, check_int, check_positive, is_traced
 
 
 class MultirotorWorld(eqx.Module):
@@ -93,6 +96,8 @@ class MultirotorWorld(eqx.Module):
     on_divergence: str = eqx.field(static=True)
     sensor_noise: bool = eqx.field(static=True)
     xml: str = eqx.field(static=True)
+    speed_bound: float = eqx.field(static=True)
+    rate_bound: float = eqx.field(static=True)
     mj_model: mujoco.MjModel = eqx.field(static=True)
     ids: mm.Ids = eqx.field(static=True)
 
@@ -103,6 +108,8 @@ class MultirotorWorld(eqx.Module):
         check_positive("dt", dt)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
+        check_int("iterations", iterations, 1)
+        check_int("ls_iterations", ls_iterations, 1)
         _check_step_length(profile, float(dt))
         if backend == "rigid" and with_box:
             raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
@@ -115,6 +122,12 @@ class MultirotorWorld(eqx.Module):
         self.backend = backend
         self.on_divergence = on_divergence
         self.sensor_noise = bool(sensor_noise)
+        if any(is_traced(x) for x in (profile.positions, profile.radius, profile.thrust_max, profile.mass)):
+            self.speed_bound, self.rate_bound = np.inf, np.inf  # no value to derive them from
+        else:
+            self.speed_bound, self.rate_bound = health_bounds(
+                np.asarray(profile.positions), np.asarray(profile.radius), np.asarray(profile.thrust_max),
+                np.asarray(profile.mass), box=st.BOUND)
         self.xml = mm.multirotor_xml(profile, with_box=with_box, box_half_size=box_half_size, timestep=dt,
                                      iterations=iterations, ls_iterations=ls_iterations)
         self.mj_model = mujoco.MjModel.from_xml_string(self.xml)
@@ -237,7 +250,9 @@ class MultirotorWorld(eqx.Module):
         out = st.realize(prepared, wrench_cmd, inputs, self.options, self.dt)
         wrench_world = st.to_world(body.rotation, out.wrench).astype(state.data.qpos.dtype)
         data, touching, constraint_force = self.physics.advance(self, prepared, state.data, wrench_world)
-        new_state, ok = self._guard(params, state, reference, data, out, ctrl)
+        code = st.health(data.qpos, data.qvel, wrench_cmd, out, params.scene, speed_bound=self.speed_bound,
+                         rate_bound=self.rate_bound)
+        new_state, ok = self._guard(params, state, reference, data, out, ctrl, code == 0)
         info = StepInfo(
             position=body.position, quat=body.quat, velocity=body.velocity, rate=body.rate,
             ee_position=body.position + body.rotation @ prof.ee_position, wrench_command=wrench_cmd,
@@ -245,15 +260,16 @@ class MultirotorWorld(eqx.Module):
             control_margin=out.control_margin, ground_factor=out.ground_factor, wall_factor=out.wall_factor,
             ground_distance=prox.ground_distance, wall_distance=prox.wall_distance, wrench=out.wrench,
             unreachable=out.unreachable, constraint_force=constraint_force,
-            sensor_position_noise=noise_position, diverged=~ok, touching=touching,
+            sensor_position_noise=noise_position, diverged=~ok, health=code, touching=touching,
         )
         return new_state, info
 
     def _guard(self, params: WorldParams, state: WorldState, reference: Reference, data, out: rotor.ChainOutput,
-               ctrl: ControllerState) -> tuple[WorldState, Any]:
+               ctrl: ControllerState, healthy) -> tuple[WorldState, Any]:
         """The next state behind the divergence guard (freeze or reset) and
-        whether this step's new state was good."""
-        finite = is_finite_state(data.qpos, data.qvel) & st.in_bounds(data.qpos)
+        whether this step's new state was good (``healthy``: :func:`st.health`
+        found nothing wrong)."""
+        finite = healthy
         actuator = out.actuator_state
         if self.on_divergence == "reset":
             ok = finite
