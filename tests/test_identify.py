@@ -241,3 +241,58 @@ def test_config_errors_name_the_setting(tmp_path):
         F.load_config(bad)
     cfg = F.load_config(None, quick=True)
     assert cfg["lift"]["frequencies"] != F.default_config()["lift"]["frequencies"]
+
+
+# --- gradient mode -------------------------------------------------------------
+
+
+def _two_parameter_problem():
+    x = jnp.linspace(0.1, 2.0, 16)
+    truth = {"a": jnp.asarray(1.7), "b": jnp.asarray([0.3, -0.2])}
+    predict = lambda p, u: p["a"] * jnp.sin(u) ** 2 + p["b"][0] * u + p["b"][1] * u**3  # noqa: E731
+    data = idf.Measurements(inputs=x, targets=predict(truth, x), scale=jnp.asarray(1.0))
+    t, n = idf.split(truth, ("a", "b"), signed=("b",))
+    return idf.least_squares(predict), idf.scale_trainable(t, {"a": 1.2, "b": 0.8}), n, data
+
+
+@pytest.mark.parametrize("optimizer,line_search", [("adam", "zoom"), ("lbfgs", "backtracking"), ("lbfgs", "none")])
+def test_forward_and_reverse_gradients_agree_and_auto_takes_forward_for_few_parameters(optimizer, line_search):
+    assert jnp.zeros(()).dtype == jnp.float64  # conftest: float64
+    loss, t, n, data = _two_parameter_problem()
+    opt = idf.make_optimizer(optimizer, line_search=line_search)
+    state = opt.init(t)
+    out = {mode: idf.make_fit_step(loss, opt, grad_mode=mode)(t, state, n, data)
+           for mode in ("forward", "reverse", "auto")}
+    value_rev, grad = jax.value_and_grad(lambda tt: loss(idf.combine(tt, n), data))(t)
+    for mode, (new, _, value, gnorm) in out.items():
+        np.testing.assert_allclose(float(value), float(value_rev), rtol=1e-14, err_msg=mode)
+        np.testing.assert_allclose(float(gnorm), float(optax_norm(grad)), rtol=1e-12, err_msg=mode)
+        for leaf, ref in zip(jax.tree.leaves(new), jax.tree.leaves(out["reverse"][0])):
+            np.testing.assert_allclose(np.asarray(leaf), np.asarray(ref), rtol=1e-12, atol=1e-15, err_msg=mode)
+    fwd_grad = _fit_module()._forward_value_and_grad(lambda tt: loss(idf.combine(tt, n), data), t)[1]
+    for a, b in zip(jax.tree.leaves(fwd_grad), jax.tree.leaves(grad)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15)
+    assert _fit_module().choose_grad_mode(3, state) == "forward"
+
+
+def _fit_module():
+    import importlib
+
+    return importlib.import_module("flapjax.identify.fit")  # the package's ``fit`` is the function
+
+
+def optax_norm(tree):
+    return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(tree)))
+
+
+def test_auto_grad_mode_takes_reverse_for_many_parameters_or_a_gradient_line_search():
+    fit_mod = _fit_module()
+    t = {"w": jnp.zeros(fit_mod.FORWARD_MAX_PARAMS + 1)}
+    assert fit_mod.choose_grad_mode(fit_mod.FORWARD_MAX_PARAMS) == "forward"
+    assert fit_mod.choose_grad_mode(fit_mod.FORWARD_MAX_PARAMS + 1) == "reverse"
+    zoom = idf.make_optimizer("lbfgs", line_search="zoom").init(t)
+    assert fit_mod.choose_grad_mode(2, zoom) == "reverse"
+    backtracking = idf.make_optimizer("lbfgs", line_search="backtracking").init(t)
+    assert fit_mod.choose_grad_mode(2, backtracking) == "forward"
+    with pytest.raises(ConfigError):
+        idf.make_fit_step(lambda p, d: 0.0, idf.make_optimizer("adam"), grad_mode="sideways")

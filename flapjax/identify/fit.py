@@ -163,7 +163,31 @@ def _has_line_search(opt_state: Any) -> bool:
     return False
 
 
-GRAD_MODES = ("reverse", "forward")
+GRAD_MODES = ("auto", "reverse", "forward")
+
+#: ``grad_mode="auto"`` takes forward mode up to this many trainable scalars.
+FORWARD_MAX_PARAMS = 8
+
+
+def _has_gradient_line_search(opt_state: Any) -> bool:
+    """Whether an optax state holds a line search that evaluates gradients
+    itself (the zoom line search: reverse mode at every trial point)."""
+    if "Zoom" in type(opt_state).__name__:
+        return True
+    if isinstance(opt_state, tuple):
+        return any(_has_gradient_line_search(s) for s in opt_state)
+    return False
+
+
+def choose_grad_mode(n_params: int, opt_state: Any = None) -> str:
+    """The gradient mode ``grad_mode="auto"`` uses: ``"forward"`` for at most
+    :data:`FORWARD_MAX_PARAMS` trainable scalars (one JVP each, about one
+    extra forward pass per parameter and no stored trajectory), unless the
+    optimizer's line search takes gradients itself (zoom, which is reverse
+    mode); ``"reverse"`` otherwise (one reverse pass, whatever the count)."""
+    if n_params <= FORWARD_MAX_PARAMS and not _has_gradient_line_search(opt_state):
+        return "forward"
+    return "reverse"
 
 
 def _forward_value_and_grad(objective, trainable):
@@ -184,7 +208,7 @@ def make_fit_step(
     optimizer: optax.GradientTransformation,
     *,
     line_search: bool | None = None,
-    grad_mode: str = "reverse",
+    grad_mode: str = "auto",
 ):
     """One jitted optimizer step.
 
@@ -194,9 +218,11 @@ def make_fit_step(
     ``line_search`` (default: detected from the optimizer state, e.g. ``optax.lbfgs``) passes the
     objective to the update, as optax's line searches require; the value and
     gradient the line search already computed are reused. ``grad_mode``:
-    ``"reverse"`` (``eqx.filter_value_and_grad``) or ``"forward"``
+    ``"reverse"`` (``eqx.filter_value_and_grad``), ``"forward"``
     (``jax.jacfwd``, one JVP per parameter; pair it with a value-only line
-    search such as ``make_optimizer("lbfgs", line_search="backtracking")``).
+    search such as ``make_optimizer("lbfgs", line_search="backtracking")``)
+    or ``"auto"`` (:func:`choose_grad_mode`: forward for a few parameters,
+    decided from the trainable's size when the step is traced).
     """
     check_choice("grad_mode", grad_mode, GRAD_MODES)
 
@@ -206,7 +232,10 @@ def make_fit_step(
             return loss_fn(combine(t, nominal), data)
 
         use_ls = _has_line_search(opt_state) if line_search is None else line_search
-        if grad_mode == "forward":
+        mode = grad_mode
+        if mode == "auto":
+            mode = choose_grad_mode(jax.flatten_util.ravel_pytree(trainable)[0].size, opt_state)
+        if mode == "forward":
             value, grad = _forward_value_and_grad(objective, trainable)
             if use_ls:
                 updates, opt_state = optimizer.update(
@@ -215,7 +244,10 @@ def make_fit_step(
             else:
                 updates, opt_state = optimizer.update(grad, opt_state, trainable)
         elif use_ls:
-            value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
+            if _has_gradient_line_search(opt_state):  # reuse the zoom search's value and gradient
+                value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
+            else:  # a value-only search (backtracking) stores no gradient
+                value, grad = eqx.filter_value_and_grad(objective)(trainable)
             updates, opt_state = optimizer.update(
                 grad, opt_state, trainable, value=value, grad=grad, value_fn=objective
             )
