@@ -36,7 +36,6 @@ for this trajectory and controller.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import pathlib
@@ -49,7 +48,7 @@ import numpy as np
 from flapjax.tasks import registry
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
-from flapjax.identify.results import lock_output_dir
+from flapjax.identify.results import lock_output_dir, write_json
 from flapjax.validation import ConfigError, check_choice, check_int
 
 #: Working memory of a step relative to the batch's state (XLA temporaries).
@@ -315,7 +314,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     if out_dir is not None:
         out = pathlib.Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(_jsonable(report), indent=2))
+        write_json(out / "report.json", _jsonable(report), indent=2)
         plot_report(env, report, result, ablation_results, out / "report.png")
         report["files"] = [str(out / "report.json"), str(out / "report.png")]
     return report

@@ -152,7 +152,7 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def write_json(path: str | Path, obj: Any) -> None:
+def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
     """Write ``obj`` as JSON: a uniquely named temporary file in the same
     folder, flushed to disk, then renamed over ``path`` under a lock.
 
@@ -161,7 +161,7 @@ def write_json(path: str | Path, obj: Any) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(obj, indent=1)
+    text = json.dumps(obj, indent=indent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:
