@@ -1,0 +1,160 @@
+"""Frames and videos of task worlds, with MuJoCo's own renderer.
+
+    from flapjax import render, tasks
+    env = tasks.make("near_ground", **{"randomization.enabled": True})
+    qpos, states = render.rollout_qpos(env, n_worlds=4)       # (T + 1, 4, nq) and the reset states
+    images = render.task_frames(env, qpos, states, world=2)   # (T + 1, H, W, 3) uint8 of world 2
+    render.write_video(images, "out/world2.mp4", fps=render.video_fps(env))  # or .gif
+
+Each world is drawn with its own scene (randomized wall pose, ground height)
+and colours (the texture randomization); the camera follows the robot.
+Either backend: rigid-backend worlds are drawn with the MJX scene model of
+the same parameters. Headless machines: ``MUJOCO_GL=egl`` (see
+:mod:`flapjax.sim.render`). Videos need the ``render`` extra
+(``pip install -e ".[render]"``: imageio, and imageio-ffmpeg for MP4).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Callable, Sequence
+
+import jax
+import numpy as np
+
+from flapjax.sim.multirotor.backends import MjxPhysics
+from flapjax.sim.render import FrameRenderer, frames
+from flapjax.tasks.base import EnvState, TaskEnv
+from flapjax.validation import ConfigError
+
+__all__ = ["FrameRenderer", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
+           "world_model_fields", "write_video"]
+
+VIDEO_SUFFIXES = (".mp4", ".gif")
+
+
+def _world(tree, i: int | None):
+    return tree if i is None else jax.tree.map(lambda x: x[i], tree)
+
+
+def world_model_fields(env: TaskEnv, state: EnvState) -> dict[str, np.ndarray]:
+    """Geometry and colours of one (unbatched) world for the renderer: the
+    MJX scene model of its parameters (wall pose, ground height, box size)
+    and its randomized ``geom_rgba``."""
+    m = MjxPhysics.model(env.world, state.params)
+    return dict(geom_pos=np.asarray(m.geom_pos), geom_quat=np.asarray(m.geom_quat),
+                geom_size=np.asarray(m.geom_size), geom_rgba=np.asarray(state.task.common.rgba))
+
+
+def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int | None = None,
+                 controller: Callable | None = None, worlds: Sequence[int] | None = None,
+                 length: int | None = None) -> tuple[np.ndarray, EnvState]:
+    """Run worlds of ``env`` and record their ``qpos`` at every environment step.
+
+    World ``i`` has the key of world ``i`` of ``flapjax.evaluate.world_keys(n_worlds, seed,
+    noise_seed)`` (the same worlds an evaluation of ``n_worlds`` runs);
+    ``worlds`` picks which (default: all). ``controller(state) -> action``
+    defaults to the task's reference controller; ``length`` to the episode.
+
+    Returns:
+      ``(qpos, states)``: (length + 1, len(worlds), nq) positions (the reset
+      first) and the batched reset :class:`EnvState`.
+    """
+    from flapjax.evaluate import world_keys
+
+    keys, noise_keys = world_keys(n_worlds, seed, noise_seed)
+    idx = np.arange(n_worlds) if worlds is None else np.asarray(worlds)
+    if idx.size == 0 or idx.min() < 0 or idx.max() >= n_worlds:
+        raise ConfigError(f"worlds: must be indices in [0, {n_worlds}), got {idx.tolist()}")
+    policy = env.scripted_action if controller is None else controller
+    length = env.config.episode_length if length is None else int(length)
+
+    @jax.jit
+    def run(keys, noise_keys):
+        s0 = jax.vmap(env.reset)(keys, noise_keys)
+
+        def body(s, _):
+            s = jax.vmap(env.step)(s, jax.vmap(policy)(s))
+            return s, s.world.data.qpos
+
+        _, qs = jax.lax.scan(body, s0, None, length=length)
+        return s0, qs
+
+    s0, qs = run(keys[idx], noise_keys[idx])
+    qpos0 = np.asarray(s0.world.data.qpos)[None]
+    return np.concatenate([qpos0, np.asarray(qs)], axis=0), s0
+
+
+def task_frames(env: TaskEnv, qpos: np.ndarray, states: EnvState, *, world: int | None = 0, stride: int = 1,
+                width: int = 320, height: int = 240, distance: float = 1.5, azimuth: float = 35.0,
+                elevation: float = -15.0) -> np.ndarray:
+    """(T', height, width, 3) uint8 frames of one world.
+
+    ``qpos``: (T, N, nq) from :func:`rollout_qpos` with batched ``states``
+    (``world`` picks one), or (T, nq) with an unbatched ``states`` and
+    ``world=None``; every ``stride``-th step is drawn. The camera follows the
+    robot from ``distance`` [m] at ``azimuth`` / ``elevation`` [deg].
+    """
+    qpos = np.asarray(qpos)
+    if world is not None:
+        qpos = qpos[:, world]
+    state = _world(states, world)
+    nq = env.world.mj_model.nq
+    qpos = qpos[::max(int(stride), 1), :nq]
+    return frames(env.world.mj_model, qpos, model_fields=world_model_fields(env, state), track=0, width=width,
+                  height=height, distance=distance, azimuth=azimuth, elevation=elevation)
+
+
+def task_frame(env: TaskEnv, state: EnvState, **kwargs) -> np.ndarray:
+    """(height, width, 3) uint8 frame of one (unbatched) world ``state``."""
+    qpos = np.asarray(state.world.data.qpos)[None]
+    return task_frames(env, qpos, state, world=None, **kwargs)[0]
+
+
+def video_fps(env: TaskEnv, stride: int = 1) -> float:
+    """Real-time frame rate of frames taken every ``stride`` environment steps [1/s]."""
+    return 1.0 / (env.dt * max(int(stride), 1))
+
+
+def write_video(images: np.ndarray, path: str | pathlib.Path, fps: float = 25.0) -> pathlib.Path:
+    """Write (T, H, W, 3) uint8 ``images`` as an MP4 (H.264, imageio-ffmpeg)
+    or a looping GIF (imageio), by the suffix of ``path``."""
+    import imageio.v2 as imageio
+
+    path = pathlib.Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise ConfigError(f"path: videos must end in {' or '.join(VIDEO_SUFFIXES)}, got {str(path)!r}")
+    images = np.asarray(images)
+    if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
+        raise ConfigError(f"images: must be (T, H, W, 3) uint8, got {images.shape} {images.dtype}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".gif":
+        imageio.mimsave(path, list(images), duration=1000.0 / fps, loop=0)
+    else:
+        with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=1, quality=7) as w:
+            for im in images:
+                w.append_data(im)
+    return path
+
+
+def task_videos(env: TaskEnv, n_videos: int, out_dir: str | pathlib.Path, *, n_worlds: int | None = None,
+                seed: int = 0, noise_seed: int | None = None, controller: Callable | None = None,
+                fmt: str = "mp4", stride: int = 2, width: int = 320, height: int = 240,
+                prefix: str | None = None) -> list[pathlib.Path]:
+    """Render the first ``n_videos`` worlds of an evaluation of ``n_worlds``
+    (default ``n_videos``) worlds into ``out_dir/<prefix>_world<i>.<fmt>``."""
+    if isinstance(n_videos, bool) or not isinstance(n_videos, int) or n_videos < 1:
+        raise ConfigError(f"video: must be an integer >= 1, got {n_videos!r}")
+    n_worlds = n_videos if n_worlds is None else max(int(n_worlds), n_videos)
+    if f".{fmt}" not in VIDEO_SUFFIXES:
+        raise ConfigError(f"fmt: must be 'mp4' or 'gif', got {fmt!r}")
+    qpos, states = rollout_qpos(env, n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
+                                worlds=range(n_videos))
+    prefix = env.name if prefix is None else prefix
+    paths = []
+    for i in range(n_videos):
+        images = task_frames(env, qpos, states, world=i, stride=stride, width=width, height=height)
+        paths.append(write_video(images, pathlib.Path(out_dir) / f"{prefix}_world{i}.{fmt}",
+                                 fps=video_fps(env, stride)))
+    return paths
