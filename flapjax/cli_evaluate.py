@@ -39,7 +39,8 @@ def exit_on_error(exc: BaseException) -> NoReturn:
 
 def evaluate(
     task: str = typer.Option(..., "--task", help="Task: near_ground, wall_contact or object_push."),
-    robot: str = typer.Option("quad_x", "--robot", help="Robot preset: quad_x, hexa or hexa_tilted."),
+    robot: str = typer.Option("quad_x", "--robot", help="Robot preset (quad_x, hexa or hexa_tilted) or the path "
+                                                         "of a profile file (.toml or .json)."),
     worlds: int = typer.Option(256, "--worlds", help="Number of worlds."),
     out: str = typer.Option(..., "--out", help="Output directory for report.json and report.png."),
     seed: int = typer.Option(0, "--seed", help="Seed of the world keys."),
@@ -53,6 +54,7 @@ def evaluate(
                                                help="Rerun with an effect off and report both (repeatable; "
                                                     "near_ground ablates ground_effect by default)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
+    video: int = typer.Option(0, "--video", help="Render the first N worlds as MP4 videos into --out."),
 ) -> None:
     """Run N worlds of a task with its reference controller; write a JSON and PNG report."""
     from flapjax.evaluate import evaluate as run
@@ -75,7 +77,7 @@ def evaluate(
                 raise ConfigError(f"noise: {exc}") from None
         report = run(task, robot=robot, n_worlds=worlds, out_dir=out, seed=seed, noise_seed=noise_seed,
                      randomize=randomize, noise=noise_cfg, disabled_effects=tuple(disable),
-                     ablate=None if not ablate else tuple(ablate), progress=progress)
+                     ablate=None if not ablate else tuple(ablate), progress=progress, video=video)
     except BaseException as exc:  # no traceback reaches the user: bad input exits 2
         exit_on_error(exc)
     sat = report["saturation"]

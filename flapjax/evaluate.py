@@ -236,12 +236,12 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
              seed: int = 0, noise_seed: int | None = None, randomize: bool = False,
              noise: NoiseConfig | None = None, disabled_effects: Sequence[str] = (),
              ablate: Sequence[str] | None = None, overrides: dict | None = None, progress: bool = True,
-             controller: Callable | None = None) -> dict:
+             controller: Callable | None = None, video: int = 0) -> dict:
     """Evaluate task ``task`` with robot ``robot`` over ``n_worlds`` worlds.
 
     Args:
       task: registered task name.
-      robot: preset name.
+      robot: preset name, or the path of a profile file (``.toml`` / ``.json``).
       n_worlds: number of worlds.
       out_dir: where ``report.json`` and ``report.png`` go (None: no files).
       seed, noise_seed: world keys (see the module docstring).
@@ -254,6 +254,8 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
       progress: tqdm progress bars.
       controller: ``controller(state) -> action`` (default: the reference
         controller).
+      video: render the first ``video`` worlds into ``out_dir`` as MP4
+        (:func:`flapjax.render.task_videos`; needs the ``render`` extra).
 
     Returns:
       The report (also written to ``out_dir/report.json``).
@@ -264,18 +266,21 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
         large for the available memory.
     """
     check_int("n_worlds", n_worlds, 1)
+    check_int("video", video, 0)
+    if video and out_dir is None:
+        raise ConfigError("video: needs an output directory (out_dir)")
     lock = None if out_dir is None else lock_output_dir(out_dir, name="out_dir")
     try:
         return _evaluate(task, robot, n_worlds, out_dir, seed=seed, noise_seed=noise_seed, randomize=randomize,
                          noise=noise, disabled_effects=disabled_effects, ablate=ablate, overrides=overrides,
-                         progress=progress, controller=controller)
+                         progress=progress, controller=controller, video=video)
     finally:
         if lock is not None:
             lock.release()
 
 
 def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, noise, disabled_effects, ablate,
-              overrides, progress, controller) -> dict:
+              overrides, progress, controller, video=0) -> dict:
     ov = dict(overrides or {})
     ov["robot"] = robot
     ov["randomization.enabled"] = bool(randomize)
@@ -317,6 +322,12 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
         write_json(out / "report.json", _jsonable(report), indent=2)
         plot_report(env, report, result, ablation_results, out / "report.png")
         report["files"] = [str(out / "report.json"), str(out / "report.png")]
+        if video:
+            from flapjax import render
+
+            videos = render.task_videos(env, min(int(video), int(n_worlds)), out, n_worlds=n_worlds, seed=seed,
+                                        noise_seed=noise_seed, controller=controller)
+            report["files"] += [str(v) for v in videos]
     return report
 
 

@@ -210,3 +210,31 @@ def test_wrench_action_drives_the_chain_directly():
     z0 = float(state.world.data.qpos[2])
     assert abs(float(hover.world.data.qpos[2]) - z0) < 0.01
     assert float(sink.world.data.qpos[2]) < z0 - 0.01
+
+
+# ----------------------------------------------------------------------------- robot profile files
+
+
+EXAMPLE_PROFILE = "examples/profiles/quad_x_long_arm.toml"
+
+
+def test_robot_profile_file_builds_the_task_with_its_airframe():
+    """The shipped example profile: tasks take the file like a preset, and the
+    world carries its mass and end-effector."""
+    env = tasks.make("near_ground", robot=EXAMPLE_PROFILE)
+    assert env.profile.name == "quad_x_long_arm" and env.config.robot_is_file
+    assert float(env.profile.mass) == pytest.approx(1.7)
+    np.testing.assert_allclose(env.nominal_params.profile.ee_position, [0.36, 0.0, 0.0])
+    assert env.world.profile.n_rotors == 4
+
+
+def test_bad_robot_profile_files_fail_at_configuration(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        tasks.make("near_ground", robot=str(tmp_path / "missing.toml"))
+    bad = tmp_path / "bent.toml"
+    text = open(EXAMPLE_PROFILE).read().replace("axis = [0.0, 0.0, 1.0]", "axis = [0.0, 0.5, 1.0]")
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=r"bent.toml.rotors\[0\].axis: must be a unit vector"):
+        tasks.make("near_ground", robot=str(bad))
+    with pytest.raises(ConfigError, match="robot"):
+        tasks.make("near_ground", robot="octo")

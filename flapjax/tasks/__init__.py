@@ -3,8 +3,13 @@
 ``make(name, robot=..., **overrides)`` builds an environment with
 ``reset(key) -> EnvState`` and ``step(state, action) -> EnvState``
 (jit- and vmap-able); see :mod:`flapjax.tasks.base` for the contract.
+
+For RL libraries (``pip install -e ".[rl]"``): ``brax_env(name, **overrides)``
+(a Brax ``Env`` for ``brax.training.agents.ppo.train``), ``gym_env`` and
+``gym_vector_env`` (Gymnasium); see :mod:`flapjax.tasks.adapters`.
 """
 
+from flapjax.tasks.adapters import brax_env, gym_env, gym_vector_env, make_for_learning
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.tasks.config import (ACTION_MODES, EFFECTS, NoiseConfig, RandomizationConfig, TaskConfig,
                                   config_to_dict, replace_config)
@@ -17,4 +22,5 @@ __all__ = [
     "EnvState", "TaskEnv", "ACTION_MODES", "EFFECTS", "NoiseConfig", "RandomizationConfig", "TaskConfig",
     "config_to_dict", "replace_config", "NearGround", "NearGroundConfig", "ObjectPush", "ObjectPushConfig",
     "WallContact", "WallContactConfig", "default_config", "get_class", "make", "names", "register",
+    "brax_env", "gym_env", "gym_vector_env", "make_for_learning",
 ]

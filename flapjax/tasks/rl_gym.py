@@ -1,0 +1,174 @@
+"""Gymnasium adapters: a task as a ``gymnasium.Env`` (one world) and as a
+``gymnasium.vector.VectorEnv`` (``num_envs`` worlds in one jitted, vmapped
+call). NumPy in and out, JAX inside.
+
+    env = flapjax.tasks.gym_env("near_ground")                 # residual actions, rigid backend
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+
+    venv = flapjax.tasks.gym_vector_env("near_ground", num_envs=64)
+
+Spaces: ``Box(-1, 1, (action_size,), float32)`` actions
+(:func:`flapjax.tasks.adapters.to_task_action`) and ``Box(-inf, inf,
+(observation_size,), float32)`` observations (the vector environment's
+spaces are the batched ones; ``single_*_space`` the per-world ones).
+``terminated``: the episode ended by failure (divergence; on the rigid
+backend, a touch); ``truncated``: it reached ``episode_length`` steps.
+
+Keys: ``reset(seed=s)`` seeds the environment's NumPy generator, which draws
+the JAX key of every episode, so the same seed gives the same worlds. The
+vector environment resets a finished world at its next ``step`` (Gymnasium's
+``AutoresetMode.NEXT_STEP``: that step returns the new episode's first
+observation, reward 0 and neither flag set).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from flapjax.tasks import adapters
+from flapjax.tasks.base import TaskEnv
+
+
+def _spaces(env: TaskEnv) -> tuple[spaces.Box, spaces.Box]:
+    obs = spaces.Box(-np.inf, np.inf, (env.observation_size,), np.float32)
+    act = spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)
+    return obs, act
+
+
+def _step_fn(env: TaskEnv):
+    def step(state, action):
+        new = env.step(state, adapters.to_task_action(env, action))
+        term = adapters.terminated(env, new)
+        trunc = adapters.time_limit(env, new) & ~term
+        return new, new.obs, new.reward, term, trunc, new.metrics
+
+    return step
+
+
+def _episode_key(generator: np.random.Generator) -> int:
+    return int(generator.integers(0, 2**31 - 1))
+
+
+class GymTaskEnv(gym.Env):
+    """One world of a task as a ``gymnasium.Env`` (see the module docstring).
+
+    Args:
+      env: the task (build it with :func:`flapjax.tasks.gym_env`).
+      render_mode: ``None`` or ``"rgb_array"`` (a frame of the current world,
+        :mod:`flapjax.render`).
+    """
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(self, env: TaskEnv, render_mode: str | None = None):
+        self.task_env = env
+        self.observation_space, self.action_space = _spaces(env)
+        self.render_mode = render_mode
+        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / env.dt)))
+        self._reset = jax.jit(env.reset)
+        self._step = jax.jit(_step_fn(env))
+        self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._state = self._reset(jax.random.key(_episode_key(self.np_random)))
+        return np.asarray(self._state.obs, np.float32), {}
+
+    def step(self, action):
+        if self._state is None:
+            raise RuntimeError("step: call reset() first")
+        action = jnp.asarray(np.asarray(action, np.float32))
+        self._state, obs, reward, term, trunc, metrics = self._step(self._state, action)
+        info = {k: float(v) for k, v in metrics.items()}
+        return np.asarray(obs, np.float32), float(reward), bool(term), bool(trunc), info
+
+    @property
+    def state(self):
+        """The task's :class:`~flapjax.tasks.base.EnvState` of the current world."""
+        return self._state
+
+    def render(self):
+        if self.render_mode != "rgb_array" or self._state is None:
+            return None
+        from flapjax import render
+
+        return render.task_frame(self.task_env, self._state)
+
+
+class GymVectorTaskEnv(VectorEnv):
+    """``num_envs`` worlds of a task as a ``gymnasium.vector.VectorEnv``
+    (see the module docstring).
+
+    Args:
+      env: the task (build it with :func:`flapjax.tasks.gym_vector_env`).
+      num_envs: number of worlds.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, env: TaskEnv, num_envs: int):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            from flapjax.validation import ConfigError
+
+            raise ConfigError(f"num_envs: must be an integer >= 1, got {num_envs!r}")
+        self.task_env = env
+        self.num_envs = num_envs
+        self.single_observation_space, self.single_action_space = _spaces(env)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (num_envs, env.observation_size), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (num_envs, env.action_size), np.float32)
+        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / env.dt)))
+        step = _step_fn(env)
+
+        def reset_all(keys):
+            return jax.vmap(env.reset)(keys)
+
+        def step_all(states, actions, needs_reset, keys):
+            stepped, obs, reward, term, trunc, metrics = jax.vmap(step)(states, actions)
+            fresh = jax.vmap(env.reset)(keys)
+
+            def pick(a, b):
+                mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
+                return jnp.where(mask, a, b)
+
+            new = jax.tree.map(pick, fresh, stepped)
+            zero = jnp.zeros_like(term)
+            return (new, jnp.where(needs_reset[:, None], fresh.obs, obs), jnp.where(needs_reset, 0.0, reward),
+                    jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc))
+
+        self._reset_all = jax.jit(reset_all)
+        self._step_all = jax.jit(step_all)
+        self._states = None
+        self._needs_reset = np.zeros(num_envs, bool)
+
+    def _keys(self):
+        seeds = self.np_random.integers(0, 2**31 - 1, size=self.num_envs)
+        return jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._states = self._reset_all(self._keys())
+        self._needs_reset = np.zeros(self.num_envs, bool)
+        return np.asarray(self._states.obs, np.float32), {}
+
+    def step(self, actions):
+        if self._states is None:
+            raise RuntimeError("step: call reset() first")
+        actions = jnp.asarray(np.asarray(actions, np.float32).reshape(self.action_space.shape))
+        self._states, obs, reward, term, trunc = self._step_all(
+            self._states, actions, jnp.asarray(self._needs_reset), self._keys())
+        term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
+        self._needs_reset = term | trunc
+        return (np.asarray(obs, np.float32), np.asarray(reward, np.float64), term, trunc, {})
+
+    @property
+    def states(self):
+        """The task's batched :class:`~flapjax.tasks.base.EnvState` of the worlds."""
+        return self._states

@@ -1,0 +1,156 @@
+"""RL adapters: Brax PPO trains on a task unchanged, Gymnasium's checks pass
+on the single and the vector environment, residual actions and the rigid
+backend behave as the task contract says."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax import tasks
+from flapjax.tasks import adapters
+from flapjax.validation import ConfigError
+
+NOISE_OFF = dict(sensor_position_std=0.0, sensor_velocity_std=0.0, sensor_attitude_std=0.0, sensor_rate_std=0.0,
+                 command_thrust_std=0.0)
+SMALL = dict(episode_length=12, substeps=1, noise=NOISE_OFF)
+
+
+def test_brax_ppo_two_iterations_without_touching_jax():
+    """``ppo.train`` accepts the adapter unchanged and runs two training
+    iterations; the device_put_replicated shim lives in Brax's modules only."""
+    import jax as jax_module
+    from brax.envs.base import Env, State
+    from brax.training.agents.ppo import networks as ppo_networks
+    from brax.training.agents.ppo import train as ppo
+
+    from flapjax.tasks import rl_brax
+
+    env = tasks.brax_env("near_ground", **SMALL)
+    assert isinstance(env, Env) and env.backend == "rigid"
+    assert (env.observation_size, env.action_size) == (22, 10)
+    state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    assert isinstance(state, State)
+    assert set(state.info) >= {"truncation", "terminated"} and state.obs.shape == (22,)
+    # JAX itself is untouched; only Brax's trainer sees the shim.
+    assert not hasattr(jax_module, "device_put_replicated")
+    assert ppo.jax is not jax_module and ppo.jax.device_put_replicated is rl_brax.device_put_replicated
+    rep = rl_brax.device_put_replicated({"a": jnp.arange(3.0)}, jax.local_devices()[:1])
+    np.testing.assert_array_equal(rep["a"], np.arange(3.0)[None])
+
+    steps = []
+    net = functools.partial(ppo_networks.make_ppo_networks, policy_hidden_layer_sizes=(8,),
+                            value_hidden_layer_sizes=(8,))
+    # 8 envs x 4 unroll x 2 minibatches = 64 env steps per iteration; 128 -> two iterations.
+    # Brax's PPO mixes its float32 networks with default-float counters: it runs with x64 off.
+    with jax.enable_x64(False):
+        make_policy, params, metrics = ppo.train(
+            environment=env, num_timesteps=128, episode_length=env.episode_length, num_envs=8, batch_size=8,
+            num_minibatches=2, unroll_length=4, num_updates_per_batch=1, num_evals=1, run_evals=False, seed=0,
+            network_factory=net, progress_fn=lambda step, m: steps.append(step))
+    assert steps == [128]
+    assert np.isfinite(float(metrics["training/policy_loss"]))
+    policy = make_policy(params, deterministic=True)
+    action, _ = policy(state.obs[None], jax.random.PRNGKey(1))
+    assert action.shape == (1, 10) and bool(jnp.all(jnp.abs(action) <= 1.0))
+
+
+def test_brax_truncation_apart_from_termination():
+    """The time limit sets ``done`` and ``truncation``, not ``terminated``."""
+    env = tasks.brax_env("near_ground", **SMALL)
+
+    @jax.jit
+    def episode(key):
+        s0 = env.reset(key)
+        return s0, jax.lax.scan(lambda s, _: (env.step(s, jnp.zeros(10)), s.done), s0, None, length=12)
+
+    s0, (last, done_before) = episode(jax.random.PRNGKey(1))
+    assert float(s0.done) == 0.0 and float(s0.info["truncation"]) == 0.0
+    assert not np.any(np.asarray(done_before))  # not done before the last step
+    assert float(last.done) == 1.0 and float(last.info["truncation"]) == 1.0
+    assert float(last.info["terminated"]) == 0.0 and float(last.reward) > 0.5
+
+
+def test_gym_env_passes_gymnasium_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = tasks.gym_env("near_ground", **SMALL)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=3)
+    assert obs.dtype == np.float32 and env.observation_space.contains(obs)
+    total, truncated = 0.0, False
+    for _ in range(12):
+        obs, reward, terminated, truncated, info = env.step(np.zeros(10, np.float32))
+        total += reward
+        assert not terminated
+    assert truncated and total > 0.5 * 12  # the reference controller (zero residual) tracks
+    assert "height_error" in info
+
+
+def test_gym_vector_env_spaces_autoreset_and_determinism():
+    """Gymnasium has no checker for vector environments: its passive space and
+    observation checks, plus seeding and NEXT_STEP auto-reset."""
+    from gymnasium.utils.passive_env_checker import check_action_space, check_obs, check_observation_space
+    from gymnasium.vector import AutoresetMode, VectorEnv
+
+    venv = tasks.gym_vector_env("near_ground", 2, **SMALL)
+    assert isinstance(venv, VectorEnv) and venv.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    check_observation_space(venv.single_observation_space)
+    check_action_space(venv.single_action_space)
+    obs, _ = venv.reset(seed=5)
+    check_obs(obs, venv.observation_space, "reset")
+    again, _ = venv.reset(seed=5)
+    np.testing.assert_array_equal(obs, again)
+    single = tasks.gym_env("near_ground", **SMALL)
+    for _ in range(12):
+        obs, reward, terminated, truncated, _ = venv.step(venv.action_space.sample())
+        check_obs(obs, venv.observation_space, "step")
+        assert reward.shape == (2,) and terminated.dtype == bool
+    assert truncated.all() and not terminated.any()
+    obs, reward, terminated, truncated, _ = venv.step(np.zeros((2, 10), np.float32))
+    assert (reward == 0).all() and not (terminated | truncated).any()
+    np.testing.assert_allclose(obs[:, -4], 0.0)  # phase of a fresh episode
+    assert single.observation_space == venv.single_observation_space
+
+
+def test_residual_zero_equals_reference_setpoint():
+    """A residual of zeros flies exactly the reference controller's setpoint."""
+    res = tasks.make("near_ground", action_mode="residual", backend="rigid", **SMALL)
+    ref = tasks.make("near_ground", backend="rigid", **SMALL)
+    s_res = s_ref = res.reset(jax.random.key(2))
+    s_res = res.step(s_res, jnp.zeros(10))
+    s_ref = ref.step(s_ref, ref.scripted_action(s_ref))
+    np.testing.assert_array_equal(s_res.obs, s_ref.obs)
+    one = res.residual_to_setpoint(s_res, jnp.ones(10) * 2.0)  # clipped to 1
+    np.testing.assert_allclose(one - ref.scripted_action(s_res), res.residual_scale(), rtol=1e-6)
+
+
+def test_rigid_backend_touch_ends_episode_as_failure():
+    """Commanding the end-effector below the ground: the rigid world touches,
+    the episode ends, reward stops and the summary counts a failure."""
+    env = tasks.make("near_ground", backend="rigid", cruise_height=0.1, min_height=0.05, episode_length=50,
+                     noise=NOISE_OFF)
+    state = env.reset(jax.random.key(0))
+    step = jax.jit(lambda s: env.step(s, env.scripted_action(s).at[2].set(-0.5)))
+    for _ in range(50):
+        state = step(state)
+        if bool(state.done):
+            break
+    assert bool(state.info["touched"]) and float(state.done) == 1.0 and int(state.info["step"]) < 50
+    assert float(state.reward) == 0.0
+    summary = env.summarize(state)
+    assert bool(summary["touched"]) and not bool(summary["success"])
+    assert bool(adapters.terminated(env, state))
+
+
+def test_contact_tasks_refuse_rigid_and_actions_map_to_bounds():
+    with pytest.raises(ConfigError, match="needs contacts"):
+        tasks.make("wall_contact", backend="rigid")
+    with pytest.raises(ConfigError, match="backend"):
+        tasks.make("near_ground", backend="warp")
+    env = tasks.make("near_ground", action_mode="wrench", backend="rigid")
+    low, high = adapters.action_bounds(env)
+    np.testing.assert_allclose(adapters.to_task_action(env, -np.ones(6)), low)
+    np.testing.assert_allclose(adapters.to_task_action(env, np.ones(6)), high)
