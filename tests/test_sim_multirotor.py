@@ -14,6 +14,7 @@ from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, rot_y, rot_z
 from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.sim import multirotor as mr
+from flapjax.sim.multirotor import model as mm
 
 PRESETS = ["quad_x", "hexa", "hexa_tilted"]
 YAW = np.pi / 2  # arm parallel to the wall while hovering
@@ -281,3 +282,71 @@ def test_hover_1024_worlds_randomized_wall_pitch(name):
     assert err.max() < 0.08, err.max()  # as for the 4-world hover; the worst of 1024 saw 6.3 cm
     np.testing.assert_array_equal(traj.constraint_force, 0.0)
     assert float(jnp.min(traj.wall_distance)) > 0.08 and float(jnp.min(traj.ground_distance)) > 0.06
+
+
+# ----------------------------------------------------------------------------- contact filtering
+
+
+def _pair_names(prof, with_box):
+    """The geom pairs MJX checks every step (no culling, so all of them)."""
+    import mujoco
+    from mujoco import mjx
+
+    mj_model = mujoco.MjModel.from_xml_string(mm.multirotor_xml(prof, with_box=with_box, max_contact_points=-1))
+    model = mjx.put_model(mj_model)
+    data = jax.jit(mjx.collision)(model, mjx.make_data(model))
+    name = lambda g: mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_GEOM, int(g))  # noqa: E731
+    return {frozenset((name(a), name(b))) for a, b in np.asarray(data._impl.contact.geom)}
+
+
+def test_only_pairs_that_can_touch_are_solved():
+    """docs/mjx_notes.md, Contacts in the multirotor worlds: hull, hubs and
+    end-effector against the planes and the box, the arm against the box only,
+    the box against the planes; no plane-plane and no rotor-disk pairs."""
+    prof = rotor.profiles.preset("quad_x")
+    robot = ["hull", "end_effector"] + [f"hub{i}" for i in range(prof.n_rotors)]
+    for with_box in (False, True):
+        others = ["ground", "wall"] + (["box"] if with_box else [])
+        expect = {frozenset((g, o)) for g in robot for o in others}
+        if with_box:
+            expect |= {frozenset(("arm", "box")), frozenset(("box", "ground")), frozenset(("box", "wall"))}
+        assert _pair_names(prof, with_box) == expect
+
+
+@pytest.fixture(scope="module")
+def crash_run():
+    """Two worlds with the box, 1 s: 0 flies sideways into the vertical wall
+    (arm parallel to it: the hubs lead), 1 flies low into the box (the
+    end-effector leads). Both references lie inside the obstacle."""
+    prof = rotor.profiles.preset("quad_x")
+    world = mr.MultirotorWorld(prof, with_box=True, sensor_noise=False)
+    p = world.default_params()
+    starts = jnp.array([[0.75, 0.0, 0.5], [0.05, 0.0, 0.08]])
+    refs = [Reference.hover(jnp.array([1.05, 0.0, 0.5]), YAW), Reference.hover(jnp.array([0.6, 0.0, 0.08]), 0.0)]
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    params, refs = stack([p, p]), stack(refs)
+    states = world.batched_reset(params, jnp.stack([jax.random.key(1), jax.random.key(2)]), starts, refs.yaw)
+    final, traj = world.batched_rollout(params, states, refs, 500)
+    return dict(world=world, start=states, final=final, traj=traj)
+
+
+def test_flying_into_the_wall_and_the_box_produces_contact_forces(crash_run):
+    traj, final, start = crash_run["traj"], crash_run["final"], crash_run["start"]
+    assert not bool(jnp.any(traj.diverged))
+    f = np.asarray(traj.constraint_force)  # (world, step, 3), on the robot, world frame
+    assert np.all(f[:, :20] == 0.0)  # free flight first
+    # The wall (outward normal -x) pushes the robot back, by more than a touch.
+    assert bool(np.asarray(traj.touching[0]).any())
+    assert f[0, :, 0].min() < -0.3
+    # The hubs, not the end-effector, touch the wall: the robot stops a hub
+    # radius (plus soft-contact penetration) short of it.
+    x_max = float(np.asarray(traj.position[0, :, 0]).max())
+    hub_reach = 0.1273 + 0.3 * 0.0635  # hub centre + sphere radius along x at 45 deg yaw
+    assert 1.0 - hub_reach - 0.02 < x_max < 1.0 - hub_reach + 0.02  # tilt and penetration: cm
+    # The box pushes the robot back and is pushed: it slid along +x.
+    assert bool(np.asarray(traj.touching[1]).any())
+    assert f[1, :, 0].min() < -0.1
+    box_dx = float(final.data.qpos[1, 7] - start.data.qpos[1, 7])
+    assert box_dx > 1e-3
+    # World 0's box stayed at rest on the ground (contact with the ground only).
+    np.testing.assert_allclose(np.asarray(final.data.qpos[0, 7:9]), np.asarray(start.data.qpos[0, 7:9]), atol=1e-6)

@@ -10,8 +10,11 @@ The scene's ground and wall are MJX ``plane`` geoms (the wall is an infinite
 plane as in :mod:`flapjax.scene`); their poses and frictions are per-world
 parameters written into the ``mjx.Model`` by :func:`world_model`. The sparse
 Jacobian avoids the LAPACK deadlock at >= 1024 vmapped worlds
-(docs/mjx_notes.md, Dense-Jacobian deadlock); few solver iterations are
-enough for these contacts.
+(docs/mjx_notes.md, Dense-Jacobian deadlock). Only pairs that can touch
+are checked (collision bits below), at most :data:`MAX_CONTACT_POINTS`
+contacts reach the Newton solver (3 iterations, 6 line-search steps) and the
+Euler step skips the implicit-damping pass, which this damping-free model
+does not need (docs/mjx_notes.md, Contacts in the multirotor worlds).
 
 :func:`probes` lists the same collision shapes for the rigid backend, which
 has no contacts and watches them against the ground and wall planes.
@@ -41,6 +44,25 @@ EE_SITE = "ee"
 HUB_RADIUS_RATIO = 0.3  # hub sphere radius / rotor radius
 ARM_RADIUS = 0.008  # arm capsule radius [m]
 
+# Collision bits (docs/mjx_notes.md, Contacts in the multirotor worlds).
+# Geoms a and b collide when (contype_a & conaffinity_b) | (contype_b &
+# conaffinity_a) is non-zero. The planes accept bit 1, the box sends bit 1
+# and accepts bit 2; the hull, hubs and end-effector send bits 1 and 2 (they
+# meet the planes and the box); the arm sends bit 2 only: against a plane it
+# can never touch before the hull or the end-effector (its support in every
+# direction is at most theirs), against the box's edges it can.
+_PLANE_BITS = 'contype="0" conaffinity="1"'
+_BOX_BITS = 'contype="1" conaffinity="2"'
+_ROBOT_BITS = 'contype="3" conaffinity="0"'
+_ARM_BITS = 'contype="2" conaffinity="0"'
+_ALL_BITS = 'contype="1" conaffinity="1"'
+
+#: Contacts the solver sees per step (MJX keeps the deepest): the robot
+#: alone against ground and wall, and with the box (which rests on the
+#: ground with four contacts of its own).
+MAX_CONTACT_POINTS = 8
+MAX_CONTACT_POINTS_BOX = 16
+
 
 def _v(x) -> str:
     return " ".join(f"{float(c):.9g}" for c in np.ravel(np.asarray(x)))
@@ -56,14 +78,37 @@ def multirotor_xml(
     iterations: int = 3,
     ls_iterations: int = 6,
     hub_radius_ratio: float = HUB_RADIUS_RATIO,
+    filtered: bool = True,
+    eulerdamp: bool = False,
+    cone: str = "pyramidal",
+    solver: str = "Newton",
+    max_contact_points: int | None = None,
 ) -> str:
-    """MJCF text of the robot in the default scene (wall at x = 1 m, vertical)."""
+    """MJCF text of the robot in the default scene (wall at x = 1 m, vertical).
+
+    ``filtered=False`` lets every geom pair collide (the arm against the
+    planes too) and ``eulerdamp=True`` keeps MuJoCo's implicit-damping
+    factorization in the Euler step; both exist for the contact benchmark
+    (``benchmarks/contacts.py``). The model has no joint damping, so the
+    damping pass only refactors the same mass matrix.
+
+    ``max_contact_points`` (MJX's contact culling: only that many contacts,
+    the deepest, enter the solver each step; ``-1``: all) defaults to
+    :data:`MAX_CONTACT_POINTS` or :data:`MAX_CONTACT_POINTS_BOX`.
+    """
+    if max_contact_points is None:
+        max_contact_points = MAX_CONTACT_POINTS_BOX if with_box else MAX_CONTACT_POINTS
+    custom = (f'\n  <custom>\n    <numeric name="max_contact_points" data="{int(max_contact_points)}"/>\n  </custom>'
+              if max_contact_points >= 0 else "")
+    robot_bits, arm_bits, plane_bits, box_bits = (
+        (_ROBOT_BITS, _ARM_BITS, _PLANE_BITS, _BOX_BITS) if filtered else (_ALL_BITS,) * 4)
     pos = np.asarray(prof.positions)
     axes = np.asarray(prof.axes)
     radius = np.asarray(prof.radius)
     geoms = []
     for i in range(prof.n_rotors):
-        geoms.append(f'<geom name="hub{i}" type="sphere" size="{hub_radius_ratio * radius[i]:.9g}" pos="{_v(pos[i])}" rgba=".2 .2 .2 1"/>')
+        geoms.append(f'<geom name="hub{i}" type="sphere" size="{hub_radius_ratio * radius[i]:.9g}" pos="{_v(pos[i])}" '
+                     f'{robot_bits} rgba=".2 .2 .2 1"/>')
         geoms.append(
             f'<geom name="disk{i}" type="cylinder" size="{radius[i]:.9g} 0.002" pos="{_v(pos[i])}" zaxis="{_v(axes[i])}" '
             f'contype="0" conaffinity="0" mass="0" rgba=".6 .6 .9 .3"/>'
@@ -78,25 +123,27 @@ def multirotor_xml(
         box = f"""
     <body name="{BOX}" pos="0.6 0 {bh[2]:.9g}">
       <freejoint/>
-      <geom name="box" type="box" size="{_v(bh)}" mass="{box_mass:.9g}" rgba=".8 .5 .2 1"/>
+      <geom name="box" type="box" size="{_v(bh)}" mass="{box_mass:.9g}" {box_bits} rgba=".8 .5 .2 1"/>
     </body>"""
     return f"""<mujoco model="multirotor_{prof.name}">
   <compiler angle="radian"/>
   <option timestep="{timestep:.9g}" gravity="0 0 -9.81" jacobian="sparse" iterations="{iterations}"
-          ls_iterations="{ls_iterations}" integrator="Euler" cone="pyramidal"/>
+          ls_iterations="{ls_iterations}" integrator="Euler" cone="{cone}" solver="{solver}">
+    <flag eulerdamp="{'enable' if eulerdamp else 'disable'}"/>
+  </option>{custom}
   <asset>
     <material name="default" rgba="1 1 1 1"/>
   </asset>
   <worldbody>
-    <geom name="{GROUND}" type="plane" size="0 0 1" friction="1 0.005 0.0001" rgba=".5 .5 .5 1"/>
-    <geom name="{WALL}" type="plane" size="0 0 1" pos="1 0 0.1" zaxis="-1 0 0" friction="0.6 0.005 0.0001" rgba=".7 .7 .6 1"/>
+    <geom name="{GROUND}" type="plane" size="0 0 1" friction="1 0.005 0.0001" {plane_bits} rgba=".5 .5 .5 1"/>
+    <geom name="{WALL}" type="plane" size="0 0 1" pos="1 0 0.1" zaxis="-1 0 0" friction="0.6 0.005 0.0001" {plane_bits} rgba=".7 .7 .6 1"/>
     <body name="{BASE}" pos="0 0 0.5">
       <freejoint/>
       <inertial pos="0 0 0" mass="{float(prof.mass):.9g}" diaginertia="{_v(inertia)}"/>
-      <geom name="hull" type="box" size="{_v(hull)}" rgba=".3 .3 .35 1"/>
+      <geom name="hull" type="box" size="{_v(hull)}" {robot_bits} rgba=".3 .3 .35 1"/>
       {chr(10).join('      ' + g for g in geoms).strip()}
-      <geom name="arm" type="capsule" fromto="{_v(arm_base)} {_v(ee)}" size="{ARM_RADIUS:.9g}" rgba=".4 .4 .4 1"/>
-      <geom name="end_effector" type="sphere" size="{float(prof.ee_radius):.9g}" pos="{_v(ee)}" rgba=".9 .2 .2 1"/>
+      <geom name="arm" type="capsule" fromto="{_v(arm_base)} {_v(ee)}" size="{ARM_RADIUS:.9g}" {arm_bits} rgba=".4 .4 .4 1"/>
+      <geom name="end_effector" type="sphere" size="{float(prof.ee_radius):.9g}" pos="{_v(ee)}" {robot_bits} rgba=".9 .2 .2 1"/>
       <site name="{EE_SITE}" pos="{_v(ee)}"/>
     </body>{box}
   </worldbody>
