@@ -48,3 +48,18 @@ def test_gif_written_and_deleted(near_wall, tmp_path):
     assert not path.exists()
     with pytest.raises(ConfigError, match="videos must end"):
         render.write_video(images, tmp_path / "x.avi")
+
+
+def test_gym_render_and_evaluate_video_need_their_settings():
+    from flapjax.evaluate import evaluate
+
+    env = tasks.gym_env("near_ground", render_mode="rgb_array")
+    env.reset(seed=0)
+    image = env.render()
+    assert image.shape == (240, 320, 3) and image.dtype == np.uint8 and image.std() > 10.0
+    with pytest.raises(ConfigError, match="render_mode"):
+        tasks.gym_env("near_ground", render_mode="human")
+    with pytest.raises(ConfigError, match="video: needs an output directory"):
+        evaluate("near_ground", n_worlds=2, video=1, out_dir=None)
+    with pytest.raises(ConfigError, match="video"):
+        evaluate("near_ground", n_worlds=2, video=-1, out_dir=None)

@@ -96,11 +96,12 @@ def brax_env(name: str, **overrides: Any):
     return BraxTaskEnv(make_for_learning(name, **overrides))
 
 
-def gym_env(name: str, **overrides: Any):
-    """A ``gymnasium.Env`` of task ``name`` (:class:`flapjax.tasks.rl_gym.GymTaskEnv`)."""
+def gym_env(name: str, render_mode: str | None = None, **overrides: Any):
+    """A ``gymnasium.Env`` of task ``name`` (:class:`flapjax.tasks.rl_gym.GymTaskEnv`);
+    ``render_mode="rgb_array"`` makes ``render()`` return a frame of the world."""
     from flapjax.tasks.rl_gym import GymTaskEnv
 
-    return GymTaskEnv(make_for_learning(name, **overrides))
+    return GymTaskEnv(make_for_learning(name, **overrides), render_mode=render_mode)
 
 
 def gym_vector_env(name: str, num_envs: int, **overrides: Any):

@@ -69,6 +69,10 @@ class GymTaskEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(self, env: TaskEnv, render_mode: str | None = None):
+        if render_mode not in (None, "rgb_array"):
+            from flapjax.validation import ConfigError
+
+            raise ConfigError(f"render_mode: must be None or 'rgb_array', got {render_mode!r}")
         self.task_env = env
         self.observation_space, self.action_space = _spaces(env)
         self.render_mode = render_mode
