@@ -6,6 +6,10 @@
     images = render.task_frames(env, qpos, states, world=2)   # (T + 1, H, W, 3) uint8 of world 2
     render.write_video(images, "out/world2.mp4", fps=render.video_fps(env))  # or .gif
 
+The flapping-wing robot: :func:`flapper_frames` draws a ``qpos`` trajectory
+(e.g. ``flapper.simulate(..., observe=lambda s, o: s.data.qpos)``) with its
+wings.
+
 Each world is drawn with its own scene (randomized wall pose, ground height)
 and colours (the texture randomization); the camera follows the robot.
 Either backend: rigid-backend worlds are drawn with the MJX scene model of
@@ -27,7 +31,7 @@ from flapjax.sim.render import FrameRenderer, frames
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.validation import ConfigError
 
-__all__ = ["FrameRenderer", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
+__all__ = ["FrameRenderer", "flapper_frames", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
            "world_model_fields", "write_video"]
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -109,6 +113,20 @@ def task_frame(env: TaskEnv, state: EnvState, **kwargs) -> np.ndarray:
     """(height, width, 3) uint8 frame of one (unbatched) world ``state``."""
     qpos = np.asarray(state.world.data.qpos)[None]
     return task_frames(env, qpos, state, world=None, **kwargs)[0]
+
+
+def flapper_frames(root: str, qpos: np.ndarray, *, stride: int = 1, width: int = 320, height: int = 240,
+                   distance: float = 0.35, azimuth: float = 135.0, elevation: float = -25.0) -> np.ndarray:
+    """(T', height, width, 3) uint8 frames of a flapper world of root ``root``
+    ("fixed", "free" or "lumped", as :func:`flapjax.sim.flapper.make_robot`)
+    from its ``qpos`` (T, nq), every ``stride``-th step; the camera follows
+    the base of a free robot."""
+    from flapjax.sim.flapper import model as flapper_model
+
+    model = flapper_model.build(root)
+    qpos = np.asarray(qpos)[::max(int(stride), 1)]
+    return frames(model, qpos, track=None if root == "fixed" else 0, width=width, height=height,
+                  distance=distance, azimuth=azimuth, elevation=elevation)
 
 
 def video_fps(env: TaskEnv, stride: int = 1) -> float:
