@@ -27,7 +27,15 @@ app = typer.Typer(
 
 @app.callback()
 def main() -> None:
-    """flapjax command line (run a sub-command with --help for its options)."""
+    """flapjax command line (run a sub-command with --help for its options).
+
+    Compiled programs are kept in JAX's persistent compilation cache
+    (:mod:`flapjax.cache`; folder from ``FLAPJAX_CACHE_DIR``, cleared with
+    ``python -m flapjax.cache clear``), so a second run compiles little.
+    """
+    from flapjax.cache import enable_compilation_cache
+
+    enable_compilation_cache()
 
 
 @app.command()
