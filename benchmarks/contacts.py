@@ -147,6 +147,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--variants", nargs="+", default=["before", "after"], choices=sorted(VARIANTS))
     ap.add_argument("--bare-only", action="store_true")
+    ap.add_argument("--clear", action="store_true",
+                    help="start 0.1 m further from the wall (the default start puts the end-effector inside it)")
     ap.add_argument("--profile", action="store_true",
                     help="time the MJX advance alone and with the guard's Data selection (shipped model)")
     ap.add_argument("--contact", action="store_true",
@@ -156,6 +158,8 @@ def main(argv=None):
                          "without the sensor-noise draws")
     args = ap.parse_args(argv)
     print(C.env_info())
+    if args.clear:
+        W.WALL_POSITION = (W.WALL_POSITION[0] - 0.1,) + tuple(W.WALL_POSITION[1:])
     if args.wrapper:
         for noise in (True, False):
             wl = W.multirotor_rigid(args.worlds, args.steps, sensor_noise=noise)
