@@ -13,7 +13,7 @@ from ``split(key(noise_seed), N)[i]`` instead, leaving the worlds unchanged.
 The same seeds give identical results.
 
 Before anything runs, ``out_dir`` is checked and held for the run
-(:func:`flapjax.identify.results.lock_output_dir`) and the batch's memory is
+(:func:`flapjax.files.lock_output_dir`) and the batch's memory is
 estimated from the shapes of its state and traces (:func:`batch_memory`);
 a batch that would not fit is refused with the estimate and the number of
 worlds that would.
@@ -35,7 +35,6 @@ for this trajectory and controller.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import pathlib
@@ -48,7 +47,8 @@ import numpy as np
 from flapjax.tasks import registry
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
-from flapjax.identify.results import lock_output_dir, write_json
+from flapjax.evaluate_plot import plot_report
+from flapjax.files import lock_output_dir, to_jsonable, write_json
 from flapjax.validation import ConfigError, check_choice, check_int
 
 #: Working memory of a step relative to the batch's state (XLA temporaries).
@@ -319,7 +319,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     if out_dir is not None:
         out = pathlib.Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "report.json", _jsonable(report), indent=2)
+        write_json(out / "report.json", to_jsonable(report), indent=2)
         plot_report(env, report, result, ablation_results, out / "report.png")
         report["files"] = [str(out / "report.json"), str(out / "report.png")]
         if video:
@@ -351,80 +351,3 @@ def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:
     entry["trace_rms_difference"] = float(np.sqrt(np.mean(gap**2)))
     entry["trace_max_abs_difference"] = float(np.max(np.abs(gap)))
     return entry
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if math.isfinite(v) else None
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if dataclasses.is_dataclass(x):
-        return _jsonable(dataclasses.asdict(x))
-    return x
-
-
-def plot_report(env: TaskEnv, report: dict, result: dict, ablations: dict, path) -> None:
-    """PNG summary: traces, metric vs scenario (success coloured), metric and
-    saturation histograms."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(2, 2, figsize=(11, 8))
-    t = (np.arange(env.config.episode_length) + 1) * env.dt
-    tr = result["trace"]
-    n_show = min(8, report["n_worlds"])
-    a = ax[0, 0]
-    keys = list(tr)
-    a.plot(t, tr[keys[0]][:, :n_show], lw=0.8, color="C0", alpha=0.8)
-    a.plot(t, tr[keys[1]][:, 0], "k--", lw=1.2, label=keys[1])
-    for effect, off in ablations.items():
-        a.plot(t, off["trace"][keys[0]][:, :n_show], lw=0.8, color="C3", alpha=0.6)
-        a.plot([], [], color="C3", label=f"{keys[0]}, {effect} off")
-    a.plot([], [], color="C0", label=keys[0])
-    a.set_xlabel("time [s]")
-    a.set_title(f"{report['task']} / {report['robot']}: traces ({n_show} worlds)")
-    a.legend(fontsize=7)
-
-    s = result["summary"]
-    sc = result["scenario"]
-    metric = s[env.primary_metric]
-    a = ax[0, 1]
-    xkey = env.scenario_key
-    ok = s["success"].astype(bool)
-    a.scatter(sc[xkey][ok], metric[ok], s=8, color="C2", label="success")
-    a.scatter(sc[xkey][~ok], metric[~ok], s=8, color="C3", label="failure")
-    a.set_xlabel(xkey)
-    a.set_ylabel(env.primary_metric)
-    a.set_title(f"success rate {report['success_rate']:.3f} "
-                f"(randomization {'on' if report['randomization']['enabled'] else 'off'})")
-    a.legend(fontsize=7)
-
-    a = ax[1, 0]
-    a.hist(metric, bins=30, color="C0", alpha=0.8, label="on")
-    for effect, off in ablations.items():
-        a.hist(off["summary"][env.primary_metric], bins=30, color="C3", alpha=0.5, label=f"{effect} off")
-    a.set_xlabel(env.primary_metric)
-    a.legend(fontsize=7)
-
-    a = ax[1, 1]
-    a.hist(s["saturation_fraction"], bins=30, color="C1")
-    sat = report["saturation"]
-    a.set_xlabel("fraction of rotor-steps at a limit")
-    a.set_title(f"saturation: mean {sat['rotor_step_fraction_mean']:.4f}, "
-                f"min margin {sat['min_control_margin']:.3f}", fontsize=9)
-    n = report["noise"]
-    fig.suptitle(f"noise: pos {n['sensor_position_std']} m, vel {n['sensor_velocity_std']} m/s, "
-                 f"att {n['sensor_attitude_std']} rad, rate {n['sensor_rate_std']} rad/s, "
-                 f"thrust {n['command_thrust_std']} N", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -1,0 +1,167 @@
+"""Result files: JSON that never ends up half written, and output folders
+held by one run. Plain Python and NumPy, used by every package that writes
+results (identification, evaluation, benchmarks).
+
+:func:`to_jsonable` / :func:`to_arrays` map pytrees of arrays to JSON values
+and back; :func:`write_json` writes atomically under a lock (an interrupted
+run or a concurrent writer never leaves half a file); :func:`read_json`
+names the file it cannot parse; :func:`lock_output_dir` checks an output
+folder and holds it for one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.validation import ConfigError
+
+
+def to_jsonable(x: Any) -> Any:
+    """A pytree of arrays, numbers, strings and dicts as plain JSON values
+    (arrays as nested lists, non-finite numbers as null)."""
+    if isinstance(x, Mapping):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return to_jsonable(dataclasses.asdict(x))
+    if isinstance(x, (bool, str, type(None))):
+        return x
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    arr = np.asarray(x)
+    if arr.dtype == bool:
+        return arr.tolist()
+    if np.issubdtype(arr.dtype, np.number):
+        arr = arr.astype(float)
+        if arr.ndim == 0:
+            v = float(arr)
+            return v if math.isfinite(v) else None
+        return [to_jsonable(v) for v in arr]
+    return str(x)
+
+
+def to_arrays(x: Any) -> Any:
+    """JSON numbers and number lists back to arrays; strings and dicts as they are."""
+    if isinstance(x, Mapping):
+        return {k: to_arrays(v) for k, v in x.items()}
+    if isinstance(x, bool) or isinstance(x, str) or x is None:
+        return x
+    if isinstance(x, (int, float)):
+        return jnp.asarray(float(x))
+    if isinstance(x, list):
+        try:
+            arr = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            return [to_arrays(v) for v in x]
+        return jnp.asarray(arr)
+    return x
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``'s folder (blocking) while
+    replacing ``path``, so concurrent writers take turns (and no lock file is
+    left beside the results)."""
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
+    """Write ``obj`` as JSON: a uniquely named temporary file in the same
+    folder, flushed to disk, then renamed over ``path`` under a lock.
+
+    Readers see either the old or the new file, never a part of one, and
+    concurrent writers (threads or processes) never share a temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(obj, indent=indent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with _file_lock(path):
+            os.replace(tmp, path)  # atomic: an interrupted run never leaves half a file
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class OutputLock:
+    """An output folder held by one run (:func:`lock_output_dir`); release it
+    with :meth:`release` or by using it as a context manager."""
+
+    def __init__(self, path: Path, fd: int):
+        self.path, self._fd = path, fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "OutputLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock_output_dir(path: str | Path, *, name: str = "out") -> OutputLock:
+    """Check that ``path`` is (or can be created as) a writable folder and
+    take it for this run, before anything is simulated.
+
+    Raises :class:`ConfigError` naming ``name`` when ``path`` is a file, is
+    not writable, or another run holds it (two runs into one folder would
+    redo each other's work and overwrite each other's results).
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{name}: {str(out)!r} is a file, expected a folder for the results")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot create the folder {str(out)!r} ({exc.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ConfigError(f"{name}: the folder {str(out)!r} is not writable")
+    try:
+        fd = os.open(out / ".flapjax.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot write into {str(out)!r} ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise ConfigError(f"{name}: another flapjax run is writing into {str(out)!r}; wait for it to finish "
+                              "or choose another folder") from None
+        raise
+    return OutputLock(out, fd)
+
+
+def read_json(path: str | Path) -> Any:
+    """Parsed JSON; :class:`ConfigError` when the file is not valid JSON."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
