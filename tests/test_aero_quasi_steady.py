@@ -114,6 +114,27 @@ def test_scales_and_clips_keep_force_and_moment_consistent():
     assert bool(damp.damping_clipped) and float(damp.damping_moment) == pytest.approx(-1e-4)
 
 
+@pytest.mark.parametrize("side", [1, -1])
+def test_lift_scale_scales_the_force_and_leaves_the_feathering_moment(side):
+    """docs/physics.md, Quasi-steady loads: lambda_L is a lift gain; the moment
+    about the feathering axis (the passive-pitch balance) does not depend on
+    it, so c_cp lambda_L is invariant, unlike FlapSim's c_cp from the unscaled
+    force."""
+    rng = np.random.default_rng(40 + side)
+    for _ in range(6):
+        k, v, w = random_state(rng)
+        kin = aero.WingKinematics(**k)
+        base = loads(kin, jnp.array(v), jnp.array(w), side, options=aero.AeroOptions(force_limit=1e3))
+        for lam in (0.8, 1.3):
+            out = loads(kin, jnp.array(v), jnp.array(w), side, options=aero.AeroOptions(lift_scale=lam, force_limit=1e3))
+            np.testing.assert_allclose(float(out.normal_force), lam * float(base.normal_force), rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(float(out.aero_moment), float(base.aero_moment), rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(lam * float(out.chord_cop), float(base.chord_cop), rtol=1e-12)
+            # FlapSim's rule would have given lam * M_aero
+            if abs(float(base.aero_moment)) > 1e-12:
+                assert abs(float(out.aero_moment) - lam * float(base.aero_moment)) > 0.1 * abs(float(base.aero_moment))
+
+
 def test_angular_velocity_is_clipped_to_the_limit():
     w_big = jnp.array([3000.0, -4000.0, 0.0])  # |w| = 5000
     a = loads(w=w_big * 3.0, options=aero.AeroOptions(angular_velocity_limit=5000.0))

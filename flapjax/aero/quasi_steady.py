@@ -125,7 +125,10 @@ def wing_loads(
     force_unclipped = options.lift_scale * force_raw
     force = jnp.clip(force_unclipped, -options.force_limit, options.force_limit)
 
-    # c_cp = -M_aero / F_N with C_N cancelled: defined even where C_N = 0.
+    # c_cp = -lambda_M M_aero / F_N_unclipped with C_N cancelled: defined even
+    # where C_N = 0. lift_scale is a lift gain only: dividing c_cp by it keeps
+    # the feathering moment, hence the passive-pitch balance, independent of it
+    # (docs/physics.md, Quasi-steady loads, departures).
     moving = force_integral > _REST_EPS
     ratio = jnp.where(moving, moment_integral / jnp.where(moving, force_integral, 1.0), geom.z_cp[0] / geom.r[0])
     chord_cop = (options.moment_scale / options.lift_scale) * cbar * d_cp * ratio
