@@ -346,14 +346,37 @@ def init_state(
     quat: Float[Array, "4"] | None = None,
     velocity: Float[Array, "3"] | None = None,
     angular_velocity: Float[Array, "3"] | None = None,
+    periodic: bool = False,
+    warmup: float = 0.1,
+    probe: float = 0.05,
 ) -> FlapperState:
-    """Initial state on the stroke schedule (no start-up transient).
+    """Initial state on the stroke schedule.
+
+    By default the stroke joints start on the reference ``psi(0)``,
+    ``psi_dot(0)`` at full stroke speed, the feathering hinges unfeathered
+    and the body at the given velocities: a free per-wing robot starts off
+    its periodic orbit, and its first strokes kick the body (a cycle-mean
+    body rate and drift that persist).
+
+    ``periodic=True`` starts the per-wing model on its periodic orbit
+    (docs/physics.md, Periodic start): the wings flap ``warmup`` seconds with
+    the base held at the given pose, and the state starts from their joint
+    state, the stroke phase continuing where the warm-up ended; on a free
+    root, a probe of the free flight over the whole wingbeats within
+    ``probe`` seconds measures the cycle-mean body velocity and rate the
+    start produces, and the initial body velocities are corrected by it so
+    the cycle means start at ``velocity`` and ``angular_velocity``. It has no
+    effect on the averaged model or the lumped body (no wingbeat). ``probe``
+    must hold at least one wingbeat.
 
     Args (free and lumped roots only; ignored for "fixed"):
       position: (3,) base position, world frame [m] (default from the MJCF).
       quat: (4,) base orientation ``[w, x, y, z]``.
       velocity: (3,) base linear velocity, world frame [m/s].
       angular_velocity: (3,) base angular velocity, body frame [rad/s].
+      periodic: start on the periodic orbit (static).
+      warmup: warm-up with the base held [s] (static).
+      probe: free-flight probe of the body-velocity correction [s] (static).
 
     Pure JAX: vmap it over batched params / initial conditions.
     """
@@ -367,12 +390,65 @@ def init_state(
     else:
         data = _init_mjx(robot, params, position, quat, velocity, angular_velocity)
         dtype = data.qpos.dtype
-    return FlapperState(
+    state = FlapperState(
         data=data,
         step=jnp.zeros((), dtype=jnp.int32),
         phase_offset=jnp.zeros((), dtype=dtype),
         healthy=jnp.ones((), dtype=bool),
     )
+    if periodic and robot.has_wings and robot.aero_model == "wing":
+        check_range("warmup", warmup, 0.0, 10.0)
+        check_range("probe", probe, 0.0, 10.0)
+        state = _periodic_start(robot, params, state, warmup=warmup, probe=probe)
+    return state
+
+
+def _hold_base(robot: FlapperRobot, data, pose_q, pose_v):
+    a, v = robot.free_q, robot.free_v
+    return data.replace(qpos=data.qpos.at[a : a + 7].set(pose_q), qvel=data.qvel.at[v : v + 6].set(pose_v))
+
+
+def _periodic_start(robot: FlapperRobot, params: FlapperParams, state: FlapperState, *, warmup: float,
+                    probe: float) -> FlapperState:
+    """The wings warmed up with the base held, then (free root) the body
+    velocities corrected by one free-flight probe; see :func:`init_state`."""
+    from flapjax.sim.flapper.step import step  # step imports this module
+
+    free = robot.free_q >= 0
+    d0 = state.data
+    if free:
+        a, v = robot.free_q, robot.free_v
+        pose_q, pose_v = d0.qpos[a : a + 7], d0.qvel[v : v + 6]
+        rest = jnp.zeros_like(pose_v)
+
+    def held(st, _):
+        st, _ = step(robot, params, st)
+        if free:  # an infinitely stiff mount: the base stays at the pose, at rest
+            st = eqx.tree_at(lambda s: s.data, st, _hold_base(robot, st.data, pose_q, rest))
+        return st, None
+
+    n_warm = int(round(warmup / robot.dt))
+    warm, _ = jax.lax.scan(held, state, None, length=n_warm)
+    # Restart the clock at 0 with the stroke phase the warm-up reached.
+    phase = jnp.mod(jnp.mod(params.stroke.frequency * robot.dt * n_warm, 1.0) + warm.phase_offset, 1.0)
+    start = FlapperState(data=warm.data, step=jnp.zeros_like(state.step), phase_offset=phase.astype(state.phase_offset.dtype),
+                         healthy=warm.healthy)
+    if not free:
+        return start
+    start = eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v))
+
+    def flown(st, _):
+        st, _ = step(robot, params, st)
+        return st, st.data.qvel[v : v + 6]
+
+    n_probe = int(round(probe / robot.dt))
+    _, qvel = jax.lax.scan(flown, start, None, length=n_probe)
+    # Mean over the whole wingbeats that fit in the probe (at least one).
+    f_dt = params.stroke.frequency * robot.dt
+    whole = jnp.maximum(jnp.floor(n_probe * f_dt), 1.0)
+    weight = (jnp.arange(n_probe) * f_dt < whole).astype(qvel.dtype)
+    mean_v = weight @ qvel / jnp.sum(weight)
+    return eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v - (mean_v - pose_v)))
 
 
 def _init_rigid(robot, position, quat, velocity, angular_velocity) -> rigid.RigidState:
