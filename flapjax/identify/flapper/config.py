@@ -82,6 +82,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "step_start": 1.0,
         "step_length": 0.1,
         "tail": 0.5,
+        "window": 1.0,
+        "max_attitude_rms_deg": 2.0,
+        "max_position_rms": 0.01,
     },
 }
 
@@ -90,7 +93,7 @@ QUICK_OVERRIDES: dict[str, Any] = {
     "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3]},
     "damping": {"rates": [-2.0, -1.0, 1.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
     "physical": {"parameters": ["lift_scale"], "duration": 0.2, "discard": 0.1, "max_steps": 8},
-    "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3},
+    "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3, "window": 0.5},
 }
 
 # Per-wing physical parameters the "physical" study can fit, with their units.
@@ -255,6 +258,9 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
             f"validation.step_start: the plate step ({s['step_start']} s + step_length {s['step_length']} s) must end "
             f"before the flight does (duration {s['duration']} s), got step_start {s['step_start']}")
     check_range("validation.tail", s["tail"], 0.001, s["duration"])
+    check_range("validation.window", s["window"], 0.001, 20.0)  # the whole flight when longer
+    check_range("validation.max_attitude_rms_deg", s["max_attitude_rms_deg"], 0.0, 90.0)
+    check_range("validation.max_position_rms", s["max_position_rms"], 0.0, 10.0)
     return cfg
 
 

@@ -108,21 +108,42 @@ def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]
         ax.legend(fontsize=8)
         save(fig, "loss_curves.png")
     if "validation" in st:
-        d = st["validation"].data
-        t = np.asarray(d["time"])
-        fig, axes = plt.subplots(3, 2, figsize=(10, 8), sharex=True)
-        labels = list(st["validation"].metrics["flights"])
+        d, m = st["validation"].data, st["validation"].metrics
+        t, tm = np.asarray(d["time"]), np.asarray(d.get("cycle_mean_time", d["time"]))
+        labels = list(m["flights"])
+        fig, axes = plt.subplots(len(labels), 2, figsize=(10, 2.7 * len(labels)), sharex=True, squeeze=False)
         for i, lab in enumerate(labels):
-            axes[i, 0].plot(t, np.asarray(d["per_wing_z"])[i], label="per-wing")
+            r = m["flights"][lab]
+            verdict = "PASS" if r.get("passed") else "FAIL"
+            axes[i, 0].plot(t, np.asarray(d["per_wing_z"])[i], lw=0.6, alpha=0.5, label="per-wing")
             axes[i, 0].plot(t, np.asarray(d["averaged_z"])[i], "--", label="averaged (identified)")
+            if "per_wing_cycle_mean_position" in d:
+                axes[i, 0].plot(tm, np.asarray(d["per_wing_cycle_mean_position"])[i, :, 2], "k-", lw=1.2,
+                                label="per-wing cycle mean")
             axes[i, 0].set_ylabel(f"{lab}\nz [m]", fontsize=8)
             for j, c in enumerate("xy"):
-                axes[i, 1].plot(t, np.degrees(np.asarray(d["per_wing_tilt"])[i, :, j]), label=f"per-wing tilt {c}")
-                axes[i, 1].plot(t, np.degrees(np.asarray(d["averaged_tilt"])[i, :, j]), "--", label=f"averaged tilt {c}")
+                (line,) = axes[i, 1].plot(t, np.degrees(np.asarray(d["per_wing_tilt"])[i, :, j]), lw=0.6, alpha=0.5,
+                                          label=f"per-wing tilt {c}")
+                if "per_wing_cycle_mean_tilt" in d:
+                    axes[i, 1].plot(tm, np.degrees(np.asarray(d["per_wing_cycle_mean_tilt"])[i, :, j]), "-", lw=1.4,
+                                    color=line.get_color(), label=f"per-wing cycle mean {c}")
+                axes[i, 1].plot(t, np.degrees(np.asarray(d["averaged_tilt"])[i, :, j]), "--", color=line.get_color(),
+                                label=f"averaged tilt {c}")
             axes[i, 1].set_ylabel("tilt [deg]")
-        axes[0, 0].legend(fontsize=7)
-        axes[0, 1].legend(fontsize=7)
-        axes[-1, 0].set_xlabel("t [s]")
+            if "cycle_mean_attitude_rms_difference_deg" in r:
+                axes[i, 1].set_title(
+                    f"{lab}: {verdict}: cycle-mean attitude RMS {float(r['cycle_mean_attitude_rms_difference_deg']):.2f} deg, "
+                    f"position RMS {100 * float(r['cycle_mean_position_rms_difference']):.2f} cm", fontsize=8)
+            if lab != "hover" and "step_start" in d:
+                for ax in axes[i]:
+                    ax.axvspan(float(d["step_start"]), float(d["step_end"]), color="0.85", zorder=0)
+                    ax.axvline(float(d["step_start"]), color="r", lw=0.8, ls=":")
+            if "thresholds" in m:
+                for ax in axes[i]:
+                    ax.axvline(float(t[-1]) - float(m["thresholds"]["window"]), color="0.4", lw=0.8, ls="-.")
+        axes[0, 0].legend(fontsize=6)
+        axes[0, 1].legend(fontsize=6, ncol=2)
+        axes[-1, 0].set_xlabel("t [s] (shaded: plate step; dash-dot: start of the compared window)")
         axes[-1, 1].set_xlabel("t [s]")
         save(fig, "validation_flights.png")
     return files
@@ -179,10 +200,23 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
             f"{float(m['fixed_base_lift_at_hover_over_weight']):.4f}; per-wing hover mean f / f_h = "
             f"{float(m['per_wing_hover_frequency_over_identified']):.4f}"
         )
-        lines.append(f"    {'flight':<18} {'alt RMS diff [m]':>17} {'att RMS diff [deg]':>19} {'alt err wing/avg [m]':>22}")
-        for lab, r in m["flights"].items():
+        th = m.get("thresholds")
+        if th is not None:
+            passed = m.get("validation_passed")
             lines.append(
-                f"    {lab:<18} {float(r['altitude_rms_difference']):17.4f} {float(r['attitude_rms_difference_deg']):19.3f} "
+                f"    {'PASSED' if passed else 'FAILED'}: pass when the cycle-mean attitude RMS difference <= "
+                f"{float(th['attitude_rms_deg']):g} deg and position RMS difference <= {float(th['position_rms']):g} m "
+                f"over the last {float(th['window']):g} s"
+            )
+        lines.append(f"    {'flight':<18} {'att RMS [deg]':>14} {'pos RMS [m]':>12} {'result':>7} "
+                     f"{'alt RMS diff [m]':>17} {'alt err wing/avg [m]':>22}")
+        for lab, r in m["flights"].items():
+            att = r.get("cycle_mean_attitude_rms_difference_deg")
+            pos = r.get("cycle_mean_position_rms_difference")
+            verdict = "" if "passed" not in r else ("pass" if r["passed"] else "FAIL")
+            lines.append(
+                f"    {lab:<18} {_fmt(att) if att is not None else '':>14} {_fmt(pos) if pos is not None else '':>12} "
+                f"{verdict:>7} {float(r['altitude_rms_difference']):17.4f} "
                 f"{float(r['per_wing_altitude_error_tail']):+10.4f}/{float(r['averaged_altitude_error_tail']):+.4f}"
             )
     if skipped:

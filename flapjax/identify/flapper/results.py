@@ -107,6 +107,8 @@ class IdentificationResult(eqx.Module):
                 "cycle_averaged": self.to_cycle_averaged_params().to_dict(),
                 "residuals": {name: s.metrics for name, s in self.studies.items()},
                 "validation": self.validation,
+                # None without a validation study; False when a flight failed its thresholds
+                "validation_passed": self.validation.get("validation_passed") if self.validation else None,
                 "settings": self.settings,
                 "versions": self.versions,
                 "studies": {name: s.to_dict() for name, s in self.studies.items()},
