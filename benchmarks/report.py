@@ -22,6 +22,7 @@ LABELS = {
     "flapper_fixed_wing": "flapper, fixed base, per-wing aero",
     "flapper_free_averaged": "flapper, free, cycle-averaged aero",
     "multirotor_mjx": "X-quad, full chain near a wall, MJX",
+    "multirotor_mjx_contact": "X-quad, full chain pressed into a wall, MJX (in contact)",
     "multirotor_rigid": "X-quad, full chain near a wall, rigid backend",
     "multirotor_rigid_exact": "X-quad, full chain near a wall, rigid backend, no sensor-noise draws",
 }

@@ -19,14 +19,15 @@ from benchmarks import workloads as W
 
 CPU_WORLDS = (1, 16, 256, 1024, 4096)
 GPU_WORLDS = (1, 16, 256, 1024, 4096, 16384, 65536)
-WORKLOADS = ("flapper_fixed_wing", "flapper_free_averaged", "multirotor_mjx", "multirotor_rigid", "multirotor_rigid_exact")
+WORKLOADS = ("flapper_fixed_wing", "flapper_free_averaged", "multirotor_mjx", "multirotor_mjx_contact",
+             "multirotor_rigid", "multirotor_rigid_exact")
 # World-steps per timed call in --quick mode (default 2e5): the MJX multirotor
 # (~35 k world-steps/s here) and the free flapper (~180 k/s) get less so a
 # call stays near a second; the rigid
 # backend (~3 M/s) gets more so that the per-call work (the allocation
 # inverse, an SVD per world) is amortized as in a long rollout; crazyflow runs
 # the same step counts as the rigid backend.
-QUICK_BUDGET = {"multirotor_mjx": 2.5e4, "flapper_free_averaged": 1e5, "multirotor_rigid": 1e6,
+QUICK_BUDGET = {"multirotor_mjx": 2.5e4, "multirotor_mjx_contact": 2.5e4, "flapper_free_averaged": 1e5, "multirotor_rigid": 1e6,
                 "multirotor_rigid_exact": 1e6}
 MEMORY_BUDGETS_GB = {"host RAM 24 GB": 24e9, "GPU 80 GB": 80e9}
 

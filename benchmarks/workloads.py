@@ -26,10 +26,15 @@ from flapjax.sim.multirotor import MultirotorWorld
 from flapjax.sim.multirotor import step as mstep
 from flapjax.sim.rollout import broadcast_worlds
 
-# Multirotor scene: the rotor disks of the X-quad (0.18 m arms, 0.0635 m
-# radius) end ~0.13 m from a vertical wall at x = 1 m: the near-wall effect
-# and the ground effect (0.3 m above ground) both act.
-WALL_POSITION = (0.7, 0.0, 0.3)
+# Multirotor scene: the X-quad (0.18 m arms, 0.0635 m rotor radius) 0.3 m
+# above the ground and near a vertical wall at x = 1 m, 0.1 m further from it
+# than WALL_CONTACT_POSITION, so the timed window is contact-free (the
+# ground effect and the near-wall effect still act); the worlds spread
+# +-2 cm around it.
+WALL_POSITION = (0.6, 0.0, 0.3)
+# In contact: the end-effector starts ~1.5 cm inside the wall, so the contact
+# solver works in every step of the timed window (the "_contact" workloads).
+WALL_CONTACT_POSITION = (0.7, 0.0, 0.3)
 
 
 @dataclass
@@ -130,10 +135,12 @@ def multirotor_world(iterations: int = 3) -> MultirotorWorld:
     return MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, iterations=iterations)
 
 
-def multirotor_batch(world: MultirotorWorld, n_worlds: int):
+def multirotor_batch(world: MultirotorWorld, n_worlds: int, position=None):
+    """Params, state and hover reference of ``n_worlds`` worlds around
+    ``position`` (default :data:`WALL_POSITION`, clear of the wall)."""
     params = broadcast_worlds(world.default_params(), n_worlds)
     keys = jax.random.split(jax.random.PRNGKey(0), n_worlds)
-    pos = jnp.broadcast_to(jnp.asarray(WALL_POSITION), (n_worlds, 3))
+    pos = jnp.broadcast_to(jnp.asarray(WALL_POSITION if position is None else position), (n_worlds, 3))
     # Small per-world offsets so the worlds are not identical.
     pos = pos + jnp.linspace(-0.02, 0.02, n_worlds)[:, None] * jnp.array([1.0, 1.0, 1.0])
     state = jax.jit(jax.vmap(lambda p, k, x: world.reset(p, k, x)))(params, keys, pos)
@@ -141,11 +148,13 @@ def multirotor_batch(world: MultirotorWorld, n_worlds: int):
     return params, state, ref
 
 
-def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
+def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3, in_contact: bool = False) -> Workload:
     """X-quad near a wall and the ground, full chain, MJX backend
-    (:meth:`MultirotorWorld.step`, the body of its rollout)."""
+    (:meth:`MultirotorWorld.step`, the body of its rollout); clear of the
+    wall, or (``in_contact``, workload ``multirotor_mjx_contact``) pressed
+    into it from :data:`WALL_CONTACT_POSITION`."""
     world = multirotor_world(iterations)
-    params, state, ref = multirotor_batch(world, n_worlds)
+    params, state, ref = multirotor_batch(world, n_worlds, WALL_CONTACT_POSITION if in_contact else None)
 
     def fn(params, state, ref):
         def one(p, s, r):
@@ -153,7 +162,8 @@ def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3) -> Workload:
             return _final_only(lambda c: world.step(prepared, c, r)[0], n_steps)(s)
         return jax.vmap(one)(params, state, ref)
 
-    return Workload("multirotor_mjx", fn, (params, state, ref), n_worlds, n_steps, world.dt)
+    name = "multirotor_mjx_contact" if in_contact else "multirotor_mjx"
+    return Workload(name, fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
 def multirotor_bare(n_worlds: int, n_steps: int) -> Workload:
@@ -244,6 +254,7 @@ BUILDERS: dict[str, Callable[..., Workload]] = {
     "flapper_fixed_wing": lambda n, k: flapper("fixed", "wing", n, k),
     "flapper_free_averaged": lambda n, k: flapper("free", "averaged", n, k),
     "multirotor_mjx": multirotor,
+    "multirotor_mjx_contact": lambda n, k: multirotor(n, k, in_contact=True),
     "multirotor_rigid": multirotor_rigid,
     "multirotor_rigid_exact": lambda n, k: multirotor_rigid(n, k, sensor_noise=False),
 }
@@ -252,6 +263,7 @@ LABELS = {
     "flapper_fixed_wing": "flapper, fixed base, per-wing aero",
     "flapper_free_averaged": "flapper, free, cycle-averaged aero",
     "multirotor_mjx": "X-quad, full chain near a wall (MJX)",
+    "multirotor_mjx_contact": "X-quad, full chain pressed into a wall (MJX, in contact)",
     "multirotor_rigid": "X-quad, full chain near a wall (rigid backend)",
     "multirotor_rigid_exact": "X-quad, full chain near a wall (rigid backend, no sensor-noise draws)",
 }
