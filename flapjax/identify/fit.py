@@ -203,6 +203,23 @@ def _forward_value_and_grad(objective, trainable):
     return value, unravel(grad)
 
 
+def as_step_outputs(tree: Any) -> Any:
+    """``tree`` with every array leaf strongly typed and committed to its
+    device (same dtype and value), as a jitted step returns them. ``optax``
+    initial states hold weakly typed scalars (a line search's counters) and
+    uncommitted arrays; a jitted step fed the initial state and then its own
+    outputs would be compiled twice, once per typing and placement."""
+
+    def canonical(x):
+        if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+            return x
+        if getattr(x, "weak_type", False):
+            x = jnp.asarray(x, dtype=x.dtype)
+        return jax.device_put(x, x.sharding)
+
+    return jax.tree.map(canonical, tree)
+
+
 def make_fit_step(
     loss_fn: LossFn,
     optimizer: optax.GradientTransformation,
@@ -337,11 +354,12 @@ def fit(
     optimizer = make_optimizer("lbfgs") if optimizer is None else optimizer
     conv = Convergence() if convergence is None else convergence
     step = make_fit_step(loss_fn, optimizer) if step_fn is None else step_fn
-    opt_state = optimizer.init(trainable)
+    trainable, opt_state = as_step_outputs((trainable, optimizer.init(trainable)))  # one compilation of the step
     losses, norms = [], []
     reason, converged, calm = f"max_steps={conv.max_steps}", False, 0
     for k in range(conv.max_steps):
         new, opt_state, value, gnorm = step(trainable, opt_state, nominal, data)
+        opt_state = as_step_outputs(opt_state)
         value, gnorm = float(value), float(gnorm)
         if not (math.isfinite(value) and math.isfinite(gnorm)):
             reason = f"non-finite loss or gradient at step {k}"

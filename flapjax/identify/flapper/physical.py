@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.flapper.config import convergence_for, optimizer_for, progress_callback
-from flapjax.identify.fit import Params, combine, fit, make_fit_step, split
+from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
@@ -85,15 +85,42 @@ class LiftRollout(eqx.Module):
 
 
 @eqx.filter_jit
+def _eval_lift(rollout: LiftRollout, values: Mapping[str, jax.Array]) -> jax.Array:
+    return rollout(values)
+
+
+def _as_traced(values: Mapping[str, Any]) -> dict[str, jax.Array]:
+    """Values as strongly typed, committed float arrays: ``eqx.filter_jit``
+    would bake a Python float into the program (one compilation per value),
+    and weakly typed or uncommitted arrays compile apart from the fit's
+    outputs. Tracers pass through."""
+    dtype = jnp.result_type(float)
+    return as_step_outputs({k: jnp.asarray(v, dtype=dtype) for k, v in values.items()})
+
+
 def eval_lift(rollout: LiftRollout, values: Mapping[str, Any]) -> jax.Array:
-    """(n,) cycle-mean F_z [N] of ``rollout`` at ``values`` (jitted, no gradient needed)."""
-    return rollout({k: jnp.asarray(v) for k, v in values.items()})
+    """(n,) cycle-mean F_z [N] of ``rollout`` at ``values`` (jitted, no
+    gradient needed; one compilation for any values of the same names)."""
+    return _eval_lift(rollout, _as_traced(values))
+
+
+def _physical_residuals(trainable, nominal, data: Measurements) -> jax.Array:
+    """Scaled residuals of :func:`physical_loss`, the rollout run by the
+    jitted :func:`eval_lift` program (so the residuals at the fit reuse its
+    compilation and their Jacobian compiles one forward-mode program)."""
+    return residuals(_predict_lift, combine(trainable, nominal), data)
+
+
+def _predict_lift(values: Params, rollout: LiftRollout) -> jax.Array:
+    return _eval_lift(rollout, _as_traced(values))
 
 
 def physical_loss(p: Params, data: Measurements) -> jax.Array:
     """``0.5 mean(((F_z(p) - F_z,meas) / F_z,meas)^2)``; ``data.inputs`` is a
-    :class:`LiftRollout` and ``p`` holds the physical parameters."""
-    return least_squares(lambda q, r: r(q))(p, data)
+    :class:`LiftRollout` and ``p`` holds the physical parameters. The rollout
+    runs through the jitted :func:`eval_lift` program, so the loss evaluated
+    outside a fit step reuses its compilation."""
+    return least_squares(_predict_lift)(p, data)
 
 
 def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
@@ -128,7 +155,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
         progress=progress_callback(bar),
     )
     unc = gauss_newton_uncertainty(
-        lambda tt: residuals(lambda q, r: r(q), combine(tt, n), data), res.trainable, sigma=1e-3
+        lambda tt: _physical_residuals(tt, n, data), as_step_outputs(res.trainable), sigma=1e-3
     )
     fitted = np.asarray(eval_lift(lift, res.params))
     values = {k: jnp.asarray(res.params[k]) for k in names}

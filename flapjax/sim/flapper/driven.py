@@ -21,7 +21,7 @@ from jaxtyping import Array, Float
 from flapjax.sim.flapper import model as flapper_model
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, init_state, robot_from_mjmodel
 from flapjax.sim.flapper.step import simulate
-from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, window_steps
+from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, program_key, window_steps
 from flapjax.sim.rollout import window_mean
 from flapjax.validation import check_positive
 
@@ -129,4 +129,5 @@ def driven_sweep(
     n_steps, discard_steps = window_steps(robot, duration, discard)
     lever = jnp.asarray(robot_com_offset() if com_offset is None else com_offset)
     drives = jnp.asarray(np.asarray(drives, dtype=float))
-    return map_in_chunks(lambda d: _driven_batch(robot, params, d, n_steps, discard_steps, lever), drives, batch_size)
+    return map_in_chunks(lambda d: _driven_batch(robot, params, d, n_steps, discard_steps, lever), drives, batch_size,
+                         key=program_key("driven", robot, params, n_steps, discard_steps, lever, per_world=drives))
