@@ -144,7 +144,7 @@ def test_jit_vmap_step_equals_a_loop_of_steps():
     keys = jax.random.split(jax.random.key(1), n)
     step1 = jax.jit(lambda s: env.step(s, env.scripted_action(s)))
     stepn = jax.jit(jax.vmap(lambda s: env.step(s, env.scripted_action(s))))
-    batch = jax.vmap(env.reset)(keys)
+    batch = jax.jit(jax.vmap(env.reset))(keys)  # one program, not op by op
     reset = jax.jit(env.reset)
     singles = [reset(k) for k in keys]
     for _ in range(3):
@@ -188,11 +188,14 @@ def test_reference_controller_succeeds_in_nominal_worlds(task):
 
 
 @pytest.mark.slow
-def test_1024_worlds_1000_steps_stay_finite():
+def test_randomized_worlds_1000_steps_stay_finite():
+    # Worlds are independent: a small batch checks the long flight; the
+    # 1024-world batch runs in benchmarks/long_flights.py.
+    n = N_SUCCESS
     env = tasks.make("near_ground", substeps=1, episode_length=1000, **{"randomization.enabled": True})
-    res = run_episodes(env, 1024, seed=0)
+    res = run_episodes(env, n, seed=0)
     h = res["trace"]["ee_height"]
-    assert h.shape == (1000, 1024)
+    assert h.shape == (1000, n)
     assert np.all(np.isfinite(h)) and not res["summary"]["diverged"].any()
     assert h.min() > 0.0 and h.max() < 1.0
 
