@@ -149,5 +149,9 @@ def test_airframe_checks_have_an_opt_out():
 
 
 def test_presets_stay_feasible():
+    from flapjax.rotor.feasibility import upward_thrust
+
     for make in (rotor.profiles.quad_x, rotor.profiles.hexa, rotor.profiles.hexa_tilted):
-        make()
+        prof = make()  # built with the checks on: raises if infeasible
+        weight = 9.81 * float(prof.mass)
+        assert upward_thrust(np.asarray(prof.axes), np.asarray(prof.thrust_max)) > 1.5 * weight
