@@ -2,8 +2,10 @@
 
 ==============  ==============================================================
 ``robot``       types (params, command, state, robot), :func:`make_robot`,
-                :func:`default_params`, :func:`init_state`, and
-                :func:`robot_from_mjmodel`, the one MJCF name-to-index lookup
+                :func:`default_params`, and :func:`robot_from_mjmodel`, the
+                one MJCF name-to-index lookup
+``state``       :func:`init_state`, on the stroke schedule or on the
+                per-wing model's periodic orbit
 ``model``       the MJCF source (``assets/flapper.xml``) and its variants
 ``step``        one step as named stages: read state -> aero wrench -> servo
                 -> advance -> guard; :func:`simulate`
@@ -41,10 +43,10 @@ from flapjax.sim.flapper.robot import (
     FlapperRobot,
     FlapperState,
     default_params,
-    init_state,
     make_robot,
     robot_from_mjmodel,
 )
+from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import (
     AeroWrench,
     BaseFrame,

@@ -19,7 +19,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.sim.flapper import model as flapper_model
-from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, init_state, robot_from_mjmodel
+from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
+from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate
 from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, program_key, window_steps
 from flapjax.sim.rollout import window_mean

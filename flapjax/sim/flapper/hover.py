@@ -19,7 +19,8 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from flapjax.control.hover import HoverGains, HoverState, body_tilt, hover_command
 from flapjax.math import quat_mul, quat_to_mat
-from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, init_state, make_robot
+from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, make_robot
+from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import step
 from flapjax.validation import ConfigError, check_choice, check_positive
 

@@ -17,7 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, init_state, make_robot
+from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
+from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate
 from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
 from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range

@@ -1,0 +1,170 @@
+"""Initial states of the flapping-wing robot: :func:`init_state` on the
+stroke schedule, optionally on the periodic orbit of the per-wing model
+(wings warmed up with the base held, body velocity corrected by a short free
+probe; docs/physics.md, Periodic start).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+from mujoco import mjx
+
+from flapjax.control.stroke import stroke_reference
+from flapjax.sim import rigid
+from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, FlapperState
+from flapjax.sim.flapper.step import step
+from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
+
+
+def init_state(
+    robot: FlapperRobot,
+    params: FlapperParams,
+    *,
+    position: Float[Array, "3"] | None = None,
+    quat: Float[Array, "4"] | None = None,
+    velocity: Float[Array, "3"] | None = None,
+    angular_velocity: Float[Array, "3"] | None = None,
+    periodic: bool = False,
+    warmup: float = 0.1,
+    probe: float = 0.05,
+) -> FlapperState:
+    """Initial state on the stroke schedule.
+
+    By default the stroke joints start on the reference ``psi(0)``,
+    ``psi_dot(0)`` at full stroke speed, the feathering hinges unfeathered
+    and the body at the given velocities: a free per-wing robot starts off
+    its periodic orbit, and its first strokes kick the body (a cycle-mean
+    body rate and drift that persist).
+
+    ``periodic=True`` starts the per-wing model on its periodic orbit
+    (docs/physics.md, Periodic start): the wings flap ``warmup`` seconds with
+    the base held at the given pose, and the state starts from their joint
+    state, the stroke phase continuing where the warm-up ended; on a free
+    root, a probe of the free flight over the whole wingbeats within
+    ``probe`` seconds measures the cycle-mean body velocity and rate the
+    start produces, and the initial body velocities are corrected by it so
+    the cycle means start at ``velocity`` and ``angular_velocity``. It has no
+    effect on the averaged model or the lumped body (no wingbeat). ``probe``
+    must hold at least one wingbeat.
+
+    Args (free and lumped roots only; ignored for "fixed"):
+      position: (3,) base position, world frame [m] (default from the MJCF).
+      quat: (4,) base orientation ``[w, x, y, z]``.
+      velocity: (3,) base linear velocity, world frame [m/s].
+      angular_velocity: (3,) base angular velocity, body frame [rad/s].
+      periodic: start on the periodic orbit (static).
+      warmup: warm-up with the base held [s] (static).
+      probe: free-flight probe of the body-velocity correction [s] (static).
+
+    Pure JAX: vmap it over batched params / initial conditions.
+    """
+    if quat is not None and not is_traced(quat):
+        q = as_float_array("quat", quat, (4,))
+        if np.linalg.norm(q) < 1e-9:
+            raise ConfigError(f"quat: must be a non-zero quaternion [w, x, y, z] (it is normalized), got {q.tolist()}")
+    if robot.backend == "rigid":
+        data = _init_rigid(robot, position, quat, velocity, angular_velocity)
+        dtype = data.position.dtype
+    else:
+        data = _init_mjx(robot, params, position, quat, velocity, angular_velocity)
+        dtype = data.qpos.dtype
+    state = FlapperState(
+        data=data,
+        step=jnp.zeros((), dtype=jnp.int32),
+        phase_offset=jnp.zeros((), dtype=dtype),
+        healthy=jnp.ones((), dtype=bool),
+    )
+    if periodic and robot.has_wings and robot.aero_model == "wing":
+        check_range("warmup", warmup, 0.0, 10.0)
+        check_range("probe", probe, 0.0, 10.0)
+        state = _periodic_start(robot, params, state, warmup=warmup, probe=probe)
+    return state
+
+
+def _hold_base(robot: FlapperRobot, data, pose_q, pose_v):
+    a, v = robot.free_q, robot.free_v
+    return data.replace(qpos=data.qpos.at[a : a + 7].set(pose_q), qvel=data.qvel.at[v : v + 6].set(pose_v))
+
+
+def _periodic_start(robot: FlapperRobot, params: FlapperParams, state: FlapperState, *, warmup: float,
+                    probe: float) -> FlapperState:
+    """The wings warmed up with the base held, then (free root) the body
+    velocities corrected by one free-flight probe; see :func:`init_state`."""
+    free = robot.free_q >= 0
+    d0 = state.data
+    if free:
+        a, v = robot.free_q, robot.free_v
+        pose_q, pose_v = d0.qpos[a : a + 7], d0.qvel[v : v + 6]
+        rest = jnp.zeros_like(pose_v)
+
+    def held(st, _):
+        st, _ = step(robot, params, st)
+        if free:  # an infinitely stiff mount: the base stays at the pose, at rest
+            st = eqx.tree_at(lambda s: s.data, st, _hold_base(robot, st.data, pose_q, rest))
+        return st, None
+
+    n_warm = int(round(warmup / robot.dt))
+    warm, _ = jax.lax.scan(held, state, None, length=n_warm)
+    # Restart the clock at 0 with the stroke phase the warm-up reached.
+    phase = jnp.mod(jnp.mod(params.stroke.frequency * robot.dt * n_warm, 1.0) + warm.phase_offset, 1.0)
+    start = FlapperState(data=warm.data, step=jnp.zeros_like(state.step), phase_offset=phase.astype(state.phase_offset.dtype),
+                         healthy=warm.healthy)
+    if not free:
+        return start
+    start = eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v))
+
+    def flown(st, _):
+        st, _ = step(robot, params, st)
+        return st, st.data.qvel[v : v + 6]
+
+    n_probe = int(round(probe / robot.dt))
+    _, qvel = jax.lax.scan(flown, start, None, length=n_probe)
+    # Mean over the whole wingbeats that fit in the probe (at least one).
+    f_dt = params.stroke.frequency * robot.dt
+    whole = jnp.maximum(jnp.floor(n_probe * f_dt), 1.0)
+    weight = (jnp.arange(n_probe) * f_dt < whole).astype(qvel.dtype)
+    mean_v = weight @ qvel / jnp.sum(weight)
+    return eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v - (mean_v - pose_v)))
+
+
+def _init_rigid(robot, position, quat, velocity, angular_velocity) -> rigid.RigidState:
+    dtype = robot.rigid_body.mass.dtype
+    q0 = jnp.asarray(robot.model.qpos0, dtype=dtype)
+    a = robot.free_q
+    given = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
+    return rigid.RigidState(
+        position=q0[a : a + 3] if position is None else given(position),
+        quat=q0[a + 3 : a + 7] if quat is None else given(quat) / jnp.linalg.norm(given(quat)),
+        velocity=jnp.zeros(3, dtype) if velocity is None else given(velocity),
+        angular_velocity=jnp.zeros(3, dtype) if angular_velocity is None else given(angular_velocity),
+    )
+
+
+def _init_mjx(robot, params, position, quat, velocity, angular_velocity) -> mjx.Data:
+    m = robot.model
+    d = mjx.make_data(m)
+    qvel = d.qvel
+    qpos = jnp.asarray(m.qpos0, dtype=d.qpos.dtype)
+    if robot.root in ("free", "lumped"):
+        a, v = robot.free_q, robot.free_v
+        if position is not None:
+            qpos = qpos.at[a : a + 3].set(position)
+        if quat is not None:
+            q = jnp.asarray(quat, dtype=qpos.dtype)
+            qpos = qpos.at[a + 3 : a + 7].set(q / jnp.linalg.norm(q))
+        if velocity is not None:
+            qvel = qvel.at[v : v + 3].set(velocity)
+        if angular_velocity is not None:
+            qvel = qvel.at[v + 3 : v + 6].set(angular_velocity)
+    if robot.has_wings:
+        psi, psi_dot, _ = stroke_reference(params.stroke, jnp.zeros((), dtype=qpos.dtype))
+        if robot.aero_model == "averaged":
+            psi, psi_dot = jnp.zeros_like(psi), jnp.zeros_like(psi_dot)
+        qpos = qpos.at[jnp.array(robot.stroke_q)].set(psi)
+        qvel = qvel.at[jnp.array(robot.stroke_v)].set(psi_dot)
+        qpos = qpos.at[jnp.array(robot.plate_q)].set(params.plate)
+    return d.replace(qpos=qpos, qvel=qvel)
