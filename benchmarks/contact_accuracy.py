@@ -14,18 +14,17 @@ the box's final x difference [mm] and the peak contact force ratio.
 from __future__ import annotations
 
 import argparse
-import copy
 
 import jax
 import jax.numpy as jnp
-import mujoco
 import numpy as np
-from mujoco import mjx
 
 from flapjax import rotor
 from flapjax.control.wrench import Reference
 from flapjax.sim import multirotor as mr
 from flapjax.sim.multirotor import model as mm
+
+from benchmarks.contacts import with_xml
 
 VARIANTS = {
     "Newton 3/6, all contacts": {"max_contact_points": -1},
@@ -37,13 +36,7 @@ VARIANTS = {
 
 
 def _world(base, with_box, **kw):
-    xml = mm.multirotor_xml(base.profile, with_box=with_box, timestep=base.dt, **kw)
-    mj_model = mujoco.MjModel.from_xml_string(xml)
-    model = mjx.put_model(mj_model)
-    world = copy.copy(base)
-    for field, value in (("xml", xml), ("mj_model", mj_model), ("model", model), ("data0", mjx.make_data(model))):
-        object.__setattr__(world, field, value)
-    return world
+    return with_xml(base, mm.multirotor_xml(base.profile, with_box=with_box, timestep=base.dt, **kw))
 
 
 def _run(world, with_box):

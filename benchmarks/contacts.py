@@ -60,6 +60,11 @@ def variant_world(name: str, with_box: bool = False):
     xml = mm.multirotor_xml(world.profile, **kw)
     if flag:
         xml = xml.replace("<flag ", f"<flag {flag} ")
+    return with_xml(world, xml)
+
+
+def with_xml(world, xml: str):
+    """A copy of ``world`` running the MJCF ``xml`` (same profile and step)."""
     mj_model = mujoco.MjModel.from_xml_string(xml)
     model = mjx.put_model(mj_model)
     new = copy.copy(world)
