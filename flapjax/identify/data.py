@@ -1,0 +1,279 @@
+"""Measured data tables: CSV or NPZ files checked before any fit.
+
+A table holds one row per measured sample (a stand condition or a log
+instant) and one column per quantity. Every column name carries its unit
+as a suffix after the last underscore: ``frequency_hz``, ``fz_n``,
+``mx_nm``, ``roll_plate_rad``, ``time_s``, ``x_m``.
+
+- CSV: one header row with the column names, then one row of numbers per
+  sample, comma separated. Lines whose first non-blank character is ``#``
+  are comments and may appear anywhere; blank lines are skipped. Columns
+  the study does not use are allowed and ignored.
+- NPZ (``numpy.savez``): one 1-D array per column, keyed by the same names,
+  all of the same length.
+
+:func:`read_table` checks a file against the columns a study declares
+(:class:`Column`) and returns float64 arrays. Every problem raises
+:class:`DataError` (a :class:`~flapjax.validation.ConfigError`) whose
+message names the file, the column and the 1-based data row (with the file
+line for CSV): an unreadable file, an empty table, a missing required
+column (and "given in 'rpm', expected 'hz'" when the same quantity comes
+with another unit suffix), a non-numeric, NaN or inf cell, a row with too
+few or too many cells, and a time column that is not strictly increasing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from flapjax.validation import ConfigError
+
+__all__ = ["Column", "DataError", "column_names", "read_table", "split_unit"]
+
+
+class DataError(ConfigError):
+    """A data file cannot be used; the message names the file, the column and the row."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column a study reads: ``name`` with its unit suffix (``fz_n``),
+    whether the file must hold it, and what it means (for messages and docs)."""
+
+    name: str
+    required: bool = True
+    description: str = ""
+
+
+def split_unit(name: str) -> tuple[str, str]:
+    """``'frequency_hz'`` -> ``('frequency', 'hz')``; a name without an
+    underscore has no unit suffix (``('name', '')``)."""
+    if "_" not in name:
+        return name, ""
+    quantity, unit = name.rsplit("_", 1)
+    return quantity, unit
+
+
+def _is_npz(path: Path) -> bool:
+    return path.suffix.lower() == ".npz"
+
+
+def _open_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: cannot read the data file (no such file)") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: cannot read the data file as UTF-8 text (byte {exc.start}); "
+                        "expected a CSV table or an .npz archive") from None
+
+
+def _csv_lines(path: Path) -> list[tuple[int, list[str]]]:
+    """(1-based file line, cells) of every non-comment, non-blank line."""
+    text = _open_text(path)
+    rows: list[tuple[int, list[str]]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            cells = next(csv.reader(io.StringIO(line), skipinitialspace=True))
+        except csv.Error as exc:
+            raise DataError(f"{path}: line {lineno}: cannot parse the CSV line ({exc})") from None
+        rows.append((lineno, [c.strip() for c in cells]))
+    return rows
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {k: archive[k] for k in archive.files}
+    except FileNotFoundError:
+        raise DataError(f"{path}: cannot read the data file (no such file)") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise DataError(f"{path}: cannot read the data file as an .npz archive ({exc})") from None
+
+
+def column_names(path: str | Path) -> list[str]:
+    """The column names of a data file (the CSV header or the NPZ keys), in
+    file order; used to pick the study a file belongs to.
+
+    Raises :class:`DataError` on an unreadable or empty file.
+    """
+    p = Path(path)
+    if _is_npz(p):
+        names = list(_load_npz(p))
+        if not names:
+            raise DataError(f"{p}: empty file (the .npz archive holds no columns)")
+        return names
+    rows = _csv_lines(p)
+    if not rows:
+        raise DataError(f"{p}: empty file (no header row naming the columns)")
+    return rows[0][1]
+
+
+def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
+                   header_line: int | None = None) -> None:
+    where = f" (header, line {header_line})" if header_line is not None else ""
+    seen: set[str] = set()
+    for name in header:
+        if name == "":
+            raise DataError(f"{path}: the header{where} has an empty column name (column {len(seen) + 1})")
+        if name in seen:
+            raise DataError(f"{path}: column {name!r} appears twice in the header{where}")
+        seen.add(name)
+    by_quantity: dict[str, list[str]] = {}
+    for name in header:
+        q, u = split_unit(name)
+        by_quantity.setdefault(q, []).append(u)
+    for col in columns:
+        if col.name in seen:
+            continue
+        quantity, unit = split_unit(col.name)
+        other = [u for u in by_quantity.get(quantity, []) if u != unit]
+        what = f" ({col.description})" if col.description else ""
+        if other:
+            raise DataError(f"{path}: column {col.name!r}{what}{where}: given in {other[0]!r}, expected "
+                            f"{unit!r} (the file has {quantity + '_' + other[0]!r}); convert the values to "
+                            f"{unit!r} and name the column {col.name!r}")
+        if col.required:
+            raise DataError(f"{path}: missing required column {col.name!r}{what}{where}; the file has columns "
+                            f"{list(header)}")
+
+
+def _cell_error(path: Path, name: str, row: int, line: int | None, text: str, why: str) -> DataError:
+    where = f"row {row}" + (f" (line {line})" if line is not None else "")
+    return DataError(f"{path}: column {name!r}, {where}: {why} ({text!r})")
+
+
+def _check_time(path: Path, name: str, t: np.ndarray, lines: Sequence[int] | None) -> None:
+    bad = np.nonzero(np.diff(t) <= 0)[0]
+    if bad.size:
+        i = int(bad[0]) + 1  # 0-based index of the offending row
+        where = f"row {i + 1}" + (f" (line {lines[i]})" if lines is not None else "")
+        raise DataError(f"{path}: column {name!r}, {where}: time {t[i]!r} is not greater than the previous "
+                        f"row's {t[i - 1]!r}; the time column must be strictly increasing")
+
+
+def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarray], list[int]]:
+    rows = _csv_lines(path)
+    if not rows:
+        raise DataError(f"{path}: empty file (no header row naming the columns)")
+    header = rows[0][1]
+    _check_columns(path, header, columns, rows[0][0])
+    body = rows[1:]
+    if not body:
+        raise DataError(f"{path}: empty table: row 1 missing (the header names {header} but no data row follows)")
+    for r, (line, cells) in enumerate(body, start=1):
+        if len(cells) != len(header):
+            if len(cells) < len(header):
+                col = header[len(cells)]
+                detail = f"column {col!r} and {len(header) - len(cells) - 1} more missing" \
+                    if len(header) - len(cells) > 1 else f"column {col!r} missing"
+            else:
+                detail = f"{len(cells) - len(header)} cell(s) beyond the last column {header[-1]!r}"
+            raise DataError(f"{path}: row {r} (line {line}) has {len(cells)} cells, the header names "
+                            f"{len(header)} columns ({detail})")
+    out: dict[str, np.ndarray] = {}
+    lines = [line for line, _ in body]
+    for col in columns:
+        if col.name not in header:
+            continue
+        j = header.index(col.name)
+        values = np.empty(len(body), dtype=np.float64)
+        for r, (line, cells) in enumerate(body, start=1):
+            text = cells[j]
+            if text == "":
+                raise _cell_error(path, col.name, r, line, text, "empty cell (a missing value)")
+            try:
+                v = float(text)
+            except ValueError:
+                raise _cell_error(path, col.name, r, line, text, "not a number") from None
+            if not math.isfinite(v):
+                raise _cell_error(path, col.name, r, line, text, "NaN or inf; drop or repair the row")
+            values[r - 1] = v
+        out[col.name] = values
+    return out, lines
+
+
+def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
+    data = _load_npz(path)
+    if not data:
+        raise DataError(f"{path}: empty file (the .npz archive holds no columns)")
+    header = list(data)
+    _check_columns(path, header, columns)
+    out: dict[str, np.ndarray] = {}
+    n_rows: tuple[str, int] | None = None
+    for col in columns:
+        if col.name not in data:
+            continue
+        arr = np.asarray(data[col.name])
+        if arr.ndim != 1:
+            raise DataError(f"{path}: column {col.name!r}: expected a 1-D array (one value per row), "
+                            f"got shape {arr.shape}")
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or np.iscomplexobj(arr):
+            raise DataError(f"{path}: column {col.name!r}, row 1: not a number (array of dtype {arr.dtype})")
+        if n_rows is None:
+            n_rows = (col.name, arr.shape[0])
+        elif arr.shape[0] != n_rows[1]:
+            raise DataError(f"{path}: column {col.name!r} has {arr.shape[0]} rows, column {n_rows[0]!r} has "
+                            f"{n_rows[1]} (ragged table; row {min(arr.shape[0], n_rows[1]) + 1} is missing)")
+        if arr.shape[0] == 0:
+            raise DataError(f"{path}: empty table: column {col.name!r}, row 1 missing (no data rows)")
+        arr = arr.astype(np.float64)
+        bad = np.nonzero(~np.isfinite(arr))[0]
+        if bad.size:
+            r = int(bad[0]) + 1
+            raise _cell_error(path, col.name, r, None, str(arr[r - 1]), "NaN or inf; drop or repair the row")
+        out[col.name] = arr
+    return out
+
+
+def read_table(path: str | Path, columns: Sequence[Column], *,
+               time_column: str | None = None) -> dict[str, np.ndarray]:
+    """Read and check a data table.
+
+    Args:
+        path: a ``.csv`` file (any other suffix is read as CSV) or a ``.npz`` archive.
+        columns: the columns the study reads; required ones must be present,
+            optional ones are returned only when the file holds them. A column
+            present under the same quantity with another unit suffix
+            (``frequency_rpm`` for ``frequency_hz``) is an error either way.
+        time_column: name of a column that must be strictly increasing
+            (``time_s``); it is added as a required column when not declared.
+
+    Returns:
+        ``{name: float64 array of shape (N,)}`` for every declared column the
+        file holds, N >= 1 rows (file order).
+
+    Raises:
+        DataError: naming the file, the column and the 1-based data row.
+    """
+    p = Path(path)
+    cols = list(columns)
+    if time_column is not None and time_column not in {c.name for c in cols}:
+        cols.append(Column(time_column, True, "time"))
+    names = [c.name for c in cols]
+    if len(set(names)) != len(names):
+        raise ValueError(f"columns: duplicate names in {names}")
+    if _is_npz(p):
+        table, lines = _read_npz(p, cols), None
+    else:
+        table, lines = _read_csv(p, cols)
+    if time_column is not None:
+        _check_time(p, time_column, table[time_column], lines)
+    return table

@@ -1,0 +1,170 @@
+"""Data tables: CSV/NPZ reading and one test per bad-data case, each asserting
+that the message names the file, the column and the row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.validation import ConfigError
+
+STAND = [Column("frequency_hz"), Column("fz_n"), Column("mx_nm", required=False)]
+LOG = [Column("time_s"), Column("x_m")]
+
+
+def _write(tmp_path, text, name="table.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_reads_csv_with_comments_and_optional_columns(tmp_path):
+    p = _write(tmp_path, "# stand run 3\nfrequency_hz, fz_n, extra_x\n# warm-up done\n20,0.066,1\n\n30,0.149,2\n")
+    t = read_table(p, STAND)
+    assert set(t) == {"frequency_hz", "fz_n"}  # optional absent, undeclared ignored
+    np.testing.assert_array_equal(t["frequency_hz"], [20.0, 30.0])
+    assert t["fz_n"].dtype == np.float64
+    assert column_names(p) == ["frequency_hz", "fz_n", "extra_x"]
+
+
+def test_reads_npz_with_the_same_keys(tmp_path):
+    p = tmp_path / "table.npz"
+    np.savez(p, time_s=np.array([0.0, 0.1, 0.2]), x_m=np.array([1, 2, 3]))
+    t = read_table(p, LOG, time_column="time_s")
+    np.testing.assert_array_equal(t["x_m"], [1.0, 2.0, 3.0])
+    assert sorted(column_names(p)) == ["time_s", "x_m"]
+
+
+def test_data_error_is_a_config_error():
+    assert issubclass(DataError, ConfigError)
+
+
+def _raises(path, columns=STAND, **kw):
+    with pytest.raises(DataError) as info:
+        read_table(path, columns, **kw)
+    msg = str(info.value)
+    assert str(path) in msg, msg
+    return msg
+
+
+def test_missing_column(tmp_path):
+    p = _write(tmp_path, "frequency_hz,mx_nm\n20,0.1\n")
+    msg = _raises(p)
+    assert "missing required column 'fz_n'" in msg and "(header, line 1)" in msg
+    assert "['frequency_hz', 'mx_nm']" in msg  # lists what the file holds
+
+
+def test_wrong_unit_suffix(tmp_path):
+    p = _write(tmp_path, "# rig B\nfrequency_rpm,fz_n\n1200,0.066\n")
+    msg = _raises(p)
+    assert "(header, line 2)" in msg and "'frequency_rpm'" in msg
+    assert "'frequency_hz'" in msg and "given in 'rpm', expected 'hz'" in msg
+
+
+def test_wrong_unit_suffix_on_an_optional_column(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n,mx_nmm\n20,0.066,0.1\n")
+    msg = _raises(p)
+    assert "'mx_nm'" in msg and "given in 'nmm', expected 'nm'" in msg
+
+
+def test_non_numeric_cell(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066\n# note\n30,abc\n")
+    msg = _raises(p)
+    assert "column 'fz_n', row 2 (line 4)" in msg and "not a number" in msg and "'abc'" in msg
+
+
+def test_nan_row(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066\n30,0.149\nnan,0.26\n")
+    msg = _raises(p)
+    assert "column 'frequency_hz', row 3 (line 4)" in msg and "NaN" in msg
+
+
+def test_nan_row_npz(tmp_path):
+    p = tmp_path / "t.npz"
+    np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.array([0.066, np.inf]))
+    msg = _raises(p)
+    assert "column 'fz_n', row 2" in msg and "NaN or inf" in msg
+
+
+def test_empty_cell(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n20,\n")
+    msg = _raises(p)
+    assert "column 'fz_n', row 1 (line 2)" in msg and "empty cell" in msg
+
+
+def test_non_monotonic_time(tmp_path):
+    p = _write(tmp_path, "time_s,x_m\n0.0,1\n0.1,1\n0.1,1\n0.3,1\n")
+    msg = _raises(p, LOG, time_column="time_s")
+    assert "column 'time_s', row 3 (line 4)" in msg and "strictly increasing" in msg
+
+
+def test_non_monotonic_time_npz(tmp_path):
+    p = tmp_path / "log.npz"
+    np.savez(p, time_s=np.array([0.0, 0.2, 0.1]), x_m=np.zeros(3))
+    msg = _raises(p, LOG, time_column="time_s")
+    assert "column 'time_s', row 3" in msg
+
+
+def test_time_column_is_required(tmp_path):
+    p = _write(tmp_path, "x_m\n1\n")
+    msg = _raises(p, [Column("x_m")], time_column="time_s")
+    assert "missing required column 'time_s'" in msg
+
+
+def test_empty_file(tmp_path):
+    p = _write(tmp_path, "# only a comment\n\n")
+    msg = _raises(p)
+    assert "empty file" in msg and "header" in msg
+    with pytest.raises(DataError, match="empty file"):
+        column_names(p)
+
+
+def test_header_without_rows(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n# nothing measured\n")
+    msg = _raises(p)
+    assert "empty table" in msg and "row 1" in msg and "frequency_hz" in msg
+
+
+def test_ragged_row_short(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n,mx_nm\n20,0.066,0.0\n30,0.149\n")
+    msg = _raises(p)
+    assert "row 2 (line 3) has 2 cells" in msg and "column 'mx_nm' missing" in msg
+
+
+def test_ragged_row_long(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066,7\n")
+    msg = _raises(p)
+    assert "row 1 (line 2) has 3 cells" in msg and "'fz_n'" in msg
+
+
+def test_ragged_npz(tmp_path):
+    p = tmp_path / "t.npz"
+    np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.array([0.066]))
+    msg = _raises(p)
+    assert "column 'fz_n' has 1 rows" in msg and "row 2" in msg
+
+
+def test_unreadable_missing_file(tmp_path):
+    msg = _raises(tmp_path / "nope.csv")
+    assert "cannot read" in msg and "no such file" in msg
+
+
+def test_unreadable_binary_file(tmp_path):
+    p = tmp_path / "stand.csv"
+    p.write_bytes(b"\xff\xfe\x00\x81binary")
+    msg = _raises(p)
+    assert "cannot read" in msg and "UTF-8" in msg
+
+
+def test_unreadable_npz(tmp_path):
+    p = tmp_path / "broken.npz"
+    p.write_bytes(b"not a zip")
+    msg = _raises(p)
+    assert "cannot read" in msg and ".npz" in msg
+
+
+def test_duplicate_header_column(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n,fz_n\n20,1,1\n")
+    msg = _raises(p)
+    assert "column 'fz_n' appears twice" in msg
