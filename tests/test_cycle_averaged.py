@@ -105,3 +105,109 @@ def test_json_round_trip_and_asset(tmp_path):
 def test_bad_params_name_the_field(values, field):
     with pytest.raises(ConfigError, match=field):
         CycleAveragedParams.from_dict(values)
+
+
+# --- speed-to-moment coupling --------------------------------------------------
+
+L_V, M_U = 8.4e-4, -4.7e-4
+PC = CycleAveragedParams(roll_speed_coupling=L_V, pitch_speed_coupling=M_U)
+
+
+def test_coupling_defaults_to_zero_and_leaves_the_seed_model_unchanged():
+    assert float(P.roll_speed_coupling) == 0.0 and float(P.pitch_speed_coupling) == 0.0
+    v, w = jnp.array([0.4, -0.3, 0.1]), jnp.array([0.2, 0.1, -0.3])
+    rot = rot_z(0.3) @ rot_y(0.1)
+    a = wrench(41.0, plate=(0.05, -0.02), rot=rot, v=v, w=w)
+    b = wrench(41.0, plate=(0.05, -0.02), rot=rot, v=v, w=w, params=PC)
+    np.testing.assert_array_equal(a.force_world, b.force_world)  # forces never see the coupling
+    assert not np.allclose(a.torque_body, b.torque_body)
+
+
+def test_coupling_sign_matches_drag_above_the_centre_of_mass():
+    # Drag -k_v v acting at r = (0, 0, h) above the CoM: tau = r x F.
+    k_v, h = 0.05, 0.015
+    params = CycleAveragedParams(horizontal_damping=k_v, roll_speed_coupling=k_v * h, pitch_speed_coupling=-k_v * h,
+                                 rate_damping=(0.0, 0.0, 0.0))
+    # moving +x: negative pitch (body-y) moment, the top tilts back
+    out = wrench(42.0, v=jnp.array([0.5, 0.0, 0.0]), params=params)
+    assert float(out.torque_body[1]) < 0 and float(out.torque_body[0]) == 0.0
+    # moving +y: positive roll (body-x) moment
+    out_y = wrench(42.0, v=jnp.array([0.0, 0.5, 0.0]), params=params)
+    assert float(out_y.torque_body[0]) > 0 and float(out_y.torque_body[1]) == 0.0
+    for v in (jnp.array([0.5, 0.0, 0.0]), jnp.array([0.3, -0.7, 0.0])):
+        drag = -k_v * v
+        expected = np.cross([0.0, 0.0, h], drag)
+        np.testing.assert_allclose(wrench(42.0, v=v, params=params).torque_body, expected, rtol=1e-12, atol=1e-18)
+
+
+def test_coupling_acts_on_body_frame_speed():
+    # Yawed 90 deg: world +x is body -y, so a world-x speed makes a negative roll moment.
+    out = wrench(42.0, rot=rot_z(jnp.pi / 2), v=jnp.array([1.0, 0.0, 0.0]), params=PC)
+    np.testing.assert_allclose(out.torque_body, [-L_V, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(out.torque_world, rot_z(jnp.pi / 2) @ out.torque_body, atol=1e-15)
+
+
+def test_coupling_gradient_matches_finite_differences():
+    def g(lv, mu, vx, vy):
+        params = CycleAveragedParams(roll_speed_coupling=lv, pitch_speed_coupling=mu)
+        rot = rot_z(0.4) @ rot_y(0.15) @ rot_x(-0.1)
+        return wrench(40.0, plate=(0.02, 0.03), rot=rot, v=jnp.stack([vx, vy, 0.2]), params=params).wrench
+
+    check_grads(g, (jnp.asarray(L_V), jnp.asarray(M_U), jnp.asarray(0.3), jnp.asarray(-0.4)), order=1,
+                modes=("fwd", "rev"), eps=1e-6)
+
+
+def test_old_json_without_coupling_loads_and_new_json_round_trips(tmp_path):
+    old = json.loads(open(AVERAGED_PATH).read())
+    old.pop("roll_speed_coupling", None)
+    old.pop("pitch_speed_coupling", None)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    p = CycleAveragedParams.from_json(path)
+    assert float(p.roll_speed_coupling) == 0.0 and float(p.pitch_speed_coupling) == 0.0
+    path.write_text(json.dumps(PC.to_dict()))
+    back = CycleAveragedParams.from_json(path)
+    assert float(back.roll_speed_coupling) == L_V and float(back.pitch_speed_coupling) == M_U
+    with pytest.raises(ConfigError, match="roll_speed_coupling"):
+        CycleAveragedParams.from_dict({"roll_speed_coupling": [1.0, 2.0]})
+
+
+# --- linear model about hover ----------------------------------------------------
+
+INERTIA = np.diag([5.0e-6, 4.1e-6, 2.9e-6])
+
+
+def test_linearize_hover_matches_finite_differences_and_closed_form():
+    from flapjax.aero.cycle_averaged import HOVER_INPUT, HOVER_STATE, hover_dynamics, linearize_hover
+
+    d_w = (3.2e-5, 1.9e-5, 2.3e-4)  # the per-wing model's rate damping
+    params = CycleAveragedParams(roll_speed_coupling=L_V, pitch_speed_coupling=M_U, horizontal_damping=0.043,
+                                 rate_damping=d_w)
+    A, B = linearize_hover(params, INERTIA)
+    assert A.shape == (len(HOVER_STATE), len(HOVER_STATE)) and B.shape == (len(HOVER_STATE), len(HOVER_INPUT))
+    f_h = params.hover_frequency
+    dyn = jax.jit(lambda s, u: hover_dynamics(params, s, u, inertia=jnp.asarray(INERTIA), frequency=f_h))
+    s0, u0, eps = np.zeros(8), np.zeros(2), 1e-6
+    fd_a = np.stack([(dyn(s0 + eps * e, u0) - dyn(s0 - eps * e, u0)) / (2 * eps) for e in np.eye(8)], axis=1)
+    fd_b = np.stack([(dyn(s0, u0 + eps * e) - dyn(s0, u0 - eps * e)) / (2 * eps) for e in np.eye(2)], axis=1)
+    np.testing.assert_allclose(A, fd_a, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(B, fd_b, rtol=1e-6, atol=1e-6)
+    g, m, k_v = 9.81, 0.03, 0.043
+    lam = float(f_h / 42.0) ** 2
+    expected = {(2, 5): g, (3, 4): -g, (2, 2): -k_v / m, (3, 3): -k_v / m, (4, 6): 1.0, (5, 7): 1.0,
+                (6, 6): -d_w[0] / INERTIA[0, 0], (7, 7): -d_w[1] / INERTIA[1, 1],
+                (6, 3): L_V / INERTIA[0, 0], (7, 2): M_U / INERTIA[1, 1]}
+    for (i, j), value in expected.items():
+        assert A[i, j] == pytest.approx(value, rel=1e-9), (i, j)
+    np.testing.assert_allclose(B[[2, 3, 6, 7]], [[0, -g], [-g, 0], [lam * 0.01055 / 20 / INERTIA[0, 0], 0],
+                                                 [0, -lam * 0.01144 / 20 / INERTIA[1, 1]]], rtol=1e-9, atol=1e-12)
+    # with the per-wing coupling the open-loop lateral mode is unstable; without it no mode grows
+    assert np.max(np.linalg.eigvals(A).real) > 1.0
+    A0, _ = linearize_hover(eqx_replace(params, roll_speed_coupling=0.0, pitch_speed_coupling=0.0), INERTIA)
+    assert np.max(np.linalg.eigvals(A0).real) <= 1e-9
+    with pytest.raises(ConfigError, match="inertia"):
+        linearize_hover(params, [1.0, 2.0])
+
+
+def eqx_replace(params, **changes):
+    return CycleAveragedParams.from_dict({**params.to_dict(), **changes})

@@ -6,12 +6,19 @@ plate normal, a horizontal damping force and identified control moments:
     L = k_f f^2
     n_B = [-delta_r, -delta_p, 1] / sqrt(1 + delta_r^2 + delta_p^2)
     F_W = R_WB L n_B - k_v [v_x, v_y, 0]_W
+    v_B = R_WB^T v_W
     tau_B = (f / f_ref)^2 [k_roll delta_p, -k_pitch delta_r, 0] - D_w omega_B
+            + [L_v v_B,y, M_u v_B,x, 0]
 
 with ``delta_p`` the pitch_joint and ``delta_r`` the roll_joint angle. The
 naming is crossed, as in the seed: pitch_joint makes the *roll* moment and
-roll_joint the *pitch* moment. The kernel is pure (parameters and state in,
-one body wrench out) so any rigid-body backend can use it.
+roll_joint the *pitch* moment. ``L_v`` and ``M_u`` couple horizontal speed
+into moments (the horizontal drag of the flapping wings acts above the
+centre of mass: a drag ``-k_v v`` at height ``h`` gives ``L_v = k_v h_y``,
+``M_u = -k_v h_x``); both default to 0, the seed's model. The kernel is pure
+(parameters and state in, one body wrench out) so any rigid-body backend can
+use it. :func:`linearize_hover` gives the lateral/longitudinal linear model
+about hover.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.validation import ConfigError, as_float_array, check_positive
@@ -34,6 +43,8 @@ _FIELDS = (
     "roll_gain",
     "pitch_gain",
     "rate_damping",
+    "roll_speed_coupling",
+    "pitch_speed_coupling",
     "reference_frequency",
     "mass",
     "gravity",
@@ -53,6 +64,10 @@ class CycleAveragedParams(eqx.Module):
       roll_gain: () k_roll, roll moment per rad of pitch_joint [N m/rad].
       pitch_gain: () k_pitch, pitch moment per rad of roll_joint [N m/rad].
       rate_damping: (3,) D_w diagonal, body-rate damping [N m s/rad].
+      roll_speed_coupling: () L_v, body roll moment per body lateral speed
+        v_B,y [N m s/m] (> 0: drag above the centre of mass); default 0.
+      pitch_speed_coupling: () M_u, body pitch moment per body forward speed
+        v_B,x [N m s/m] (< 0: drag above the centre of mass); default 0.
       reference_frequency: () f_ref of lambda_f = (f / f_ref)^2 [Hz].
       mass: () m, the rigid body the model flies [kg].
       gravity: () g [m/s^2].
@@ -63,6 +78,8 @@ class CycleAveragedParams(eqx.Module):
     roll_gain: Scalar = eqx.field(converter=_as_array, default=0.01055 / 20.0)
     pitch_gain: Scalar = eqx.field(converter=_as_array, default=0.01144 / 20.0)
     rate_damping: Float[Array, "3"] = eqx.field(converter=_as_array, default=(2e-4, 2e-4, 1e-4))
+    roll_speed_coupling: Scalar = eqx.field(converter=_as_array, default=0.0)
+    pitch_speed_coupling: Scalar = eqx.field(converter=_as_array, default=0.0)
     reference_frequency: Scalar = eqx.field(converter=_as_array, default=42.0)
     mass: Scalar = eqx.field(converter=_as_array, default=0.03)
     gravity: Scalar = eqx.field(converter=_as_array, default=9.81)
@@ -75,6 +92,10 @@ class CycleAveragedParams(eqx.Module):
             raise ConfigError(
                 f"CycleAveragedParams.rate_damping: expected shape (3,), got shape {jnp.shape(self.rate_damping)}"
             )
+        for name in ("roll_speed_coupling", "pitch_speed_coupling"):
+            value = getattr(self, name)
+            if jnp.shape(value) != () and not isinstance(value, jax.core.Tracer):
+                raise ConfigError(f"CycleAveragedParams.{name}: expected a scalar, got shape {jnp.shape(value)}")
         check_positive("CycleAveragedParams.reference_frequency", self.reference_frequency)
         check_positive("CycleAveragedParams.mass", self.mass)
         check_positive("CycleAveragedParams.gravity", self.gravity, allow_zero=True)
@@ -91,7 +112,9 @@ class CycleAveragedParams(eqx.Module):
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "CycleAveragedParams":
-        """Build from a mapping of field name -> number (unknown keys rejected)."""
+        """Build from a mapping of field name -> number (unknown keys rejected;
+        missing ones keep their defaults, so files written before a field
+        existed still load)."""
         unknown = sorted(set(values) - set(_FIELDS) - {"comment", "units"})
         if unknown:
             raise ConfigError(f"CycleAveragedParams: unknown field(s) {unknown}; allowed: {list(_FIELDS)}")
@@ -165,6 +188,12 @@ def cycle_averaged_wrench(
       rot_world_body: (3, 3) R_WB, body to world.
       v_world: (3,) centre-of-mass velocity, world frame [m/s].
       w_body: (3,) body angular velocity, body frame [rad/s].
+
+    The speed-to-moment coupling uses the body-frame velocity
+    ``v_B = R_WB^T v_W``. With the drag above the centre of mass, a body
+    moving along its +x gets a negative body-y moment (``M_u < 0``) and one
+    moving along its +y a positive body-x moment (``L_v > 0``): either way
+    the top tilts back, against the motion.
     """
     delta_p, delta_r = plate[0], plate[1]
     thrust = params.lift_coefficient * frequency**2
@@ -174,7 +203,10 @@ def cycle_averaged_wrench(
     force_world = rot_world_body @ (thrust * n_body) + drag
     lam = (frequency / params.reference_frequency) ** 2
     control = jnp.stack([params.roll_gain * delta_p, -params.pitch_gain * delta_r, jnp.zeros_like(delta_p)])
-    torque_body = lam * control - params.rate_damping * w_body
+    v_body = rot_world_body.T @ v_world
+    coupling = jnp.stack([params.roll_speed_coupling * v_body[1], params.pitch_speed_coupling * v_body[0],
+                          jnp.zeros_like(v_body[0])])
+    torque_body = lam * control - params.rate_damping * w_body + coupling
     torque_world = rot_world_body @ torque_body
     return CycleAveragedLoads(
         wrench=jnp.concatenate([force_world, torque_world]),
@@ -185,3 +217,96 @@ def cycle_averaged_wrench(
         thrust_direction_body=n_body,
         moment_scale=lam,
     )
+
+
+# ---------------------------------------------------------------------------
+# Linear model about hover
+# ---------------------------------------------------------------------------
+
+#: State order of :func:`linearize_hover`.
+HOVER_STATE = ("x", "y", "vx", "vy", "roll", "pitch", "p", "q")
+#: Input order of :func:`linearize_hover`.
+HOVER_INPUT = ("delta_p", "delta_r")
+
+
+def _default_inertia() -> np.ndarray:
+    # The lumped robot's composite inertia from the MJCF (import here: the
+    # simulator imports this module).
+    from flapjax.sim.flapper import model as flapper_model
+
+    return flapper_model.composite_inertia(flapper_model.build("fixed"), "base")[2]
+
+
+def _inertia_matrix(inertia) -> np.ndarray:
+    arr = np.asarray(inertia, dtype=float)
+    if arr.shape == (3,):
+        arr = np.diag(arr)
+    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
+        raise ConfigError(f"linearize_hover.inertia: expected (3,) principal values or a (3, 3) matrix [kg m^2], "
+                          f"got shape {arr.shape}")
+    if np.any(np.linalg.eigvalsh(0.5 * (arr + arr.T)) <= 0):
+        raise ConfigError("linearize_hover.inertia: must be positive definite")
+    return arr
+
+
+def hover_dynamics(params: CycleAveragedParams, state, inputs, *, inertia, frequency):
+    """Time derivative of the reduced hover state under the averaged model
+    (level flight at constant altitude, yaw and yaw rate zero); no batch axis.
+
+    Args:
+      state: (8,) ``(x, y, vx, vy, roll, pitch, p, q)``: centre-of-mass
+        position [m] and velocity [m/s] in the world frame, ZYX Euler roll and
+        pitch (yaw 0) [rad], body rates about body x and y [rad/s].
+      inputs: (2,) plate angles ``(delta_p, delta_r)`` [rad].
+      inertia: (3, 3) body inertia about the centre of mass [kg m^2].
+      frequency: () flapping frequency f [Hz].
+    Returns: (8,) the state's time derivative (SI units).
+    """
+    state = jnp.asarray(state)
+    _, _, vx, vy, roll, pitch, p, q = (state[i] for i in range(8))
+    cr, sr, cp, sp = jnp.cos(roll), jnp.sin(roll), jnp.cos(pitch), jnp.sin(pitch)
+    rot_x = jnp.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    rot_y = jnp.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rot = rot_y @ rot_x
+    zero = jnp.zeros_like(vx)
+    w = jnp.stack([p, q, zero])
+    loads = cycle_averaged_wrench(params, frequency=jnp.asarray(frequency), plate=jnp.asarray(inputs),
+                                  rot_world_body=rot, v_world=jnp.stack([vx, vy, zero]), w_body=w)
+    acc = loads.force_world[:2] / params.mass
+    inertia = jnp.asarray(inertia)
+    w_dot = jnp.linalg.solve(inertia, loads.torque_body - jnp.cross(w, inertia @ w))
+    # ZYX Euler rates with yaw rate r = 0
+    roll_dot = p + jnp.sin(roll) * jnp.tan(pitch) * q
+    pitch_dot = jnp.cos(roll) * q
+    return jnp.stack([vx, vy, acc[0], acc[1], roll_dot, pitch_dot, w_dot[0], w_dot[1]])
+
+
+def linearize_hover(params: CycleAveragedParams, inertia=None, *, frequency=None) -> tuple[np.ndarray, np.ndarray]:
+    """Linear lateral/longitudinal model of the averaged model about hover.
+
+    ``d/dt s = A s + B u`` with state ``s = (x, y, vx, vy, roll, pitch, p, q)``
+    [m, m, m/s, m/s, rad, rad, rad/s, rad/s] (:data:`HOVER_STATE`:
+    centre-of-mass position and velocity in the world frame, ZYX Euler roll
+    and pitch, body rates about body x and y) and input
+    ``u = (delta_p, delta_r)`` [rad] (:data:`HOVER_INPUT`, plate angles),
+    about level hover at rest with ``f = f_h = sqrt(m g / k_f)`` (thrust
+    equals weight; altitude and yaw are decoupled to first order). The
+    speed-to-moment coupling enters ``A[6, 3] = L_v / I_xx`` and
+    ``A[7, 2] = M_u / I_yy`` (diagonal inertia). Jacobians of
+    :func:`hover_dynamics` by forward-mode autodiff.
+
+    Args:
+      params: averaged-model parameters.
+      inertia: (3,) principal moments or (3, 3) inertia about the centre of
+        mass [kg m^2]; default: the robot's from the MJCF
+        (``composite_inertia`` of the base subtree, about 5e-6 kg m^2).
+      frequency: () linearization frequency [Hz]; default the hover frequency.
+    Returns: ``A`` (8, 8) [1/s, 1/s^2 ...] and ``B`` (8, 2), float64 numpy arrays.
+    """
+    inertia = _inertia_matrix(_default_inertia() if inertia is None else inertia)
+    f = params.hover_frequency if frequency is None else jnp.asarray(frequency, dtype=float)
+    s0, u0 = jnp.zeros(8), jnp.zeros(2)
+    dyn = lambda s, u: hover_dynamics(params, s, u, inertia=inertia, frequency=f)  # noqa: E731
+    a = jax.jacfwd(dyn, argnums=0)(s0, u0)
+    b = jax.jacfwd(dyn, argnums=1)(s0, u0)
+    return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
