@@ -1,0 +1,112 @@
+"""Identification from a measured data file: the study is picked from the
+file's columns (``flapjax identify --data FILE``).
+
+- ``frequency_hz`` and ``fz_n``, no ``time_s``: a thrust-stand table of the
+  flapping-wing robot (:func:`flapjax.identify.flapper.stand.run_stand_identification`);
+- ``time_s`` and a ``robot`` (preset name or profile ``.toml``): a multirotor
+  hover log (:func:`flapjax.identify.multirotor.run_hover_identification`);
+- ``time_s`` and ``frequency_hz``, no ``robot``: a flight log of the
+  flapping-wing robot (:func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
+
+A file that matches none of them raises :class:`~flapjax.identify.data.DataError`
+listing the columns each study needs. The formats are described in
+``docs/data_formats.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from flapjax.identify.data import DataError, column_names, split_unit
+
+__all__ = ["identify_from_file", "pick_study", "study_columns"]
+
+
+def _names(columns) -> list[str]:
+    return [c.name for c in columns if getattr(c, "required", True)]
+
+
+def study_columns() -> dict[str, str]:
+    """Study -> a description of the columns it needs (for error messages)."""
+    flight = "time_s, frequency_hz, ... (no --robot)"
+    hover = "time_s, ... with --robot NAME|PROFILE.toml"
+    try:  # the exact column lists where the studies declare them
+        from flapjax.identify.flapper.flight_log import LOG_COLUMNS
+
+        flight = ", ".join(_names(LOG_COLUMNS)) + " (no --robot)"
+    except Exception:  # noqa: BLE001 - a study that cannot be imported keeps the short form
+        pass
+    try:
+        from flapjax.identify.multirotor.log import hover_columns
+
+        hover = ", ".join(_names(hover_columns(4))) + " (for 4 rotors) with --robot NAME|PROFILE.toml"
+    except Exception:  # noqa: BLE001
+        pass
+    return {
+        "stand table": "frequency_hz, fz_n (no time_s); optional pitch_plate_rad, roll_plate_rad, fx_n, fy_n, "
+                       "mx_nm, my_nm",
+        "multirotor hover log": hover,
+        "flapper flight log": flight,
+    }
+
+
+def pick_study(names, robot: str | None, path: str | Path = "") -> str:
+    """``"stand"``, ``"hover"`` or ``"flight"`` from a file's column names
+(compared by quantity, so ``frequency_rpm`` still picks the stand study,
+whose loader then reports the unit).
+
+    Raises :class:`DataError` (naming the file and listing what each study
+    needs) when none matches.
+    """
+    cols = set(names)
+    # by quantity, whatever the unit suffix: the study's loader then names a wrong unit
+    quantities = {split_unit(n)[0] for n in cols}
+    timed = "time" in quantities
+    if not timed and {"frequency", "fz"} <= quantities:
+        return "stand"
+    if timed and robot:
+        return "hover"
+    if timed and "frequency" in quantities:
+        return "flight"
+    hint = ""
+    if timed:
+        hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
+    needs = "; ".join(f"{k}: {v}" for k, v in study_columns().items())
+    raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{hint} "
+                    f"Each study needs: {needs}. See docs/data_formats.md.")
+
+
+def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
+                       quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
+                       physical: bool = False) -> dict:
+    """Run the study the data file at ``path`` belongs to (module docstring)
+    and return its results dict (also written to ``out_dir/results.json``).
+
+    Args:
+      path: CSV or NPZ data file.
+      robot: multirotor preset name or profile file (hover logs only).
+      out_dir: output folder.
+      quick: shorter fits (log studies).
+      progress: progress bars (log studies).
+      echo: where messages go.
+      physical: stand tables only: also fit the per-wing physical
+        parameters through the fixed-base rollout (slow).
+    """
+    study = pick_study(column_names(path), robot, path)
+    if physical and study != "stand":
+        raise DataError(f"{path}: --physical applies to stand tables only (this file is a "
+                        f"{'multirotor hover log' if study == 'hover' else 'flapper flight log'})")
+    if study == "stand":
+        from flapjax.identify.flapper.stand import run_stand_identification
+
+        if robot:
+            echo(f"note: --robot {robot} is ignored for a stand table (flapping-wing robot)")
+        return run_stand_identification(path, out_dir, echo=echo, physical=physical)
+    if study == "hover":
+        from flapjax.identify.multirotor import run_hover_identification
+
+        return run_hover_identification(path, robot, out_dir, quick=quick, progress=progress, echo=echo)
+    from flapjax.identify.flapper.flight_log import run_flight_identification
+
+    return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo)

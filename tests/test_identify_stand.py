@@ -1,0 +1,184 @@
+"""Stand-table identification: the seed's table, the generated sample with
+hidden values, the model's conventions, file dispatch and the command line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from flapjax.identify.data import DataError
+from flapjax.identify.flapper import stand as S
+from flapjax.identify.from_file import pick_study
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "identification" / "data"
+SAMPLE = DATA / "stand_sample.csv"
+SEED_K_F = 0.1485834904 / 30.0**2  # the seed's k_f [N/Hz^2]
+MODEL = ("k_f", "k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_stand_data", DATA / "make_stand_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _from_columns(cols, source=""):
+    return S.stand_data(cols["frequency_hz"], cols["fz_n"], pitch_plate=cols["pitch_plate_rad"],
+                        roll_plate=cols["roll_plate_rad"], source=source,
+                        **{k: cols[k] for k in ("fx_n", "fy_n", "mx_nm", "my_nm")})
+
+
+def test_seed_table_recovers_the_seeds_k_f():
+    fit = S.fit_stand(S.load_stand_table(DATA / "seed_table_11_2.csv"))
+    assert fit.names == ["k_f"]  # 3 rows: no offsets, no hold-out
+    assert abs(fit.values["k_f"] / SEED_K_F - 1.0) < 0.01, fit.values["k_f"]
+    assert 0 < fit.std["k_f"] < 0.01 * SEED_K_F
+    assert abs(fit.values["k_f"] / fit.least_squares["k_f"] - 1.0) < 1e-6
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stand")
+    res = S.run_stand_identification(SAMPLE, out, echo=lambda s: None)
+    return out, res
+
+
+def test_sample_writes_values_stds_validation_and_plots(sample_run):
+    out, res = sample_run
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk["k_f"] == pytest.approx(res["k_f"])
+    for name in MODEL + ("fz_offset", "mx_offset"):
+        assert res[f"{name}_std"] > 0, name
+    assert set(res["validation"]) == {"fz_n", "fx_n", "fy_n", "mx_nm", "my_nm"}
+    assert res["rows_held_out"][:2] == [5, 10]
+    for ch, v in res["validation"].items():
+        assert 0.3 < v["rms_over_sigma"] < 3.0, (ch, v)  # held-out error at the noise level
+    for png in ("stand_residuals.png", "stand_fit.png"):
+        assert (out / png).stat().st_size > 5000
+    avg = json.loads((out / "cycle_averaged.json").read_text())
+    assert avg["lift_coefficient"] == pytest.approx(res["k_f"]) and avg["roll_gain"] == pytest.approx(res["k_roll"])
+
+
+def test_sample_recovers_hidden_values_within_two_sigma(sample_run):
+    _, res = sample_run
+    truth = json.loads((DATA / "stand_sample.hidden.json").read_text())
+    for name in MODEL:
+        assert abs(res[name] - truth[name]) <= 2.0 * res[f"{name}_std"], (name, res[name], truth[name])
+    for name in MODEL:  # the gradient fit reaches the closed-form optimum
+        assert res[name] == pytest.approx(res["least_squares"][name], rel=1e-4, abs=1e-9)
+
+
+def test_sample_file_matches_its_generator():
+    cols, truth = _generator().make_stand_table(0)
+    saved = S.load_stand_table(SAMPLE)
+    np.testing.assert_allclose(saved.channels["fz_n"], cols["fz_n"], rtol=1e-6, atol=1e-8)  # float32 or 64
+    hidden = json.loads((DATA / "stand_sample.hidden.json").read_text())
+    assert hidden["k_f"] == truth["k_f"] and hidden["fz_offset"] == pytest.approx(truth["fz_offset"])
+
+
+def test_stand_model_follows_the_averaged_model_conventions():
+    import jax.numpy as jnp
+
+    from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
+
+    p = CycleAveragedParams(roll_gain=5e-4, pitch_gain=4e-4, rate_damping=(0.0, 0.0, 0.0))
+    values = {"k_f": float(p.lift_coefficient), "k_roll": 5e-4, "k_pitch": 4e-4}
+    for f, plate in ((30.0, (0.2, 0.0)), (38.0, (0.0, -0.25)), (25.0, (0.1, 0.15))):
+        w = cycle_averaged_wrench(p, frequency=jnp.asarray(f), plate=jnp.asarray(plate),
+                                  rot_world_body=jnp.eye(3), v_world=jnp.zeros(3), w_body=jnp.zeros(3))
+        pred = np.asarray(S.stand_model(values, np.array([f]), np.array([plate]), S.CHANNELS,
+                                        f_ref=float(p.reference_frequency)))[0]
+        want = np.array([w.force_world[2], w.force_world[0], w.force_world[1], w.torque_body[0], w.torque_body[1]])
+        np.testing.assert_allclose(pred, want, rtol=1e-6, atol=1e-12)
+
+
+def test_too_few_rows_and_collinear_plates_are_refused(tmp_path):
+    with pytest.raises(DataError, match=r"column 'fz_n'.*row 2 missing"):
+        S.fit_stand(S.stand_data([30.0], [0.15], source="one.csv"))
+    f = np.repeat([20.0, 30.0, 40.0], 4)
+    d = np.tile([0.1, -0.1, 0.2, -0.2], 3)
+    data = S.stand_data(f, 1.6e-4 * f**2, pitch_plate=d, roll_plate=d, mx_nm=1e-4 * d, source="same.csv")
+    with pytest.raises(DataError, match="same.csv.*pitch_plate_rad.*roll_plate_rad.*do not vary independently"):
+        S.fit_stand(data, holdout_every=0)
+
+
+def test_study_is_picked_from_the_columns():
+    assert pick_study(["frequency_hz", "fz_n", "mx_nm"], None) == "stand"
+    assert pick_study(["time_s", "x_m", "thrust0_n"], "quad_x") == "hover"
+    assert pick_study(["time_s", "frequency_hz", "x_m"], None) == "flight"
+    with pytest.raises(DataError) as info:
+        pick_study(["time_s", "x_m"], None, "log.csv")
+    msg = str(info.value)
+    assert "log.csv" in msg and "--robot" in msg and "stand table: frequency_hz, fz_n" in msg
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
+
+
+def test_cli_identifies_the_stand_sample(runner, tmp_path, sample_run):
+    from flapjax.cli import app
+
+    out = tmp_path / "cli"
+    res = runner.invoke(app, ["identify", "--data", str(SAMPLE), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "k_roll_cross" in res.output and "held-out" in res.output
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["k_f"] == pytest.approx(sample_run[1]["k_f"], rel=1e-6)
+
+
+def test_cli_reports_a_bad_file_with_exit_code_2(runner, tmp_path):
+    from flapjax.cli import app
+
+    bad = tmp_path / "stand.csv"
+    bad.write_text("frequency_rpm,fz_n\n1800,0.15\n")
+    res = runner.invoke(app, ["identify", "--data", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert "stand.csv" in res.output and "given in 'rpm', expected 'hz'" in res.output
+    other = tmp_path / "what.csv"
+    other.write_text("a_m,b_s\n1,2\n")
+    res = runner.invoke(app, ["identify", "--data", str(other), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "match no identification study" in res.output
+    res = runner.invoke(app, ["identify", "--physical", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--data" in res.output
+
+
+@pytest.mark.slow
+def test_hidden_values_are_covered_over_noise_seeds():
+    gen = _generator()
+    z = []
+    for seed in (1, 2, 3):
+        cols, truth = gen.make_stand_table(seed)
+        fit = S.fit_stand(_from_columns(cols, f"seed {seed}"))
+        z += [(fit.values[n] - truth[n]) / fit.std[n] for n in fit.names]
+    z = np.abs(np.asarray(z))
+    assert np.all(z < 3.5), z  # no estimate far outside its interval
+    assert np.mean(z <= 2.0) >= 0.8, z  # about 95 % expected within 2 sigma
+    assert np.sqrt(np.mean(z**2)) > 0.4, z  # the intervals are not inflated
+
+
+@pytest.mark.slow
+def test_physical_parameters_from_a_stand_table():
+    """Per-wing lift scale through the fixed-base rollout, on a tiny case
+    (2 frequencies, 40 ms rollouts) with a known answer."""
+    from flapjax.identify.flapper import physical as P
+
+    freqs = [30.0, 40.0]
+    ro = P.StandRollout.make(freqs, np.zeros((2, 2)), duration=0.04, discard=0.02)
+    nominal = P.nominal_physical(ro.robot)
+    truth = 0.9 * nominal["lift_scale"]
+    fz = np.asarray(P.eval_stand(ro, {**nominal, "lift_scale": truth}))[:, 0]
+    data = S.stand_data(freqs, fz * np.array([1.002, 0.998]), source="tiny")
+    res = P.fit_physical_to_stand(data, parameters=("lift_scale",), duration=0.04, discard=0.02, max_steps=6)
+    est, std = res["values"]["lift_scale"], res["std"]["lift_scale"]
+    assert 0 < std < 0.05 * truth
+    assert abs(est - truth) < max(3 * std, 0.01 * truth), (est, truth, std)
+    assert res["channels"] == ["fz_n"] and len(res["fitted"]) == 2
