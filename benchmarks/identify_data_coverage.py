@@ -6,9 +6,16 @@ it (:func:`flapjax.identify.flapper.stand.fit_stand`) and counts, for every
 parameter, the seeds whose hidden value lies within the reported 2-sigma
 interval. Calibrated standard deviations give about 95 % per parameter.
 
-Run: ``python -m benchmarks.identify_data_coverage [--seeds 20] [--json FILE]``;
-exits non-zero when a model parameter (k_f, the moment gains and cross terms)
-is covered in fewer than 19 of 20 seeds (scaled for other seed counts).
+Run: ``python -m benchmarks.identify_data_coverage [--seeds 20] [--first 0] [--json FILE]``.
+
+Two verdicts are printed. The per-parameter one (every model parameter --
+k_f, the moment gains and cross terms -- covered in at least 19 of 20 seeds)
+is strict for calibrated intervals: with a true coverage of 95.4 % a single
+parameter meets it with probability 0.77 only, all five together with about
+0.27. The calibration one, which sets the exit code, asks that the pooled
+coverage of all parameters be at least 90 % and that no parameter's RMS
+z-score leave the 99.9 % chi-square band of the seed count (intervals
+neither too narrow nor too wide).
 """
 
 from __future__ import annotations
@@ -76,9 +83,10 @@ def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="2-sigma coverage of the stand fit over noise seeds")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first", type=int, default=0, help="first noise seed")
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = ap.parse_args(argv)
-    out = coverage(range(args.seeds))
+    out = coverage(range(args.first, args.first + args.seeds))
     need = math.ceil(0.95 * args.seeds)
     print(f"stand fit, {out['seeds']} noise seeds, hidden value within +-{out['k_sigma']:g} sigma:")
     print(f"{'parameter':<16}{'covered':>10}{'z rms':>8}")
@@ -91,12 +99,19 @@ def main(argv=None) -> int:
           f"{out['fit_seconds_median_after_first']:.2f} s per table")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
-    failed = [k for k in MODEL_PARAMETERS if k in out["covered"] and out["covered"][k] < need]
-    if failed:
-        print(f"FAIL: {failed} covered in fewer than {need} of {args.seeds} seeds")
-        return 1
-    print(f"ok: every model parameter covered in at least {need} of {args.seeds} seeds")
-    return 0
+    short = [k for k in MODEL_PARAMETERS if k in out["covered"] and out["covered"][k] < need]
+    if short:
+        print(f"per-parameter: {short} covered in fewer than {need} of {args.seeds} seeds")
+    else:
+        print(f"per-parameter: every model parameter covered in at least {need} of {args.seeds} seeds")
+    from scipy.stats import chi2
+
+    lo, hi = (math.sqrt(chi2.ppf(q, args.seeds) / args.seeds) for q in (0.0005, 0.9995))
+    off = [k for k, v in out["z_rms"].items() if not lo <= v <= hi]
+    ok = out["pooled_coverage"] >= 0.90 and not off
+    print(f"calibration: pooled coverage {100 * out['pooled_coverage']:.1f} % (>= 90 %), z rms band "
+          f"[{lo:.2f}, {hi:.2f}]{'' if not off else f', outside: {off}'} -> {'ok' if ok else 'FAIL'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
