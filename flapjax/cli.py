@@ -2,7 +2,8 @@
 
 ``flapjax identify`` runs the identification studies of the flapping-wing
 robot (:mod:`flapjax.identify.flapper`) and writes ``results.json``,
-``cycle_averaged.json`` and PNG plots into ``--out``. Further sub-commands
+``cycle_averaged.json`` and PNG plots into ``--out``; with ``--data FILE``
+it fits measured data instead (:mod:`flapjax.identify.from_file`). Further sub-commands
 register on :data:`app` with ``@app.command()``.
 """
 
@@ -16,6 +17,7 @@ from typing import List, Optional
 import typer
 
 from flapjax.cli_evaluate import exit_on_error
+from flapjax.validation import ConfigError
 
 app = typer.Typer(
     name="flapjax",
@@ -50,17 +52,47 @@ def identify(
         None, "--study", "-s", help="Run only these studies (repeatable): lift, moments, damping, physical, validation."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", "-d", help="Identify from a measured data file (CSV or NPZ; the study is picked from its "
+        "columns, see docs/data_formats.md) instead of simulating."
+    ),
+    robot: Optional[str] = typer.Option(
+        None, "--robot", help="With --data: multirotor preset name or profile .toml of a hover log."
+    ),
+    physical: bool = typer.Option(
+        False, "--physical", help="With --data STAND.csv: also fit per-wing physical parameters through the "
+        "fixed-base rollout (slow)."
+    ),
 ) -> None:
     """Identify the cycle-averaged model (k_f, k_roll, k_pitch, D_w, k_v) and a
     per-wing physical parameter from MJX rollouts, then fly both models.
 
     Finished studies are saved as they complete; rerunning with the same
     settings resumes and reuses them (--fresh recomputes).
+
+    With --data FILE the parameters are fitted to measured data instead: a
+    thrust-stand table (frequency_hz, fz_n, ...), a flapper flight log
+    (time_s, frequency_hz, ...) or, with --robot, a multirotor hover log;
+    results.json holds each value and its standard deviation.
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    start = time.perf_counter()
+    if data is not None:
+        try:
+            if config is not None or study or fresh:
+                raise ConfigError("--data: --config, --study and --fresh apply to the simulated studies only")
+            from flapjax.identify.from_file import identify_from_file
+
+            identify_from_file(data, robot=robot, out_dir=out, quick=quick, progress=progress, echo=typer.echo,
+                               physical=physical)
+        except BaseException as exc:  # no traceback reaches the user: bad input exits 2
+            exit_on_error(exc)
+        typer.echo(f"done in {time.perf_counter() - start:.1f} s")
+        return
+    if robot is not None or physical:
+        exit_on_error(ConfigError("--robot and --physical need --data FILE"))
     from flapjax.identify import flapper
 
-    start = time.perf_counter()
     try:
         cfg = flapper.load_config(config, quick=quick)
         if study:

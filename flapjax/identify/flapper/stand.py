@@ -622,7 +622,10 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             from flapjax.identify.flapper.physical import fit_physical_to_stand
 
             echo("per-wing physical parameters through the fixed-base rollout (slow) ...")
-            phys = fit_physical_to_stand(data, **dict(physical_options or {}))
+            opts = {"sigma": res.sigma,  # the channels' noise and the sensor offsets of the averaged fit
+                    "offsets": {k: v for k, v in res.values.items() if k.endswith("_offset")}}
+            opts.update(physical_options or {})
+            phys = fit_physical_to_stand(data, **opts)
             results["physical"] = phys
             for n, v in phys["values"].items():
                 echo(f"  {n:<16} {v:.5e} +- {phys['std'][n]:.2e}")
