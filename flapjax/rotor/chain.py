@@ -68,7 +68,7 @@ class ChainParams(eqx.Module):
     """Physical coefficients of the chain beyond the airframe.
 
     Attributes:
-      proximity: near-wall coefficients.
+      proximity: near-wall coefficients and the ground-effect gain.
       drag: body drag.
       wind: world wind.
       allocation_weights: (n,) allocation cost weights [-] or None (equal).
@@ -194,7 +194,7 @@ def _near_surfaces(prof: RotorProfile, thrust_act, proximity: ProximityInput, op
     """Step 4: ground factor, wall factor and lateral wall force, on the produced thrust."""
     n = prof.n_rotors
     if options.ground_effect:
-        k_ground = ground_effect_factor(proximity.ground_distance, prof.radius)
+        k_ground = ground_effect_factor(proximity.ground_distance, prof.radius, params.proximity.ground_coeff)
     else:
         k_ground = jnp.ones(n, dtype=thrust_act.dtype)
     if options.wall_effect:

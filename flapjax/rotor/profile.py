@@ -290,13 +290,15 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
     Each rotor table holds ``position``, ``axis``, ``spin``, ``thrust_min``,
     ``thrust_max``, ``torque_coeff``, ``radius``, ``time_constant`` and
     ``rate_limit``; a ``defaults`` table may give any of those for every rotor.
-    Errors name the field, e.g. ``rotors[2].axis``.
+    A ``chain`` table (identified chain coefficients, read by
+    :func:`flapjax.identify.multirotor.load_chain_params`) is allowed and
+    not part of the profile. Errors name the field, e.g. ``rotors[2].axis``.
     """
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"{source}: expected a table, got {type(cfg).__name__}")
-    unknown = set(cfg) - set(_BODY_KEYS) - {"rotors", "defaults"}
+    unknown = set(cfg) - set(_BODY_KEYS) - {"rotors", "defaults", "chain"}
     if unknown:
-        raise ConfigError(f"{source}: unknown keys {sorted(unknown)}; allowed {sorted(_BODY_KEYS + ('rotors', 'defaults'))}")
+        raise ConfigError(f"{source}: unknown keys {sorted(unknown)}; allowed {sorted(_BODY_KEYS + ('rotors', 'defaults', 'chain'))}")
     rotors = cfg.get("rotors")
     if not isinstance(rotors, list) or not rotors:
         raise ConfigError(f"{source}.rotors: expected a non-empty list of rotor tables, got {rotors!r}")

@@ -6,13 +6,15 @@ than ``T_max`` (docs/physics.md, Proximity effects).
 :func:`rotor_proximity` measures the per-rotor distances in a
 :class:`flapjax.scene.Scene`.
 
-Ground effect, Cheeseman & Bennett (ARC R&M 3021, 1955)::
+Ground effect, Cheeseman & Bennett (ARC R&M 3021, 1955), with a gain
+``k_g`` on the image-rotor term (``k_g = 1``, the default, is their model;
+measured multirotors often differ, so it can be identified from hovers)::
 
-    T_IGE / T_OGE = 1 / (1 - (R / (4 h))^2)
+    T_IGE / T_OGE = 1 / (1 - k_g (R / (4 h))^2)
 
 with ``h`` the distance from the rotor centre to the first surface along the
 downwash axis ``-a_i`` (not world z: a tilted rotor sees the ground later),
-clamped to ``h >= R / 2`` (factor <= 4/3), and exactly 1 where no surface
+clamped to ``h >= R / 2`` (factor <= 1 / (1 - k_g / 4), 4/3 for k_g = 1), and exactly 1 where no surface
 lies on the downwash ray (``h = inf``).
 
 Near-wall effect: no fitted public model exists; flapjax uses a parametric
@@ -44,7 +46,7 @@ Scalar = Float[Array, ""]
 
 
 class ProximityParams(eqx.Module):
-    """Coefficients of the near-wall model (the ground model has none).
+    """Coefficients of the near-wall model and the ground-effect gain.
 
     Attributes:
       wall_thrust_coeff: () c_T, thrust gain at d = R [-] (placeholder 0.05).
@@ -52,18 +54,27 @@ class ProximityParams(eqx.Module):
         (placeholder 0.05).
       wall_fade_start: () d_fade / R, window starts to fade [-] (default 2).
       wall_range: () d_max / R, effect is exactly zero beyond [-] (default 4).
+      ground_coeff: () k_g, gain on the Cheeseman-Bennett image term [-]
+        (default 1, their model; 0 <= k_g < 4).
     """
 
     wall_thrust_coeff: Scalar
     wall_lateral_coeff: Scalar
     wall_fade_start: Scalar
     wall_range: Scalar
+    ground_coeff: Scalar
 
-    def __init__(self, wall_thrust_coeff=0.05, wall_lateral_coeff=0.05, wall_fade_start=2.0, wall_range=4.0):
-        vals = (wall_thrust_coeff, wall_lateral_coeff, wall_fade_start, wall_range)
+    def __init__(self, wall_thrust_coeff=0.05, wall_lateral_coeff=0.05, wall_fade_start=2.0, wall_range=4.0,
+                 ground_coeff=1.0):
+        vals = (wall_thrust_coeff, wall_lateral_coeff, wall_fade_start, wall_range, ground_coeff)
         if not any(is_traced(v) for v in vals):
-            for name, v in zip(("wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range"), vals):
+            for name, v in zip(("wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range",
+                                "ground_coeff"), vals):
                 as_float_array(name, v, ())
+            check_range("ground_coeff", ground_coeff, 0.0, None)
+            if float(ground_coeff) >= 4.0:
+                raise ConfigError("ground_coeff: must be < 4 (the factor at the clamp h = R/2 is "
+                                  f"1 / (1 - k_g / 4)), got {float(ground_coeff):g}")
             check_range("wall_thrust_coeff", wall_thrust_coeff, 0.0, None)
             check_range("wall_lateral_coeff", wall_lateral_coeff, 0.0, None)
             check_range("wall_fade_start", wall_fade_start, 1.0, None)
@@ -75,6 +86,7 @@ class ProximityParams(eqx.Module):
         self.wall_lateral_coeff = jnp.asarray(wall_lateral_coeff, dtype=float)
         self.wall_fade_start = jnp.asarray(wall_fade_start, dtype=float)
         self.wall_range = jnp.asarray(wall_range, dtype=float)
+        self.ground_coeff = jnp.asarray(ground_coeff, dtype=float)
 
 
 class ProximityInput(eqx.Module):
@@ -103,21 +115,25 @@ class ProximityInput(eqx.Module):
         )
 
 
-def ground_effect_factor(height: Float[Array, "..."], radius: Float[Array, "..."]) -> Float[Array, "..."]:
+def ground_effect_factor(height: Float[Array, "..."], radius: Float[Array, "..."],
+                         coeff: Float[Array, ""] | float = 1.0) -> Float[Array, "..."]:
     """Cheeseman–Bennett thrust ratio T_IGE / T_OGE [-].
 
     Args:
       height: h, distance along the downwash axis to the surface [m]; ``inf``
         (no surface) gives exactly 1.
       radius: R, rotor radius [m].
+      coeff: k_g, gain on the image term ``(R / 4h)^2`` [-] (1: the
+        Cheeseman–Bennett model; must be < 4).
 
-    The distance is clamped to ``h >= R / 2`` (ratio <= 4/3; zero gradient
-    with respect to ``h`` below the clamp).
+    The distance is clamped to ``h >= R / 2`` (ratio <= 1 / (1 - k_g / 4),
+    4/3 for k_g = 1; zero gradient with respect to ``h`` below the clamp).
     """
     finite = jnp.isfinite(height)
     h = jnp.maximum(jnp.where(finite, height, 1.0), 0.5 * radius)
     ratio = jnp.where(finite, radius / (4.0 * h), 0.0)
-    return 1.0 / (1.0 - ratio * ratio)
+    square = ratio * ratio
+    return 1.0 / (1.0 - jnp.asarray(coeff).astype(square.dtype) * square)
 
 
 def wall_window(distance: Float[Array, "..."], radius: Float[Array, "..."], params: ProximityParams) -> Float[Array, "..."]:

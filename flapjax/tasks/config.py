@@ -167,6 +167,11 @@ class TaskConfig:
       noise: sensor and command noise.
       randomization: domain randomization.
       solver_iterations, solver_ls_iterations: MJX solver iterations.
+      chain_coefficients: path of an identified ``results.json``
+        (:func:`flapjax.identify.multirotor.run_hover_identification`) whose
+        proximity and drag coefficients replace the chain's defaults; when
+        None, a profile file's ``[chain]`` table is used if it has one
+        (:meth:`chain_params`).
     """
 
     robot: str = "quad_x"
@@ -181,6 +186,7 @@ class TaskConfig:
     randomization: RandomizationConfig = dataclasses.field(default_factory=RandomizationConfig)
     solver_iterations: int = 2
     solver_ls_iterations: int = 4
+    chain_coefficients: str | None = None
 
     def __post_init__(self):
         from flapjax.rotor.profile import PRESETS
@@ -209,6 +215,18 @@ class TaskConfig:
             raise ConfigError(f"noise: must be a NoiseConfig, got {type(self.noise).__name__}")
         if not isinstance(self.randomization, RandomizationConfig):
             raise ConfigError(f"randomization: must be a RandomizationConfig, got {type(self.randomization).__name__}")
+        if self.chain_coefficients is not None:
+            if not isinstance(self.chain_coefficients, str):
+                raise ConfigError(f"chain_coefficients: must be the path of a results.json, got {self.chain_coefficients!r}")
+            try:
+                self.chain_params()  # a bad file fails here, naming the field
+            except ConfigError as exc:
+                raise ConfigError(f"chain_coefficients: {exc}") from None
+        elif self.robot_is_file:
+            try:
+                self.chain_params()
+            except ConfigError as exc:
+                raise ConfigError(f"robot: {exc}") from None
 
     @property
     def robot_is_file(self) -> bool:
@@ -227,6 +245,20 @@ class TaskConfig:
         if not path.is_file():
             raise ConfigError(f"robot: profile file {self.robot!r} does not exist")
         return rotor.load_profile(path)
+
+    def chain_params(self):
+        """The nominal :class:`~flapjax.rotor.ChainParams` of the task's
+        worlds: the defaults, with identified coefficients from
+        ``chain_coefficients`` or else from the profile file's ``[chain]``
+        table (:func:`flapjax.identify.multirotor.load_chain_params`)."""
+        from flapjax.identify.multirotor import coefficients
+        from flapjax.rotor.chain import ChainParams
+
+        if self.chain_coefficients is not None:
+            return coefficients.chain_params_from_results(self.chain_coefficients)
+        if self.robot_is_file:
+            return coefficients.load_chain_params(self.robot)
+        return ChainParams()
 
     @property
     def env_dt(self) -> float:

@@ -1,0 +1,25 @@
+"""Multirotor identification from hover logs: ground-effect, near-wall and
+drag coefficients of the rotor chain.
+
+- :mod:`~flapjax.identify.multirotor.log`: the hover-log columns and reader;
+- :mod:`~flapjax.identify.multirotor.model`: the chain's prediction of the
+  accelerometer from logged commands and pose;
+- :mod:`~flapjax.identify.multirotor.run`: the fit, uncertainties, plots and
+  ``results.json`` (:func:`run_hover_identification`);
+- :mod:`~flapjax.identify.multirotor.coefficients`: results -> ``ChainParams``
+  (and a profile file's ``[chain]`` table);
+- :mod:`~flapjax.identify.multirotor.synthetic`: sample logs from the simulator.
+
+::
+
+    from flapjax.identify.multirotor import run_hover_identification, chain_params_from_results
+    res = run_hover_identification("identification/data/hover_quad_x.npz", "quad_x", "out/hover")
+    chain = chain_params_from_results("out/hover/results.json")
+"""
+
+from flapjax.identify.multirotor.coefficients import CHAIN_KEYS, chain_params_from_results, load_chain_params
+from flapjax.identify.multirotor.log import HoverLog, hover_columns, read_hover_log
+from flapjax.identify.multirotor.run import REPORTED, fit_hover_log, run_hover_identification
+
+__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover_log", "hover_columns",
+           "load_chain_params", "read_hover_log", "run_hover_identification"]

@@ -1,0 +1,252 @@
+"""Multirotor hover logs: columns, scene description, checked reading.
+
+A hover log is a table (CSV or NPZ, :mod:`flapjax.identify.data`) with one
+row per logged instant of a flight in which the robot hovers at several
+heights above the ground and distances from a wall, and moves between those
+points (docs/data_formats.md, "Multirotor hover logs"):
+
+- ``time_s``: time [s], strictly increasing, uniformly sampled (the
+  flight controller's logging rate, e.g. 100-500 Hz);
+- ``x_m``, ``y_m``, ``z_m``: motion-capture position of the centre of mass,
+  world frame (z up, ground plane ``z = ground_z_m``) [m];
+- ``qw``, ``qx``, ``qy``, ``qz``: motion-capture attitude, unit quaternion
+  body-to-world (dimensionless, hence no unit suffix);
+- ``ax_mps2``, ``ay_mps2``, ``az_mps2``: accelerometer specific force in the
+  body frame at the centre of mass (``R^T (a - g)``; reads ``+9.81`` on z in
+  hover) [m/s^2], bias included;
+- ``thrust0_n`` ... ``thrust{n-1}_n``: the per-rotor thrust commands the
+  flight controller sent this instant (its mixer output mapped to newtons
+  with the thrust-stand curve, before the motor's lag) [N], rotor order of
+  the robot profile;
+- optional ``vx_mps``, ``vy_mps``, ``vz_mps``: world-frame velocity from the
+  motion-capture system [m/s]; when absent it is estimated from the
+  positions (a centred local line fit over about +-50 ms).
+
+The scene (where the ground and the wall are) is not a per-row quantity. It
+comes from, in order of precedence: the ``scene`` argument; ``# scene.KEY =
+VALUE`` comment lines of a CSV log; a sidecar JSON file next to the log
+(``<log stem>.scene.json``). Keys: ``ground_z_m`` (default 0),
+``wall_x_m`` (where the wall plane crosses ``wall_anchor_z_m``; the robot
+flies at ``x < wall_x_m``; omit it, or give ``inf``, for no wall),
+``wall_anchor_z_m`` (default 0), ``wall_pitch_rad`` (default 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from flapjax import scene as sc
+from flapjax.identify.data import Column, DataError, read_table
+
+#: Scene keys of a hover log (header comments or sidecar), with defaults.
+SCENE_KEYS = {"ground_z_m": 0.0, "wall_x_m": math.inf, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
+
+#: A wall this far away (or none) is out of reach of every rotor [m].
+NO_WALL_X = 1.0e4
+
+
+def thrust_column(i: int) -> str:
+    """Name of rotor ``i``'s thrust-command column (``thrust0_n``)."""
+    return f"thrust{i}_n"
+
+
+def hover_columns(n_rotors: int) -> list[Column]:
+    """The columns a hover log of an ``n_rotors`` robot holds."""
+    cols = [
+        Column("time_s", True, "log time"),
+        Column("x_m", True, "motion-capture position x, world"),
+        Column("y_m", True, "motion-capture position y, world"),
+        Column("z_m", True, "motion-capture position z, world (up)"),
+        Column("qw", True, "attitude quaternion w (body to world)"),
+        Column("qx", True, "attitude quaternion x"),
+        Column("qy", True, "attitude quaternion y"),
+        Column("qz", True, "attitude quaternion z"),
+        Column("ax_mps2", True, "accelerometer specific force x, body frame"),
+        Column("ay_mps2", True, "accelerometer specific force y, body frame"),
+        Column("az_mps2", True, "accelerometer specific force z, body frame"),
+    ]
+    cols += [Column(thrust_column(i), True, f"thrust command of rotor {i}") for i in range(n_rotors)]
+    cols += [Column(f"v{a}_mps", False, f"motion-capture velocity {a}, world") for a in "xyz"]
+    return cols
+
+
+@dataclasses.dataclass(frozen=True)
+class HoverLog:
+    """A checked hover log (numpy, float64).
+
+    Attributes:
+      path: the file it came from.
+      time: (N,) [s].
+      position: (N, 3) world [m].
+      quat: (N, 4) unit quaternions [w, x, y, z] body to world.
+      specific_force: (N, 3) accelerometer, body frame [m/s^2].
+      thrust_command: (N, n) per-rotor thrust commands [N].
+      velocity: (N, 3) world velocity [m/s] (logged or estimated).
+      velocity_logged: whether the velocity came from the file.
+      scene: the scene keys (:data:`SCENE_KEYS`).
+    """
+
+    path: str
+    time: np.ndarray
+    position: np.ndarray
+    quat: np.ndarray
+    specific_force: np.ndarray
+    thrust_command: np.ndarray
+    velocity: np.ndarray
+    velocity_logged: bool
+    scene: dict[str, float]
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.time.shape[0])
+
+    @property
+    def dt(self) -> float:
+        """Median sample spacing [s]."""
+        return float(np.median(np.diff(self.time)))
+
+    def scene_model(self) -> sc.Scene:
+        """The :class:`flapjax.scene.Scene` of this log (a far wall when it has none)."""
+        s = self.scene
+        wall_x = s["wall_x_m"] if math.isfinite(s["wall_x_m"]) else NO_WALL_X
+        return sc.Scene(ground_height=s["ground_z_m"], wall_x=wall_x, wall_anchor_z=s["wall_anchor_z_m"],
+                        wall_pitch=s["wall_pitch_rad"])
+
+
+def _scene_from_comments(path: Path) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if path.suffix.lower() == ".npz":
+        return out
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return out  # read_table reports unreadable files
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s.startswith("#"):
+            continue
+        body = s.lstrip("#").strip()
+        if not body.startswith("scene."):
+            continue
+        key, sep, value = body[len("scene."):].partition("=")
+        if not sep:
+            raise DataError(f"{path}: line {lineno}: scene comment must read '# scene.KEY = VALUE', got {s!r}")
+        out[key.strip()] = _scene_value(path, key.strip(), value.strip(), f"line {lineno}")
+    return out
+
+
+def _scene_value(path: Path | str, key: str, value: Any, where: str) -> float:
+    if key not in SCENE_KEYS:
+        raise DataError(f"{path}: {where}: unknown scene key {key!r}; known: {sorted(SCENE_KEYS)}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{path}: {where}: scene.{key} must be a number, got {value!r}") from None
+    if math.isnan(v) or (math.isinf(v) and key != "wall_x_m"):
+        raise DataError(f"{path}: {where}: scene.{key} must be finite, got {value!r}")
+    if key == "wall_pitch_rad" and abs(v) > sc.MAX_PITCH:
+        raise DataError(f"{path}: {where}: scene.wall_pitch_rad must be within +-{sc.MAX_PITCH:.4f} rad, got {v:g}")
+    return v
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """Where a log's scene sidecar lives: ``<stem>.scene.json`` next to it."""
+    p = Path(path)
+    return p.with_name(p.stem + ".scene.json")
+
+
+def read_scene(path: str | Path, scene: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """The scene of a log: defaults, then the sidecar, then CSV comments, then ``scene``."""
+    p = Path(path)
+    out = dict(SCENE_KEYS)
+    side = sidecar_path(p)
+    if side.is_file():
+        try:
+            data = json.loads(side.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{side}: cannot read the scene sidecar ({exc})") from None
+        if not isinstance(data, Mapping):
+            raise DataError(f"{side}: expected a JSON object of scene keys {sorted(SCENE_KEYS)}")
+        for k, v in data.items():
+            out[k] = _scene_value(side, k, v, "sidecar")
+    out.update(_scene_from_comments(p))
+    for k, v in (scene or {}).items():
+        out[k] = _scene_value(p, k, v, "scene argument")
+    return out
+
+
+def estimate_velocity(time: np.ndarray, position: np.ndarray, half_window: float = 0.05) -> np.ndarray:
+    """(N, 3) world velocity [m/s] from positions by a centred local line fit
+    over ``+-half_window`` [s] (window shrinks at the ends)."""
+    n = time.shape[0]
+    m = max(1, int(round(half_window / float(np.median(np.diff(time))))))
+    out = np.empty_like(position)
+    for i in range(n):
+        lo, hi = max(0, i - m), min(n, i + m + 1)
+        t = time[lo:hi] - time[lo:hi].mean()
+        p = position[lo:hi] - position[lo:hi].mean(axis=0)
+        out[i] = t @ p / max(float(t @ t), 1e-300)
+    return out
+
+
+def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] | None = None) -> HoverLog:
+    """Read and check a hover log of an ``n_rotors`` robot.
+
+    Raises :class:`~flapjax.identify.data.DataError` naming the file, the
+    column and the row: the table checks of
+    :func:`~flapjax.identify.data.read_table`, plus a quaternion far from
+    unit norm, a negative thrust command, a log shorter than 2 s, sampling
+    that is not uniform, and a position below the ground or beyond the wall.
+    """
+    p = Path(path)
+    table = read_table(p, hover_columns(n_rotors), time_column="time_s")
+    time = table["time_s"]
+    n = time.shape[0]
+    if n < 3 or time[-1] - time[0] < 2.0:
+        raise DataError(f"{p}: column 'time_s': the log spans {time[-1] - time[0]:.3g} s in {n} rows; "
+                        "a hover identification needs at least 2 s")
+    dt = np.diff(time)
+    med = float(np.median(dt))
+    off = np.nonzero(np.abs(dt - med) > 0.25 * med)[0]
+    if off.size:
+        r = int(off[0]) + 2
+        raise DataError(f"{p}: column 'time_s', row {r}: step {dt[off[0]]:.4g} s differs from the median "
+                        f"{med:.4g} s by more than 25 % (dropped or duplicated samples; resample the log uniformly)")
+    quat = np.stack([table[k] for k in ("qw", "qx", "qy", "qz")], axis=1)
+    norm = np.linalg.norm(quat, axis=1)
+    bad = np.nonzero(np.abs(norm - 1.0) > 1e-2)[0]
+    if bad.size:
+        r = int(bad[0]) + 1
+        raise DataError(f"{p}: columns 'qw','qx','qy','qz', row {r}: quaternion norm {norm[bad[0]]:.4g}, expected 1 "
+                        "(a unit quaternion body to world)")
+    quat = quat / norm[:, None]
+    thrust = np.stack([table[thrust_column(i)] for i in range(n_rotors)], axis=1)
+    neg = np.argwhere(thrust < 0.0)
+    if neg.size:
+        r, i = int(neg[0, 0]) + 1, int(neg[0, 1])
+        raise DataError(f"{p}: column {thrust_column(i)!r}, row {r}: negative thrust command {thrust[r - 1, i]:g} N")
+    position = np.stack([table[k] for k in ("x_m", "y_m", "z_m")], axis=1)
+    sc_keys = read_scene(p, scene)
+    below = np.nonzero(position[:, 2] <= sc_keys["ground_z_m"])[0]
+    if below.size:
+        r = int(below[0]) + 1
+        raise DataError(f"{p}: column 'z_m', row {r}: {position[r - 1, 2]:g} m is at or below the ground "
+                        f"(scene.ground_z_m = {sc_keys['ground_z_m']:g} m)")
+    if math.isfinite(sc_keys["wall_x_m"]) and sc_keys["wall_pitch_rad"] == 0.0:
+        beyond = np.nonzero(position[:, 0] >= sc_keys["wall_x_m"])[0]
+        if beyond.size:
+            r = int(beyond[0]) + 1
+            raise DataError(f"{p}: column 'x_m', row {r}: {position[r - 1, 0]:g} m is at or beyond the wall "
+                            f"(scene.wall_x_m = {sc_keys['wall_x_m']:g} m; the robot flies at x < wall_x_m)")
+    accel = np.stack([table[k] for k in ("ax_mps2", "ay_mps2", "az_mps2")], axis=1)
+    logged = all(f"v{a}_mps" in table for a in "xyz")
+    velocity = (np.stack([table[f"v{a}_mps"] for a in "xyz"], axis=1) if logged
+                else estimate_velocity(time, position))
+    return HoverLog(path=str(p), time=time, position=position, quat=quat, specific_force=accel,
+                    thrust_command=thrust, velocity=velocity, velocity_logged=logged, scene=sc_keys)

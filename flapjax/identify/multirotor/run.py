@@ -1,0 +1,434 @@
+"""Identify a multirotor's proximity and drag coefficients from a hover log.
+
+:func:`fit_hover_log` fits the hover model of
+:mod:`flapjax.identify.multirotor.model` to the accelerometer by gradient
+(:func:`flapjax.identify.fit.fit`, L-BFGS) in two passes: unit weights,
+then each axis weighted by its residual standard deviation. Standard
+deviations come from :func:`flapjax.identify.losses.gauss_newton_uncertainty`
+with the residual variance of the data. The last ``validation_fraction`` of
+the log is held out and predicted. :func:`run_hover_identification` reads
+the file, fits, and writes ``results.json`` and residual plots.
+
+Coefficients the log cannot excite are held at the chain's defaults and
+listed in ``not_identified`` with the reason: ``ground_coeff`` needs
+samples with a rotor within 3 R of the ground; the wall coefficients need
+samples within 4 R of the wall; the fade range (``wall_fade_start``,
+``wall_range``) needs wall samples in at least three distance bands
+between 1 R and 6 R; each axis's drag needs body speeds beyond 0.3 m/s
+along it. A fitted value whose standard deviation exceeds its magnitude
+is reported as weakly identified.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time as _time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import equinox as eqx
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from flapjax import rotor
+from flapjax.identify import losses as L
+from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, make_fit_step, make_optimizer, split
+from flapjax.identify.multirotor import model as M
+from flapjax.identify.multirotor.log import HoverLog, read_hover_log
+from flapjax.validation import ConfigError
+
+#: Values a results file reports (the chain's names, each with ``_std``).
+REPORTED = ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range",
+            *(f"drag_linear_{a}" for a in M.AXES), *(f"drag_quadratic_{a}" for a in M.AXES),
+            *(f"accel_bias_{a}" for a in M.AXES))
+
+#: Samples skipped at the start (the actuator replay settles) [s].
+SETTLE_S = 0.5
+
+
+def resolve_robot(robot: str | rotor.RotorProfile) -> rotor.RotorProfile:
+    """A preset name (``quad_x``, ``hexa``, ``hexa_tilted``), a profile file
+    (``.toml`` / ``.json``) or a profile."""
+    if isinstance(robot, rotor.RotorProfile):
+        return robot
+    if not isinstance(robot, (str, Path)):
+        raise ConfigError(f"robot: must be a preset name or a profile file path, got {robot!r}")
+    from flapjax.tasks.config import PROFILE_SUFFIXES
+
+    if str(robot).lower().endswith(PROFILE_SUFFIXES):
+        return rotor.load_profile(robot)
+    return rotor.profiles.preset(str(robot))
+
+
+def excitation(prof: rotor.RotorProfile, inputs: M.HoverInputs) -> dict[str, str]:
+    """Parameters the rows of ``inputs`` cannot identify -> why."""
+    radius = np.asarray(prof.radius)
+    h = np.asarray(inputs.proximity.ground_distance) / radius
+    d = np.asarray(inputs.proximity.wall_distance) / radius
+    v = np.abs(np.asarray(inputs.velocity_body))
+    out: dict[str, str] = {}
+    if int(np.sum(np.any(h < 3.0, axis=1))) < 50:
+        out["ground_coeff"] = "fewer than 50 samples with a rotor within 3 R of the ground"
+    near = np.min(d, axis=1)
+    if int(np.sum(near < 4.0)) < 50:
+        for k in ("wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_fade_width"):
+            out[k] = "fewer than 50 samples with a rotor within 4 R of the wall"
+    else:
+        counts = np.histogram(near[np.isfinite(near)], bins=np.arange(1.0, 6.01, 0.5))[0]
+        if int(np.sum(counts >= 50)) < 3:
+            for k in ("wall_fade_start", "wall_fade_width"):
+                out[k] = ("wall samples in fewer than three 0.5 R distance bands between 1 R and 6 R: the fade "
+                          "range is not excited (all near-wall hovers sit in one regime)")
+    for j, a in enumerate(M.AXES):
+        if int(np.sum(v[:, j] > 0.3)) < 50:
+            for k in (f"drag_linear_{a}", f"drag_quadratic_{a}"):
+                out[k] = f"fewer than 50 samples with body speed beyond 0.3 m/s along {a}"
+    return out
+
+
+def _index_map(trainable: Trainable) -> dict[str, int]:
+    flat, unravel = jax.flatten_util.ravel_pytree(trainable)
+    idx = unravel(jnp.arange(flat.shape[0], dtype=flat.dtype))
+    out = {k: int(v) for k, v in idx.log.items()}
+    out.update({k: int(v) for k, v in idx.linear.items()})
+    return out
+
+
+class _Problem(eqx.Module):
+    """One fit's fixed data: the profile, the fit rows' inputs and measured
+    specific force, the held parameters and which names are trained."""
+
+    prof: rotor.RotorProfile
+    inputs: M.HoverInputs
+    targets: Array
+    nominal: dict[str, Array]
+    names: tuple[str, ...] = eqx.field(static=True)
+    log_names: tuple[str, ...] = eqx.field(static=True)
+
+
+def _params(theta, pb: _Problem) -> dict[str, Array]:
+    """Physical parameter dict of the trained vector ``theta`` (log space for
+    :data:`~flapjax.identify.multirotor.model.LOG_SPACE`)."""
+    out = dict(pb.nominal)
+    for i, k in enumerate(pb.names):
+        out[k] = jnp.exp(theta[i]) if k in pb.log_names else theta[i]
+    return out
+
+
+@jax.jit
+def _predict(params, prof, inputs):
+    return M.predict(prof, params, inputs)
+
+
+def _residuals(theta, scale, pb: _Problem):
+    data = L.Measurements(inputs=pb.inputs, targets=pb.targets, scale=scale)
+    return L.residuals(lambda p, x: M.predict(pb.prof, p, x), _params(theta, pb), data)
+
+
+@jax.jit
+def _residuals_trainable(trainable: Trainable, scale, pb: _Problem):
+    data = L.Measurements(inputs=pb.inputs, targets=pb.targets, scale=scale)
+    return L.residuals(lambda p, x: M.predict(pb.prof, p, x), combine(trainable, Nominal(values=pb.nominal)), data)
+
+
+@functools.partial(jax.jit, static_argnames="diagonal")
+def _whitening(theta, scale, pb: _Problem, diagonal: bool = False):
+    """(p, p) map z -> theta offset with unit Gauss-Newton curvature at
+    ``theta`` (``diagonal``: unit diagonal only, a safe first stage)."""
+    jac = jax.jacfwd(_residuals)(theta, scale, pb)
+    h = jac.T @ jac
+    if diagonal:
+        d = jnp.diag(h)
+        return jnp.diag(1.0 / jnp.sqrt(jnp.maximum(d, 1e-12 * jnp.max(d))))
+    w, v = jnp.linalg.eigh(h)
+    w = jnp.maximum(w, 1e-9 * jnp.max(w))
+    return v / jnp.sqrt(w)
+
+
+def _loss_z(params, data):
+    """Least squares in whitened coordinates ``theta = base + transform z``."""
+    pb, base, transform, scale = data
+    r = _residuals(base + transform @ params["z"], scale, pb)
+    return 0.5 * jnp.sum(r**2)
+
+
+@functools.cache
+def _step_fn():
+    """One compiled L-BFGS step shared by every fit of a session."""
+    return make_fit_step(_loss_z, make_optimizer("lbfgs"))
+
+
+def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
+                  quick: bool = False, max_steps: int | None = None,
+                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+    """Fit the hover model to ``log``; returns the results dict (see
+    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
+    (time, measured and predicted specific force, fit/validation masks)."""
+    if not (0.0 <= validation_fraction < 0.9):
+        raise ConfigError(f"validation_fraction: must be in [0, 0.9), got {validation_fraction!r}")
+    if log.thrust_command.shape[1] != prof.n_rotors:
+        raise ConfigError(f"robot: the log has {log.thrust_command.shape[1]} thrust columns, the profile "
+                          f"{prof.name!r} has {prof.n_rotors} rotors")
+    t0 = _time.perf_counter()
+    inputs = M.hover_inputs(prof, log)
+    t = log.time - log.time[0]
+    span = t[-1]
+    edge = 12  # samples where the velocity window is one-sided
+    usable = (t >= SETTLE_S) & (np.arange(t.shape[0]) < t.shape[0] - edge)
+    t_val = span * (1.0 - validation_fraction)
+    fit_rows = np.nonzero(usable & (t < t_val))[0]
+    val_rows = np.nonzero(usable & (t >= t_val))[0]
+    if fit_rows.size < 100:
+        raise ConfigError(f"{log.path}: only {fit_rows.size} usable rows before the validation segment; "
+                          "log a longer flight")
+    fit_inputs = inputs.rows(fit_rows)
+    held = excitation(prof, fit_inputs)
+    start = M.initial_values()
+    trainable_names = [k for k in M.PARAMETERS if k not in held]
+    signed = [k for k in trainable_names if k not in M.LOG_SPACE]
+    trainable, nominal = split(start, trainable_names, signed=signed)
+
+    meas = jnp.asarray(log.specific_force)
+    steps = (40 if quick else 200) if max_steps is None else int(max_steps)
+    targets = meas[fit_rows]
+    names = tuple(trainable_names)
+    pb = _Problem(prof=prof, inputs=fit_inputs, targets=targets,
+                  nominal={k: jnp.asarray(v) for k, v in nominal.values.items()}, names=names,
+                  log_names=tuple(k for k in names if k in M.LOG_SPACE))
+    theta = jnp.asarray([np.log(start[k]) if k in M.LOG_SPACE else start[k] for k in names])
+    step_fn = _step_fn()
+    history: list[float] = []
+    cb = None if progress is None else (lambda k, v: (history.append(v), progress(len(history), v)))
+
+    def stage(theta, scale, diagonal, n_steps):
+        transform = _whitening(theta, scale, pb, diagonal=diagonal)
+        z_train, z_nominal = split({"z": np.zeros(theta.shape[0])}, ["z"], signed=["z"])
+        conv = Convergence(max_steps=n_steps, grad_tol=1e-9, rtol=1e-13, patience=4)
+        res = fit(_loss_z, z_train, z_nominal, (pb, theta, transform, scale), convergence=conv,
+                  step_fn=step_fn, progress=cb)
+        return theta + transform @ res.params["z"], res
+
+    # The fade window makes the loss non-convex in (d_fade, d_max): each start
+    # runs a diagonally scaled stage into its basin, then a Gauss-Newton
+    # whitened stage; the best start is refined with per-axis residual weights.
+    starts = [None]
+    if "wall_fade_start" in names and "wall_fade_width" in names:
+        starts += [(1.4, 1.5), (2.6, 3.0)]
+    best = None
+    for st in starts:
+        th = theta
+        if st is not None:
+            th = th.at[names.index("wall_fade_start")].set(np.log(st[0]))
+            th = th.at[names.index("wall_fade_width")].set(np.log(st[1]))
+        th, _ = stage(th, jnp.ones(3), True, min(steps, 60))
+        th, res = stage(th, jnp.ones(3), False, steps)
+        value = float(jnp.sum(_residuals(th, jnp.ones(3), pb) ** 2))
+        if best is None or value < best[0]:
+            best = (value, th)
+    theta = best[1]
+    resid = np.asarray(_residuals(theta, jnp.ones(3), pb)).reshape(-1, 3)
+    scale = jnp.asarray(np.std(resid, axis=0, ddof=0))
+    theta, result = stage(theta, scale, False, steps)
+    resid = np.asarray(_residuals(theta, jnp.ones(3), pb)).reshape(-1, 3)
+    scale = jnp.asarray(np.std(resid, axis=0, ddof=0))
+    fitted = _params(theta, pb)
+    trainable, _ = split({k: float(fitted[k]) for k in names}, names,
+                         signed=[k for k in names if k not in M.LOG_SPACE])
+    unc = L.gauss_newton_uncertainty(lambda tr: _residuals_trainable(tr, scale, pb), trainable)
+    predict = lambda params, x: _predict(params, prof, x)  # noqa: E731
+    params = {k: float(v) for k, v in fitted.items()}
+    std = {k: float(v) for k, v in unc["std"].items()}
+    idx = _index_map(trainable)
+    corr = np.asarray(unc["correlation"])
+    # wall_range = fade start + width, with their covariance
+    values = dict(params)
+    values["wall_range"] = params["wall_fade_start"] + params["wall_fade_width"]
+    if "wall_fade_start" in std and "wall_fade_width" in std:
+        s1, s2 = std["wall_fade_start"], std["wall_fade_width"]
+        rho = corr[idx["wall_fade_start"], idx["wall_fade_width"]]
+        std["wall_range"] = math.sqrt(max(s1 * s1 + s2 * s2 + 2.0 * rho * s1 * s2, 0.0))
+    out: dict[str, Any] = {"robot": prof.name, "log": log.path}
+    weak = {}
+    for k in REPORTED:
+        out[k] = values[k]
+        out[f"{k}_std"] = std.get(k)
+        if k in std and std[k] > abs(values[k]) and not k.startswith("accel_bias"):
+            weak[k] = f"standard deviation {std[k]:.3g} exceeds the value {values[k]:.3g}"
+    not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
+    for k in not_identified:
+        out[f"{k}_std"] = None
+    pred_all = np.asarray(predict(fitted, inputs))
+    meas_np = np.asarray(meas)
+    sigma = np.asarray(scale)
+    res_fit = pred_all[fit_rows] - meas_np[fit_rows]
+    default_pred = np.asarray(predict({**M.initial_values(), **{f"accel_bias_{a}": values[f"accel_bias_{a}"]
+                                                                for a in M.AXES}}, inputs))
+    validation: dict[str, Any] = {"fraction": validation_fraction, "rows": int(val_rows.size)}
+    if val_rows.size:
+        res_val = pred_all[val_rows] - meas_np[val_rows]
+        res_def = default_pred[val_rows] - meas_np[val_rows]
+        validation.update(
+            start_s=float(log.time[val_rows[0]]), end_s=float(log.time[val_rows[-1]]),
+            rms_mps2=np.sqrt(np.mean(res_val**2, axis=0)).tolist(),
+            rms_over_noise=(np.sqrt(np.mean(res_val**2, axis=0)) / sigma).tolist(),
+            mean_error_mps2=np.mean(res_val, axis=0).tolist(),
+            rms_default_coefficients_mps2=np.sqrt(np.mean(res_def**2, axis=0)).tolist(),
+        )
+    out.update(
+        not_identified=not_identified, weakly_identified=weak,
+        validation=validation,
+        fit={"rows": int(fit_rows.size), "steps": len(history), "converged": bool(result.converged),
+             "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
+             "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
+             "parameters": list(trainable_names), "correlation": corr.tolist(), "seconds": _time.perf_counter() - t0},
+        units={"ground_coeff": "-", "wall_thrust_coeff": "-", "wall_lateral_coeff": "-",
+               "wall_fade_start": "rotor radii", "wall_range": "rotor radii", "drag_linear": "N s/m",
+               "drag_quadratic": "N s^2/m^2", "accel_bias": "m/s^2"},
+        scene=dict(log.scene),
+    )
+    fit_mask = np.zeros(t.shape[0], bool)
+    fit_mask[fit_rows] = True
+    val_mask = np.zeros(t.shape[0], bool)
+    val_mask[val_rows] = True
+    out["_arrays"] = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": fit_mask,
+                      "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
+                      "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
+    return out
+
+
+def plot_residuals(res: Mapping[str, Any], path: str | Path) -> Path:
+    """Measured and predicted specific force and the residuals per axis
+    against time (validation segment shaded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a = res["_arrays"]
+    t, m, p = a["time"], a["measured"], a["predicted"]
+    fig, axes = plt.subplots(3, 2, figsize=(12, 8), sharex="col")
+    for j, name in enumerate(M.AXES):
+        ax = axes[j, 0]
+        ax.plot(t, m[:, j], ",", color="0.6", label="measured")
+        ax.plot(t, p[:, j], "-", lw=0.8, color="C0", label="predicted")
+        ax.set_ylabel(f"a_{name} [m/s^2]")
+        ax = axes[j, 1]
+        r = m[:, j] - p[:, j]
+        ax.plot(t[a["fit"]], r[a["fit"]], ",", color="C1")
+        ax.plot(t[a["validation"]], r[a["validation"]], ",", color="C3")
+        ax.set_ylabel(f"residual {name} [m/s^2]")
+        for col in (0, 1):
+            if a["validation"].any():
+                axes[j, col].axvspan(t[a["validation"]][0], t[a["validation"]][-1], color="C3", alpha=0.08)
+    axes[0, 0].legend(loc="upper right", markerscale=20)
+    axes[0, 0].set_title("accelerometer: measured vs chain prediction")
+    axes[0, 1].set_title("residuals (fit: orange, held-out validation: red)")
+    axes[2, 0].set_xlabel("time [s]")
+    axes[2, 1].set_xlabel("time [s]")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_proximity(res: Mapping[str, Any], path: str | Path) -> Path:
+    """Identified ground and wall thrust factors against distance (rotor
+    radii), with the chain's defaults."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = np.linspace(0.5, 6.0, 300)
+    fitted = rotor.ProximityParams(
+        wall_thrust_coeff=max(res["wall_thrust_coeff"], 0.0), wall_lateral_coeff=max(res["wall_lateral_coeff"], 0.0),
+        wall_fade_start=res["wall_fade_start"], wall_range=res["wall_range"],
+        ground_coeff=min(max(res["ground_coeff"], 0.0), 3.9))
+    default = rotor.ProximityParams()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for params, label, style in ((fitted, "identified", "-"), (default, "default", "--")):
+        axes[0].plot(x, np.asarray(rotor.ground_effect_factor(jnp.asarray(x), 1.0, params.ground_coeff)), style,
+                     label=label)
+        d = jnp.asarray(np.maximum(x, 1.0))
+        factor, _ = rotor.wall_effect(jnp.ones_like(d), d, jnp.tile(jnp.array([1.0, 0.0, 0.0]), (d.shape[0], 1)),
+                                      jnp.ones_like(d), params)
+        axes[1].plot(np.maximum(x, 1.0), np.asarray(factor), style, label=label)
+    axes[0].set_xlabel("h / R")
+    axes[0].set_ylabel("T_IGE / T_OGE")
+    axes[1].set_xlabel("d / R")
+    axes[1].set_ylabel("near-wall thrust factor")
+    for ax in axes:
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progress: bool = True,
+                             echo: Callable[[str], None] = print, scene: Mapping[str, Any] | None = None,
+                             validation_fraction: float = 0.2) -> dict[str, Any]:
+    """Identify ground-effect, near-wall and drag coefficients from a hover log.
+
+    Args:
+      path: the hover log (CSV or NPZ; docs/data_formats.md, "Multirotor hover logs").
+      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``) or a profile
+        file (``.toml`` / ``.json``).
+      out_dir: where ``results.json``, ``residuals.png`` and ``proximity.png`` go.
+      quick: fewer optimizer steps (a smoke run).
+      progress: show a tqdm bar over the optimizer steps.
+      echo: where the summary lines go.
+      scene: scene keys overriding the log's (``wall_x_m``, ...).
+      validation_fraction: the final part of the log held out [-].
+
+    Returns the dict written to ``results.json``: every identified value and
+    its standard deviation (``wall_thrust_coeff``, ``wall_thrust_coeff_std``,
+    ...; ``None`` for a value held at its default), ``not_identified`` and
+    ``weakly_identified`` (name -> reason), ``validation`` (the held-out
+    segment's RMS prediction error per body axis [m/s^2], also relative to
+    the fit's residual standard deviation and with the default
+    coefficients), ``fit`` (rows, steps, convergence, correlation), units.
+    Load the values into a chain with
+    :func:`flapjax.identify.multirotor.chain_params_from_results`.
+    """
+    from tqdm.auto import tqdm
+
+    from flapjax.identify.results import write_json
+
+    jax.config.update("jax_enable_x64", True)
+    prof = resolve_robot(robot)
+    log = read_hover_log(path, prof.n_rotors, scene=scene)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    echo(f"hover log {log.path}: {log.n_samples} rows at {1.0 / log.dt:.0f} Hz, robot {prof.name}")
+    bar = tqdm(desc="identify hover", unit="step", disable=not progress)
+
+    def tick(k, v):
+        bar.update(1)
+        bar.set_postfix(loss=f"{v:.4g}")
+
+    try:
+        res = fit_hover_log(prof, log, quick=quick, progress=tick, validation_fraction=validation_fraction)
+    finally:
+        bar.close()
+    plot_residuals(res, out_dir / "residuals.png")
+    plot_proximity(res, out_dir / "proximity.png")
+    res.pop("_arrays")
+    res["plots"] = ["residuals.png", "proximity.png"]
+    write_json(out_dir / "results.json", res)
+    for k in REPORTED:
+        s = res[f"{k}_std"]
+        echo(f"  {k:20s} {res[k]: .5g}" + (f" +- {s:.2g}" if s is not None else "  (held: not identified)"))
+    v = res["validation"]
+    if v.get("rows"):
+        echo("  validation RMS [m/s^2]: " + ", ".join(f"{x:.3f}" for x in v["rms_mps2"])
+             + " (default coefficients: " + ", ".join(f"{x:.3f}" for x in v["rms_default_coefficients_mps2"]) + ")")
+    echo(f"wrote {out_dir / 'results.json'}")
+    return res

@@ -1,0 +1,224 @@
+"""Synthetic hover logs from the project's own simulator.
+
+:func:`simulate_hover_flight` flies a robot (rigid-body backend, wrench
+controller, the full chain without wind) through a plan of hovers near the
+ground, near a wall and in free air, joined by smooth moves and a few
+faster free-air sweeps that excite the drag; :func:`noisy_log` turns the
+exact trajectory into what a lab would log (motion-capture position and
+attitude noise, accelerometer noise and bias); :func:`write_log` writes it
+as a hover log (:mod:`flapjax.identify.multirotor.log`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax import rotor
+from flapjax import scene as sc
+from flapjax.control.wrench import Reference
+from flapjax.identify.multirotor.log import sidecar_path, thrust_column
+from flapjax.math import quat_mul
+
+#: Hidden coefficients of the sample logs (differ from the chain's defaults).
+HIDDEN = {
+    "ground_coeff": 1.35,
+    "wall_thrust_coeff": 0.12,
+    "wall_lateral_coeff": 0.08,
+    "wall_fade_start": 1.6,
+    "wall_range": 3.6,
+    "drag_linear": [0.30, 0.38, 0.45],
+    "drag_quadratic": [0.08, 0.05, 0.12],
+}
+
+#: Sensor noise of the sample logs: motion capture (position [m], attitude
+#: [rad], velocity output [m/s], per axis), accelerometer white noise
+#: [m/s^2] and the half range of its uniformly drawn constant bias [m/s^2].
+NOISE = {"position_std": 3e-4, "attitude_std": 2e-3, "velocity_std": 0.01, "accel_std": 0.12, "accel_bias": 0.08}
+
+#: The sample logs' scene: ground at z = 0, wall at x = 2 m.
+SCENE = {"ground_z_m": 0.0, "wall_x_m": 2.0, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
+
+
+def hidden_chain_params(hidden: Mapping[str, Any] = HIDDEN) -> rotor.ChainParams:
+    """The :class:`~flapjax.rotor.ChainParams` of a ``hidden`` dict."""
+    return rotor.ChainParams(
+        proximity=rotor.ProximityParams(
+            wall_thrust_coeff=hidden["wall_thrust_coeff"], wall_lateral_coeff=hidden["wall_lateral_coeff"],
+            wall_fade_start=hidden["wall_fade_start"], wall_range=hidden["wall_range"],
+            ground_coeff=hidden["ground_coeff"]),
+        drag=rotor.DragParams(linear=hidden["drag_linear"], quadratic=hidden["drag_quadratic"]),
+    )
+
+
+def flight_plan(prof: rotor.RotorProfile, scene: Mapping[str, float] = SCENE, *, hold: float = 1.3,
+                ) -> list[tuple[np.ndarray, float, float]]:
+    """Waypoints ``(position (3,) [m], move time [s], hold time [s])``.
+
+    Heading is yaw = pi (the arm points away from the wall). Rotor heights
+    ``h / R`` from 0.85 to 6 and free air; nearest-rotor wall distances
+    ``d / R`` from 1.15 to 6 at 1.2 m height (free of ground effect), so the
+    fade window of the wall model is crossed; free-air sweeps along x, y and
+    z at two speeds for the drag. Moves between hovers take ``2 s/m`` (peak
+    speed about 0.9 m/s, at least 0.8 s). The last part repeats a few
+    conditions (the held-out validation segment).
+    """
+    radius = float(np.mean(np.asarray(prof.radius)))
+    rot = np.diag([-1.0, -1.0, 1.0])
+    reach = float(np.max((np.asarray(prof.positions) @ rot.T)[:, 0]))  # nearest rotor ahead of the CoM (+x)
+    g0, wall = scene["ground_z_m"], scene["wall_x_m"]
+    high = g0 + 1.2
+    x_free = wall - 1.6
+    base = np.array([x_free, 0.0, high])
+    plan: list[tuple[np.ndarray, float, float]] = [(base, 0.0, 1.0)]
+
+    def go(target, t_hold=hold, t_move=None):
+        dist = float(np.linalg.norm(np.asarray(target) - plan[-1][0]))
+        plan.append((np.asarray(target, dtype=float), max(0.8, 2.0 * dist) if t_move is None else t_move, t_hold))
+
+    ground = lambda h: np.array([x_free, 0.0, g0 + h * radius])  # noqa: E731
+    near_wall = lambda d: np.array([wall - reach - d * radius, 0.0, high])  # noqa: E731
+    for h in (6.0, 3.0, 2.0, 1.5, 1.2, 1.0, 0.85):
+        go(ground(h))
+    go(base, 0.5)
+    for d in (6.0, 4.5, 3.6, 3.1, 2.6, 2.2, 1.8, 1.5, 1.3, 1.15):
+        go(near_wall(d))
+    go(base, 0.5)
+    for axis, reach_m in ((0, -1.0), (1, 1.0), (2, -0.8)):  # drag sweeps, away from the wall and the ground
+        for t in (1.8, 1.2):
+            off = np.zeros(3)
+            off[axis] = reach_m
+            go(base + off, 0.3, t)
+            go(base, 0.3, t)
+    for target in (ground(1.1), ground(2.5), base, near_wall(2.4), near_wall(1.4), near_wall(3.3), base):
+        go(target)
+    return plan
+
+
+def reference_trajectory(plan, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(T, 3) position, velocity, acceleration of minimum-jerk moves through
+    the plan, sampled every ``dt`` [s]."""
+    pos, vel, acc = [], [], []
+    current = np.asarray(plan[0][0], dtype=float)
+    for target, t_move, t_hold in plan:
+        target = np.asarray(target, dtype=float)
+        n_move = int(round(t_move / dt))
+        if n_move:
+            s = np.arange(n_move) * dt / t_move
+            shape = 10 * s**3 - 15 * s**4 + 6 * s**5
+            dshape = (30 * s**2 - 60 * s**3 + 30 * s**4) / t_move
+            ddshape = (60 * s - 180 * s**2 + 120 * s**3) / t_move**2
+            delta = target - current
+            pos.append(current + shape[:, None] * delta)
+            vel.append(dshape[:, None] * delta)
+            acc.append(ddshape[:, None] * delta)
+        n_hold = int(round(t_hold / dt))
+        pos.append(np.tile(target, (n_hold, 1)))
+        vel.append(np.zeros((n_hold, 3)))
+        acc.append(np.zeros((n_hold, 3)))
+        current = target
+    return np.concatenate(pos), np.concatenate(vel), np.concatenate(acc)
+
+
+def simulate_hover_flight(prof: rotor.RotorProfile, chain: rotor.ChainParams, *,
+                          scene: Mapping[str, float] = SCENE, dt: float = 0.005, plan=None) -> dict[str, np.ndarray]:
+    """Fly the plan; returns the exact log quantities (float64 numpy):
+    ``time`` (T,), ``position`` (T, 3), ``quat`` (T, 4), ``velocity`` (T, 3),
+    ``specific_force`` (T, 3) body frame, ``thrust_command`` (T, n), and
+    ``touching`` / ``diverged`` (T,) flags (both must stay False)."""
+    from flapjax.noise import NoiseParams
+    from flapjax.sim.multirotor.world import MultirotorWorld
+
+    from flapjax.identify.multirotor.model import HOVER_OPTIONS
+
+    plan = flight_plan(prof, scene) if plan is None else plan
+    world = MultirotorWorld(prof, options=HOVER_OPTIONS, dt=dt, backend="rigid", sensor_noise=False)
+    sc_model = sc.Scene(ground_height=scene["ground_z_m"], wall_x=scene["wall_x_m"],
+                        wall_anchor_z=scene["wall_anchor_z_m"], wall_pitch=scene["wall_pitch_rad"])
+    params = eqx.tree_at(lambda q: (q.chain, q.noise), world.default_params(sc_model), (chain, NoiseParams()))
+    pos, vel, acc = reference_trajectory(plan, dt)
+    yaw = math.pi
+    ref = Reference(position=jnp.asarray(pos), velocity=jnp.asarray(vel), acceleration=jnp.asarray(acc),
+                    yaw=jnp.full((pos.shape[0],), yaw))
+    state = world.reset(params, jax.random.key(0), jnp.asarray(pos[0]), yaw=yaw)
+    run = jax.jit(lambda p, s, r: world.rollout(p, s, r, pos.shape[0], checkpoint=False))
+    _, info = run(params, state, ref)
+    mass = float(prof.mass)
+    n = pos.shape[0]
+    return {
+        "time": np.arange(n) * dt,
+        "position": np.asarray(info.position, dtype=float),
+        "quat": np.asarray(info.quat, dtype=float),
+        "velocity": np.asarray(info.velocity, dtype=float),
+        "specific_force": np.asarray(info.wrench, dtype=float)[:, :3] / mass,
+        "thrust_command": np.asarray(info.thrust_command, dtype=float),
+        "touching": np.asarray(info.touching),
+        "diverged": np.asarray(info.diverged),
+    }
+
+
+def _small_rotation_quat(rng: np.random.Generator, n: int, std: float) -> np.ndarray:
+    v = rng.normal(0.0, std, size=(n, 3))
+    angle = np.linalg.norm(v, axis=1)
+    half = 0.5 * angle
+    axis = v / np.where(angle > 0, angle, 1.0)[:, None]
+    return np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * axis], axis=1)
+
+
+def noisy_log(truth: Mapping[str, np.ndarray], seed: int, noise: Mapping[str, float] = NOISE
+              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The log columns a lab would record (:func:`flapjax.identify.multirotor.log.hover_columns`)
+    and the drawn sensor values (``accel_bias``). Motion-capture position
+    noise (white, per axis), attitude noise (a small body rotation, white),
+    accelerometer white noise plus a constant bias drawn uniformly in
+    ``+-accel_bias`` per axis; thrust commands are logged exactly; the
+    motion-capture velocity output (white noise ``velocity_std``) is logged
+    unless ``velocity_std`` is None."""
+    rng = np.random.default_rng(seed)
+    n = truth["time"].shape[0]
+    bias = rng.uniform(-noise["accel_bias"], noise["accel_bias"], size=3)
+    pos = truth["position"] + rng.normal(0.0, noise["position_std"], size=(n, 3))
+    dq = _small_rotation_quat(rng, n, noise["attitude_std"])
+    quat = np.asarray(jax.vmap(quat_mul)(jnp.asarray(truth["quat"]), jnp.asarray(dq)))
+    quat = quat * np.sign(quat[:, :1] + 1e-300)
+    accel = truth["specific_force"] + bias + rng.normal(0.0, noise["accel_std"], size=(n, 3))
+    cols = {"time_s": truth["time"], "x_m": pos[:, 0], "y_m": pos[:, 1], "z_m": pos[:, 2],
+            "qw": quat[:, 0], "qx": quat[:, 1], "qy": quat[:, 2], "qz": quat[:, 3],
+            "ax_mps2": accel[:, 0], "ay_mps2": accel[:, 1], "az_mps2": accel[:, 2]}
+    for i in range(truth["thrust_command"].shape[1]):
+        cols[thrust_column(i)] = truth["thrust_command"][:, i]
+    if noise.get("velocity_std") is not None:
+        vel = truth["velocity"] + rng.normal(0.0, noise["velocity_std"], size=(n, 3))
+        for j, a in enumerate("xyz"):
+            cols[f"v{a}_mps"] = vel[:, j]
+    return cols, {"accel_bias": bias.tolist()}
+
+
+def write_log(path: str | Path, columns: Mapping[str, np.ndarray], scene: Mapping[str, float] = SCENE,
+              *, header: str = "") -> Path:
+    """Write a hover log: ``.npz`` (float32 columns, float64 time, scene in a
+    sidecar ``<stem>.scene.json``) or CSV (scene in ``# scene.KEY = VALUE``
+    comment lines, ``header`` lines as comments first)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".npz":
+        arrays = {k: (np.asarray(v, dtype=np.float64) if k == "time_s" else np.asarray(v, dtype=np.float32))
+                  for k, v in columns.items()}
+        np.savez_compressed(path, **arrays)
+        sidecar_path(path).write_text(json.dumps(dict(scene), indent=2) + "\n")
+        return path
+    names = list(columns)
+    lines = [f"# {h}" for h in header.splitlines()]
+    lines += [f"# scene.{k} = {v!r}" for k, v in scene.items()]
+    lines.append(",".join(names))
+    data = np.stack([np.asarray(columns[k], dtype=float) for k in names], axis=1)
+    lines += [",".join(f"{x:.7g}" for x in row) for row in data]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,265 @@
+"""Multirotor hover identification: log checks, loading identified
+coefficients, the loss gradient, and recovery of hidden coefficients."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax import rotor
+from flapjax.identify.data import DataError
+from flapjax.identify.multirotor import (chain_params_from_results, load_chain_params, read_hover_log,
+                                         run_hover_identification)
+from flapjax.identify.multirotor import model as M
+from flapjax.identify.multirotor import synthetic as S
+from flapjax.identify.multirotor.log import HoverLog, thrust_column
+from flapjax.identify.multirotor.run import fit_hover_log
+from flapjax.validation import ConfigError
+
+PROF = rotor.profiles.preset("quad_x")
+
+
+def _columns(n=600, dt=0.005):
+    """A plausible hover log (no simulation): level hover at 0.1 m, then near the wall."""
+    t = np.arange(n) * dt
+    x = np.where(t < t[-1] / 2, 0.4, 1.75)
+    z = np.where(t < t[-1] / 2, 0.1, 1.2)
+    cols = {"time_s": t, "x_m": x, "y_m": np.zeros(n), "z_m": z, "qw": np.zeros(n), "qx": np.zeros(n),
+            "qy": np.zeros(n), "qz": np.ones(n), "ax_mps2": np.zeros(n), "ay_mps2": np.zeros(n),
+            "az_mps2": np.full(n, 9.81)}
+    for i in range(4):
+        cols[thrust_column(i)] = np.full(n, 3.9) + 0.05 * np.sin(3 * t + i)
+    return cols
+
+
+def _write_csv(path, cols, scene=S.SCENE):
+    return S.write_log(path, cols, scene)
+
+
+# ------------------------------------------------------------------ bad data
+
+
+@pytest.mark.parametrize("case, edit, expect", [
+    ("missing thrust column", lambda c: c.pop("thrust3_n"), "missing required column 'thrust3_n'"),
+    ("accelerometer in g", lambda c: c.__setitem__("az_g", c.pop("az_mps2")), "given in 'g', expected 'mps2'"),
+    ("NaN cell", lambda c: c["x_m"].__setitem__(7, np.nan), "column 'x_m', row 8"),
+    ("time goes back", lambda c: c["time_s"].__setitem__(20, c["time_s"][18]), "column 'time_s', row 21"),
+    ("bad quaternion", lambda c: c["qw"].__setitem__(30, 0.5), "'qw','qx','qy','qz', row 31: quaternion norm"),
+    ("negative thrust", lambda c: c["thrust2_n"].__setitem__(40, -0.5), "column 'thrust2_n', row 41: negative"),
+    ("below ground", lambda c: c["z_m"].__setitem__(50, -0.01), "column 'z_m', row 51"),
+    ("beyond wall", lambda c: c["x_m"].__setitem__(500, 2.1), "column 'x_m', row 501"),
+    ("dropped samples", lambda c: c["time_s"].__setitem__(slice(100, None), c["time_s"][100:] + 0.02),
+     "column 'time_s', row 101"),
+])
+def test_bad_hover_logs_name_file_column_row(tmp_path, case, edit, expect):
+    cols = {k: np.array(v, dtype=float) for k, v in _columns().items()}
+    edit(cols)
+    path = _write_csv(tmp_path / "hover.csv", cols)
+    with pytest.raises(DataError) as exc:
+        read_hover_log(path, 4)
+    assert str(path) in str(exc.value) and expect in str(exc.value), (case, str(exc.value))
+
+
+def test_bad_scene_and_short_log(tmp_path):
+    cols = _columns()
+    path = _write_csv(tmp_path / "hover.csv", cols, scene={"wall_x_m": "far"} | {})
+    with pytest.raises(DataError, match=r"scene.wall_x_m must be a number"):
+        read_hover_log(path, 4)
+    path = _write_csv(tmp_path / "short.csv", {k: v[:100] for k, v in cols.items()})
+    with pytest.raises(DataError, match=r"short.csv: column 'time_s': the log spans"):
+        read_hover_log(path, 4)
+    path = _write_csv(tmp_path / "ok.csv", cols)
+    with pytest.raises(ConfigError, match="thrust"):
+        read_hover_log(path, 6)  # a hexa's log needs six thrust columns
+
+
+def test_log_reads_scene_from_csv_comments_and_npz_sidecar(tmp_path):
+    cols = _columns()
+    log_csv = read_hover_log(_write_csv(tmp_path / "a.csv", cols), 4)
+    log_npz = read_hover_log(S.write_log(tmp_path / "a.npz", cols), 4)
+    assert log_csv.scene == log_npz.scene == {**S.SCENE}
+    np.testing.assert_allclose(log_csv.position, log_npz.position, atol=1e-6)
+
+
+# ------------------------------------------------------------------ chain changes keep the defaults
+
+
+def test_ground_coeff_default_is_cheeseman_bennett_bitwise():
+    h = jnp.linspace(0.02, 0.5, 50)
+    r = 0.0635
+    ratio = r / (4.0 * jnp.maximum(h, 0.5 * r))
+    old = 1.0 / (1.0 - ratio * ratio)
+    assert jnp.array_equal(rotor.ground_effect_factor(h, r), old)
+    assert jnp.array_equal(rotor.ground_effect_factor(h, r, rotor.ProximityParams().ground_coeff), old)
+    with pytest.raises(ConfigError, match="ground_coeff"):
+        rotor.ProximityParams(ground_coeff=4.5)
+
+
+# ------------------------------------------------------------------ loading
+
+
+def test_results_load_into_chain_params_profile_and_task_config(tmp_path):
+    res = {"ground_coeff": 1.3, "wall_thrust_coeff": 0.11, "wall_lateral_coeff": 0.07, "wall_fade_start": 1.5,
+           "wall_range": 3.5, "drag_linear_y": 0.4, "drag_quadratic_z": 0.1, "wall_range_std": 0.1,
+           "not_identified": {"drag_linear_x": "no speed along x"}, "drag_linear_x": 9.0}
+    (tmp_path / "results.json").write_text(json.dumps(res))
+    chain = chain_params_from_results(tmp_path / "results.json")
+    assert float(chain.proximity.ground_coeff) == 1.3 and float(chain.proximity.wall_range) == 3.5
+    np.testing.assert_allclose(chain.drag.linear, [0.25, 0.4, 0.35])  # x held at its default
+    np.testing.assert_allclose(chain.drag.quadratic, [0.05, 0.05, 0.1])
+    # a profile file pointing at the results, with one value overridden
+    from flapjax.rotor.profile import profile_to_dict
+
+    prof = profile_to_dict(PROF)
+    lines = [f"mass = {prof['mass']}", f"inertia = {prof['inertia']}"]
+    for rot in prof["rotors"]:
+        lines.append("[[rotors]]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in rot.items()]
+    lines += ["[chain]", 'results = "results.json"', "wall_lateral_coeff = 0.06"]
+    (tmp_path / "quad.toml").write_text("\n".join(lines) + "\n")
+    assert rotor.load_profile(tmp_path / "quad.toml").n_rotors == 4
+    loaded = load_chain_params(tmp_path / "quad.toml")
+    assert float(loaded.proximity.wall_lateral_coeff) == 0.06 and float(loaded.proximity.wall_thrust_coeff) == 0.11
+    from flapjax.tasks.config import TaskConfig
+
+    assert float(TaskConfig(robot=str(tmp_path / "quad.toml")).chain_params().proximity.ground_coeff) == 1.3
+    cfg = TaskConfig(chain_coefficients=str(tmp_path / "results.json"))
+    assert float(cfg.chain_params().proximity.wall_lateral_coeff) == 0.07
+    assert float(TaskConfig().chain_params().proximity.wall_thrust_coeff) == 0.05
+
+
+@pytest.mark.parametrize("res, expect", [
+    ({"wall_thrust_coeff": -0.1}, "wall_thrust_coeff"),
+    ({"wall_fade_start": 3.0, "wall_range": 2.0}, "wall_range: must be > wall_fade_start"),
+    ({"ground_coeff": "big"}, "ground_coeff must be a number"),
+    ({"k_f": 1.0}, "holds none of the chain coefficients"),
+    ({"drag_linear_x": float("nan")}, "drag_linear_x must be finite"),
+])
+def test_bad_results_values(tmp_path, res, expect):
+    with pytest.raises(ConfigError, match=expect):
+        chain_params_from_results(res)
+
+
+def test_bad_chain_table_and_task_field(tmp_path):
+    from flapjax.tasks.config import TaskConfig
+
+    with pytest.raises(ConfigError, match="chain_coefficients: .*no such results file"):
+        TaskConfig(chain_coefficients=str(tmp_path / "absent.json"))
+    (tmp_path / "q.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"wall_c": 1.0}}))
+    with pytest.raises(ConfigError, match=r"q.json.chain: unknown keys \['wall_c'\]"):
+        load_chain_params(tmp_path / "q.json")
+
+
+# ------------------------------------------------------------------ gradient
+
+
+def test_loss_gradient_matches_finite_differences_float64():
+    assert jax.config.jax_enable_x64
+    cols = _columns(n=200)
+    rng = np.random.default_rng(0)
+    cols["x_m"] = 1.70 + 0.05 * np.sin(np.arange(200) / 20.0)  # nearest rotor 1.4-3 R from the wall
+    cols["z_m"] = 0.08 + 0.02 * np.cos(np.arange(200) / 15.0)
+    log = HoverLog(path="mem", time=cols["time_s"], position=np.stack([cols["x_m"], cols["y_m"], cols["z_m"]], 1),
+                   quat=np.tile([0.0, 0.0, 0.0, 1.0], (200, 1)),
+                   specific_force=rng.normal(size=(200, 3)) + [0, 0, 9.81],
+                   thrust_command=np.stack([cols[thrust_column(i)] for i in range(4)], 1),
+                   velocity=rng.normal(0, 0.3, size=(200, 3)), velocity_logged=True, scene=dict(S.SCENE))
+    inputs = M.hover_inputs(PROF, log)
+    target = jnp.asarray(log.specific_force)
+    base = M.initial_values()
+
+    def loss(p, name):
+        return 0.5 * jnp.mean((M.predict(PROF, {**base, name: p}, inputs) - target) ** 2)
+
+    for name, x0 in (("wall_thrust_coeff", 0.07), ("wall_fade_start", 1.9), ("ground_coeff", 1.2)):
+        g = float(jax.grad(loss)(jnp.asarray(x0), name))
+        h = 1e-6
+        fd = (float(loss(jnp.asarray(x0 + h), name)) - float(loss(jnp.asarray(x0 - h), name))) / (2 * h)
+        assert g != 0.0 and abs(g - fd) <= 1e-6 * max(1.0, abs(fd)), (name, g, fd)
+
+
+# ------------------------------------------------------------------ recovery (simulated flights)
+
+
+@pytest.fixture(scope="module")
+def short_flight():
+    """A short simulated flight: ground and wall hovers crossing the fade window, sweeps in x, y, z."""
+    jax.config.update("jax_enable_x64", True)
+    radius, reach = float(PROF.radius[0]), float(np.max(-np.asarray(PROF.positions)[:, 0]))
+    base = np.array([0.4, 0.0, 1.2])
+    wall = lambda d: np.array([2.0 - reach - d * radius, 0.0, 1.2])  # noqa: E731
+    plan = [(base, 0.0, 0.8)]
+    for target, hold in ((np.array([0.4, 0.0, 1.0 * radius]), 1.0), (np.array([0.4, 0.0, 2.0 * radius]), 0.8),
+                         (base, 0.3), (base + [-1.0, 0, 0], 0.2), (base + [0, 1.0, 0], 0.2), (base - [0, 0, 0.7], 0.2),
+                         (wall(4.0), 0.6), (wall(3.0), 0.6), (wall(2.2), 0.6), (wall(1.6), 0.6), (wall(1.2), 0.8),
+                         (base, 0.3), (np.array([0.4, 0.0, 1.3 * radius]), 0.8), (wall(2.0), 0.8)):
+        dist = float(np.linalg.norm(target - plan[-1][0]))
+        plan.append((target, max(0.8, 1.6 * dist), hold))
+    truth = S.simulate_hover_flight(PROF, S.hidden_chain_params(), plan=plan)
+    assert not truth["touching"].any() and not truth["diverged"].any()
+    return truth
+
+
+def _truth_values(drawn_bias):
+    out = {k: S.HIDDEN[k] for k in ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start",
+                                    "wall_range")}
+    for j, a in enumerate("xyz"):
+        out[f"drag_linear_{a}"] = S.HIDDEN["drag_linear"][j]
+        out[f"drag_quadratic_{a}"] = S.HIDDEN["drag_quadratic"][j]
+        out[f"accel_bias_{a}"] = drawn_bias[j]
+    return out
+
+
+@pytest.mark.slow
+def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
+    zero = {"position_std": 0.0, "attitude_std": 0.0, "velocity_std": 0.0, "accel_std": 0.0, "accel_bias": 0.0}
+    cols, drawn = S.noisy_log(short_flight, 0, zero)
+    for j, a in enumerate("xyz"):
+        cols[f"v{a}_mps"] = short_flight["velocity"][:, j]
+    path = S.write_log(tmp_path / "clean.csv", cols)
+    res = run_hover_identification(path, "quad_x", tmp_path / "out", progress=False, echo=lambda s: None,
+                                   validation_fraction=0.15)
+    truth = _truth_values(drawn["accel_bias"])
+    for k, v in truth.items():
+        assert abs(res[k] - v) <= 2e-3 * max(abs(v), 0.05), (k, res[k], v)
+    assert res["not_identified"] == {}
+    assert max(res["validation"]["rms_mps2"]) < 1e-3
+    on_disk = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert on_disk["wall_thrust_coeff_std"] > 0 and (tmp_path / "out" / "residuals.png").stat().st_size > 0
+    chain = chain_params_from_results(tmp_path / "out" / "results.json")
+    assert abs(float(chain.proximity.wall_thrust_coeff) - S.HIDDEN["wall_thrust_coeff"]) < 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 11])
+def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path, seed):
+    cols, drawn = S.noisy_log(short_flight, seed)
+    path = S.write_log(tmp_path / "noisy.npz", cols)
+    res = fit_hover_log(PROF, read_hover_log(path, 4), validation_fraction=0.15)
+    truth = _truth_values(drawn["accel_bias"])
+    z = {k: (res[k] - v) / res[f"{k}_std"] for k, v in truth.items()}
+    # 14 parameters from a 30 s flight (the 20-seed coverage of the full sample
+    # flight is benchmarks/identify_hover_coverage.py): few outside 2 sigma, none far out
+    assert sum(abs(v) > 2.0 for v in z.values()) <= 3 and max(abs(v) for v in z.values()) < 4.0, z
+    assert max(res["validation"]["rms_over_noise"]) < 1.1
+
+
+def test_excitation_flags_unexcited_coefficients():
+    from flapjax.identify.multirotor.run import excitation
+
+    cols = _columns(n=600)
+    cols["x_m"] = np.full(600, 0.4)
+    cols["z_m"] = np.full(600, 1.2)
+    log = HoverLog(path="mem", time=cols["time_s"], position=np.stack([cols["x_m"], cols["y_m"], cols["z_m"]], 1),
+                   quat=np.tile([0.0, 0.0, 0.0, 1.0], (600, 1)), specific_force=np.zeros((600, 3)),
+                   thrust_command=np.full((600, 4), 3.9), velocity=np.zeros((600, 3)), velocity_logged=True,
+                   scene=dict(S.SCENE))
+    held = excitation(PROF, M.hover_inputs(PROF, log))
+    assert set(held) == set(M.PARAMETERS) - {"accel_bias_x", "accel_bias_y", "accel_bias_z"}
+    log2 = HoverLog(**{**log.__dict__, "position": log.position + [1.378, 0, 0]})
+    held2 = excitation(PROF, M.hover_inputs(PROF, log2))
+    assert "wall_thrust_coeff" not in held2 and "one regime" in held2["wall_fade_start"]
