@@ -166,19 +166,25 @@ def test_hidden_values_are_covered_over_noise_seeds():
 
 
 @pytest.mark.slow
-def test_physical_parameters_from_a_stand_table():
-    """Per-wing lift scale through the fixed-base rollout, on a tiny case
-    (2 frequencies, 40 ms rollouts) with a known answer."""
+def test_physical_parameters_from_a_stand_table(tmp_path):
+    """Per-wing lift scale through the fixed-base rollout from a stand file
+    (``physical=True``), on a tiny case (2 frequencies, 40 ms rollouts) with
+    a known answer."""
     from flapjax.identify.flapper import physical as P
 
     freqs = [30.0, 40.0]
     ro = P.StandRollout.make(freqs, np.zeros((2, 2)), duration=0.04, discard=0.02)
     nominal = P.nominal_physical(ro.robot)
     truth = 0.9 * nominal["lift_scale"]
-    fz = np.asarray(P.eval_stand(ro, {**nominal, "lift_scale": truth}))[:, 0]
-    data = S.stand_data(freqs, fz * np.array([1.002, 0.998]), source="tiny")
-    res = P.fit_physical_to_stand(data, parameters=("lift_scale",), duration=0.04, discard=0.02, max_steps=6)
-    est, std = res["values"]["lift_scale"], res["std"]["lift_scale"]
+    fz = np.asarray(P.eval_stand(ro, {**nominal, "lift_scale": truth}))[:, 0] * np.array([1.002, 0.998])
+    table = tmp_path / "tiny.csv"
+    table.write_text("frequency_hz,fz_n\n" + "".join(f"{f},{float(v)!r}\n" for f, v in zip(freqs, fz)))
+    res = S.run_stand_identification(table, tmp_path / "out", echo=lambda s: None, physical=True,
+                                     physical_options={"parameters": ("lift_scale",), "duration": 0.04,
+                                                       "discard": 0.02, "max_steps": 6})
+    phys = res["physical"]
+    est, std = phys["values"]["lift_scale"], phys["std"]["lift_scale"]
     assert 0 < std < 0.05 * truth
     assert abs(est - truth) < max(3 * std, 0.01 * truth), (est, truth, std)
-    assert res["channels"] == ["fz_n"] and len(res["fitted"]) == 2
+    assert phys["channels"] == ["fz_n"] and len(phys["fitted"]) == 2
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["physical"]["values"]["lift_scale"] == est
