@@ -151,7 +151,8 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
     plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
     where = source or "stand data"
-    for name, arr in [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]), *cols.items()]:
+    named = [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]), *cols.items()]
+    for name, arr in named:
         if arr.shape[0] != n:
             raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column 'frequency_hz' has {n}")
         bad = np.nonzero(~np.isfinite(arr))[0]
@@ -161,7 +162,8 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
         raise DataError(f"{where}: empty table: column 'frequency_hz', row 1 missing")
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
-        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {f[bad[0]]!r}")
+        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, "
+                        f"got {f[bad[0]]!r}")
     return StandData(f, np.stack(plates, axis=1), cols, source)
 
 
@@ -270,7 +272,7 @@ def _check_identifiable(data: StandData, names: list[str], f_ref: float) -> None
             a = np.stack(cols, axis=1)
             if np.linalg.matrix_rank(a / np.maximum(np.abs(a).max(axis=0), 1e-300), tol=1e-9) < a.shape[1]:
                 raise DataError(f"{data.source}: columns 'pitch_plate_rad' and 'roll_plate_rad': the plate angles "
-                                f"do not vary independently, so the moment terms {list(t for t in terms if t in names)} "
+                                f"do not vary independently, so the moment terms {[t for t in terms if t in names]} "
                                 f"of column {ch!r} cannot be told apart; measure each plate angle on its own too")
 
 
