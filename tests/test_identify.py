@@ -120,6 +120,28 @@ def test_round_trip_damping(factor):
     assert max(errs.values()) < 1e-2, errs
 
 
+@pytest.mark.parametrize("factor", START)
+def test_round_trip_speed_to_moment_coupling(factor):
+    # Synthetic averaged-model data with a known coupling: the gradient fit
+    # (signed L_v, M_u) recovers it and equals the closed-form slopes.
+    truth = {"D_w": jnp.array([3e-5, 2e-5, 2e-4]), "k_v": 0.045, "L_v": 8.4e-4, "M_u": -4.7e-4}
+    drive = jnp.concatenate([jnp.eye(5) * r for r in (-1.0, -0.5, 0.5, 1.0)])
+    y = F.predict_damping(truth, drive)
+    # roll moment from v_y and pitch moment from v_x, with the drag above the CoM
+    np.testing.assert_allclose(y[drive[:, 1] == 1.0][0], [0.0, -0.045, 8.4e-4, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(y[drive[:, 0] == 1.0][0], [-0.045, 0.0, 0.0, -4.7e-4, 0.0], atol=1e-15)
+    slopes = F.coupling_slopes(drive[:, :2], y[:, 2:4])
+    np.testing.assert_allclose([slopes["L_v"], slopes["M_u"]], [8.4e-4, -4.7e-4], rtol=1e-12)
+    data = idf.Measurements(inputs=drive, targets=y, scale=jnp.array([0.05, 0.05, 4e-4, 4e-4, 4e-4]))
+    names = ["D_w", "k_v", "L_v", "M_u"]
+    t, n = idf.split(truth, names, signed=["L_v", "M_u"])
+    t = idf.scale_trainable(t, {k: factor for k in names})
+    res = idf.fit(idf.least_squares(F.predict_damping), t, n, data, optimizer=idf.make_optimizer("lbfgs"),
+                  convergence=idf.Convergence(max_steps=300))
+    errs = _rel_err(res, truth, names)
+    assert max(errs.values()) < 1e-4, errs
+
+
 def test_uncertainty_from_curvature_matches_linear_regression():
     rng = np.random.default_rng(0)
     f = np.linspace(20.0, 45.0, 12)

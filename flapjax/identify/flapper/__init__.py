@@ -12,13 +12,15 @@ Studies (each a function ``cfg -> StudyResult``; configs in ``identification/``)
     fitted as ``k_f f^2`` by gradient and compared with the closed-form
     least-squares ``sum F f^2 / sum f^4``.
 ``moments`` (:mod:`.moments`)
-    k_roll and k_pitch from plate-tilt sweeps at several frequencies: the
-    cycle-mean body moment about the robot's centre of mass fitted as
+    k_roll and k_pitch from plate-tilt sweeps at several frequencies (driven
+    base held at rest): the cycle-mean body moment about the robot's
+    instantaneous centre of mass fitted as
     ``lambda_f [k_roll delta_p, -k_pitch delta_r]``, ``lambda_f = (f/42)^2``.
 ``damping`` (:mod:`.damping`)
-    D_w (and k_v) from runs with an imposed body motion: cycle-mean
-    body-frame moment vs mean body rate gives ``-D_w omega``; force vs speed
-    gives ``-k_v v``.
+    D_w, k_v and the speed-to-moment coupling L_v, M_u from runs with an
+    imposed body motion: cycle-mean body-frame moment (about the moving
+    centre of mass) vs mean body rate gives ``-D_w omega``; force vs speed
+    gives ``-k_v v``; the cross moment vs speed ``L_v v_y``, ``M_u v_x``.
 ``physical`` (:mod:`.physical`)
     Parameters inside the per-wing model (default: feathering hinge stiffness
     and lift scale) fitted by gradient *through the MJX rollout* to cycle-mean
@@ -26,6 +28,10 @@ Studies (each a function ``cfg -> StudyResult``; configs in ``identification/``)
 ``validation`` (:mod:`.validation`)
     The identified averaged model and the per-wing free-flight model fly the
     same hover and plate-command steps under the same hover controller.
+
+Flight logs (:mod:`.flight_log`, ``flapjax identify --data FLIGHT.csv``):
+the averaged model fitted to a motion-capture log over the logged commands
+by multiple shooting (:func:`run_flight_identification`).
 
 :mod:`.config` holds the settings and their checks, :mod:`.run` the driver
 with resume, :mod:`.report` the plots and the summary table,
@@ -45,7 +51,8 @@ from flapjax.identify.flapper.config import (
     optimizer_for,
     validate_config,
 )
-from flapjax.identify.flapper.damping import damping_frequency, predict_damping, study_damping
+from flapjax.identify.flapper.damping import coupling_slopes, damping_frequency, predict_damping, study_damping
+from flapjax.identify.flapper.flight_log import identify_flight_log, read_flight_log, run_flight_identification
 from flapjax.identify.flapper.lift import fixed_sweep, predict_lift, study_lift
 from flapjax.identify.flapper.moments import REFERENCE_FREQUENCY, predict_moments, study_moments
 from flapjax.identify.flapper.physical import (
@@ -74,12 +81,14 @@ __all__ = [
     "IdentificationResult",
     "LiftRollout",
     "convergence_for",
+    "coupling_slopes",
     "damping_frequency",
     "default_config",
     "eval_lift",
     "fit_averaged",
     "fixed_sweep",
     "fly",
+    "identify_flight_log",
     "load_config",
     "nominal_physical",
     "optimizer_for",
@@ -87,6 +96,8 @@ __all__ = [
     "predict_damping",
     "predict_lift",
     "predict_moments",
+    "read_flight_log",
+    "run_flight_identification",
     "run_identification",
     "study_damping",
     "study_lift",

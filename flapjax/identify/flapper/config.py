@@ -21,8 +21,18 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import optax
 
-from flapjax.identify.fit import GRAD_MODES, LINE_SEARCHES, OPTIMIZERS, Convergence, FitResult, fit, make_optimizer, split
-from flapjax.identify.losses import Measurements, least_squares
+from flapjax.identify.fit import (
+    GRAD_MODES,
+    LINE_SEARCHES,
+    OPTIMIZERS,
+    Convergence,
+    FitResult,
+    combine,
+    fit,
+    make_optimizer,
+    split,
+)
+from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
@@ -54,7 +64,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "rates": [-2.0, -1.0, 1.0, 2.0],
         "speeds": [-1.0, -0.5, 0.5, 1.0],
         "axes": ["x", "y", "z"],
-        "armature": 10.0,
+        "armature": 1000.0,
         "duration": 0.6,
         "discard": 0.3,
         "optimizer": "lbfgs",
@@ -90,7 +100,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
 
 QUICK_OVERRIDES: dict[str, Any] = {
     "lift": {"frequencies": [20.0, 30.0, 40.0, 45.0]},
-    "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3]},
+    # the damping runs' window, so both studies share one compiled driven-base program
+    "moments": {"frequencies": [30.0, 42.0], "tilts": [-0.3, -0.15, 0.15, 0.3], "duration": 0.4, "discard": 0.2},
     "damping": {"rates": [-2.0, -1.0, 1.0, 2.0], "speeds": [-1.0, 1.0], "duration": 0.4, "discard": 0.2},
     "physical": {"parameters": ["lift_scale"], "duration": 0.2, "discard": 0.1, "max_steps": 8},
     "validation": {"duration": 1.0, "step_start": 0.5, "tail": 0.3, "window": 0.5},
@@ -303,11 +314,29 @@ def fit_averaged(
     s: Mapping,
     *,
     bar=None,
+    signed=(),
 ) -> FitResult:
-    """Fit the ``trainable`` entries of ``start`` (log space) to ``data`` by
-    least squares, with the optimizer and stopping rules of section ``s``."""
-    t, n = split(start, trainable)
+    """Fit the ``trainable`` entries of ``start`` (log space, except the
+    ``signed`` ones) to ``data`` by least squares, with the optimizer and
+    stopping rules of section ``s``."""
+    t, n = split(start, trainable, signed=signed)
     return fit(
         least_squares(predict), t, n, data, optimizer=optimizer_for(s), convergence=convergence_for(s),
         progress=progress_callback(bar),
     )
+
+
+def fit_uncertainty(predict: Callable, data: Measurements, res: FitResult, *, rows=None) -> dict[str, Any]:
+    """Gauss-Newton standard deviations [SI] of a fit's trainable values
+    (:func:`flapjax.identify.losses.gauss_newton_uncertainty`, residual
+    variance from the fit); ``rows``: indices into the flattened residuals
+    that are measurements (the rest, e.g. masked zeros, are left out)."""
+    nominal = split(res.params, [])[1]
+    keep = None if rows is None else np.asarray(rows)
+
+    def residual_fn(t):
+        r = residuals(predict, combine(t, nominal), data)
+        return r if keep is None else r[keep]
+
+    unc = gauss_newton_uncertainty(residual_fn, res.trainable)
+    return {k: np.asarray(v) for k, v in unc["std"].items()}

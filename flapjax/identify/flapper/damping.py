@@ -1,12 +1,17 @@
-"""The damping study: ``D_w`` (body-rate damping) and ``k_v`` (horizontal
-damping) of the cycle-averaged model, from imposed body motion.
+"""The damping study: ``D_w`` (body-rate damping), ``k_v`` (horizontal
+damping) and the speed-to-moment coupling ``L_v``, ``M_u`` of the
+cycle-averaged model, from imposed body motion.
 
 The per-wing robot's base rides on two slides and three hinges through the
 centre of mass, each with a large armature (a flywheel: the aerodynamic
 loads change its rate by < 0.1 %), started at a constant rate or speed
 (:func:`flapjax.sim.flapper.make_driven_robot`). The cycle-mean body-frame
 moment against the measured mean body rate gives ``-D_w omega``; force
-against speed gives ``-k_v v``. The robot flaps at the hover frequency of
+against speed gives ``-k_v v``, and the cross moment against speed the
+coupling (body roll moment ``L_v v_y``, pitch moment ``M_u v_x``). Moments
+are about the robot's instantaneous centre of mass. All are fitted together
+by gradient (``L_v``, ``M_u`` signed, the others in log space) with
+Gauss-Newton standard deviations. The robot flaps at the hover frequency of
 the lift study unless a frequency is configured.
 """
 
@@ -20,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.config import fit_averaged
+from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
 from flapjax.identify.results import StudyResult
@@ -30,11 +35,32 @@ from flapjax.validation import ConfigError
 
 def predict_damping(p: Params, inputs) -> jax.Array:
     """(n, 5) body force x, y [N] and moment x, y, z [N m] of the averaged
-    model under drive velocities ``inputs`` (n, 5) (plate at zero)."""
+    model under drive velocities ``inputs`` (n, 5) (v_x, v_y [m/s],
+    omega_x,y,z [rad/s]; plate at zero): ``-k_v v``,
+    ``-D_w omega + [L_v v_y, M_u v_x, 0]`` (``L_v``, ``M_u`` 0 when absent)."""
     drive = inputs
     force = -p["k_v"] * drive[:, :2]
     moment = -p["D_w"] * drive[:, 2:]
+    if "L_v" in p or "M_u" in p:
+        zero = jnp.zeros_like(drive[:, 0])
+        coupling = jnp.stack([p.get("L_v", 0.0) * drive[:, 1], p.get("M_u", 0.0) * drive[:, 0], zero], axis=-1)
+        moment = moment + coupling
     return jnp.concatenate([force, moment], axis=-1)
+
+
+def coupling_slopes(drive, moment) -> dict[str, float]:
+    """Closed-form least-squares ``L_v`` (roll moment vs v_y) and ``M_u``
+    (pitch moment vs v_x) from speed-driven worlds: ``drive`` (n, 2) mean
+    speeds [m/s] with one non-zero per row, ``moment`` (n, 2) body moments
+    x, y [N m]."""
+    drive, moment = np.asarray(drive, dtype=float), np.asarray(moment, dtype=float)
+    out = {}
+    sel_y, sel_x = np.abs(drive[:, 1]) > np.abs(drive[:, 0]), np.abs(drive[:, 0]) > np.abs(drive[:, 1])
+    if np.any(sel_y):
+        out["L_v"] = slope_through_origin(drive[sel_y, 1], moment[sel_y, 0])
+    if np.any(sel_x):
+        out["M_u"] = slope_through_origin(drive[sel_x, 0], moment[sel_x, 1])
+    return out
 
 
 def damping_frequency(cfg: Mapping, k_f: float | None) -> float:
@@ -71,15 +97,20 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
             kinds.append(i)
     drives, kinds = np.asarray(drives), np.asarray(kinds)
     out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
-                          batch_size=cfg["run"]["batch_size"], com_offset=fl.robot_com_offset())
+                          batch_size=cfg["run"]["batch_size"])
     force, moment, mean_drive = np.asarray(out.force), np.asarray(out.moment), np.asarray(out.drive)
     meas = np.concatenate([force[:, :2], moment], axis=1)  # (n, 5) aligned with drive dofs
     # Each world measures the load on the axis it drives; the regressor is the
     # measured mean drive velocity (the armature lets it drift by < 0.1 %).
-    x = mean_drive[np.arange(len(kinds)), kinds]
-    y = meas[np.arange(len(kinds)), kinds]
+    rows = np.arange(len(kinds))
+    x = mean_drive[rows, kinds]
+    y = meas[rows, kinds]
     inputs = np.zeros_like(mean_drive)
-    inputs[np.arange(len(kinds)), kinds] = x
+    inputs[rows, kinds] = x
+    # Speed worlds also measure the cross moment: v_x -> pitch (column 3), v_y -> roll (column 2).
+    speed = kinds < 2
+    cross_col = np.where(kinds == 0, 3, 2)
+    cross_y = meas[rows, cross_col]
     slopes, r2 = {}, {}
     for j, label in enumerate(("v_x", "v_y", "w_x", "w_y", "w_z")):
         sel = kinds == j
@@ -88,26 +119,38 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     axes_used = sorted({int(k) - 2 for k in kinds if k >= 2})
     speeds_used = bool(np.any(kinds < 2))
     # Scale force and moment residuals separately (different units).
-    f_scale = np.sqrt(np.mean(y[kinds < 2] ** 2)) if speeds_used else 1.0
-    m_scale = np.sqrt(np.mean(y[kinds >= 2] ** 2))
-    scale = np.concatenate([np.full(2, f_scale), np.full(3, m_scale)])
+    f_scale = np.sqrt(np.mean(y[speed] ** 2)) if speeds_used else 1.0
+    m_scale = np.sqrt(np.mean(y[~speed] ** 2))
+    c_scale = max(float(np.sqrt(np.mean(cross_y[speed] ** 2))), 1e-300) if speeds_used else 1.0
+    scale = np.tile(np.concatenate([np.full(2, f_scale), np.full(3, m_scale)]), (len(kinds), 1))
     mask = np.zeros_like(meas)
-    mask[np.arange(len(kinds)), kinds] = 1.0
+    mask[rows, kinds] = 1.0
+    if speeds_used:
+        mask[rows[speed], cross_col[speed]] = 1.0
+        scale[rows[speed], cross_col[speed]] = c_scale
+        slopes.update(coupling_slopes(inputs[speed, :2], meas[speed, 2:4]))
     sf = s["start_factor"]
     d_start = np.array([max(slopes.get(f"w_{a}", 0.0), 1e-7) for a in "xyz"]) * sf
     k_v_start = max(0.5 * (slopes.get("v_x", 0.0) + slopes.get("v_y", 0.0)), 1e-5) * sf if speeds_used else 0.06
     start = {"D_w": d_start, "k_v": k_v_start}
     trainable = ["D_w"] + (["k_v"] if speeds_used else [])
+    coupling = [k for k in ("L_v", "M_u") if k in slopes]
+    for k in coupling:
+        start[k] = sf * slopes[k]
+    trainable += coupling
 
     def masked(p, inp):
-        # Only the driven component of each world is a measurement.
+        # Only the driven component of each world (and a speed world's cross moment) is a measurement.
         return predict_damping(p, inp) * jnp.asarray(mask)
 
     data = Measurements(inputs=jnp.asarray(inputs), targets=jnp.asarray(meas * mask), scale=jnp.asarray(scale))
-    res = fit_averaged(masked, data, start, trainable, s, bar=bar)
+    res = fit_averaged(masked, data, start, trainable, s, bar=bar, signed=coupling)
+    std = fit_uncertainty(masked, data, res, rows=np.flatnonzero(mask.ravel()))
     d_w = np.asarray(res.params["D_w"])
     k_v = float(res.params["k_v"])
-    fitted = np.asarray(predict_damping(res.params, jnp.asarray(inputs)))[np.arange(len(kinds)), kinds]
+    full_fit = np.asarray(predict_damping(res.params, jnp.asarray(inputs)))
+    fitted = full_fit[rows, kinds]
+    cross_fitted = full_fit[rows, cross_col]
     for j, label in enumerate(("v_x", "v_y", "w_x", "w_y", "w_z")):
         sel = kinds == j
         if np.sum(sel) >= 2:
@@ -116,9 +159,18 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     values = {"D_w": jnp.asarray(d_w)}
     if speeds_used:
         values["k_v"] = jnp.asarray(k_v)
+    heights = {}
+    for k in coupling:
+        values[k] = jnp.asarray(float(res.params[k]))
+        # equivalent drag height above the centre of mass: L_v = k_v h_y, M_u = -k_v h_x
+        heights["drag_height_y" if k == "L_v" else "drag_height_x"] = (
+            float(res.params[k]) / k_v if k == "L_v" else -float(res.params[k]) / k_v)
+    if coupling:
+        r2["r2_coupling"] = r_squared(cross_y[speed], cross_fitted[speed])
     notes = (
         f"driven base (slides x, y and hinges x, y, z through the CoM, armature {s['armature']}), "
-        f"flapping at {frequency:.3f} Hz; body-frame cycle means about the CoM; fit stopped: {res.reason}"
+        f"flapping at {frequency:.3f} Hz; body-frame cycle means about the instantaneous CoM; "
+        f"fit stopped: {res.reason}"
     )
     if anti:
         notes += f"; axes {anti}: the per-wing model shows no damping (measured slope <= 0), D_w there is fitted toward 0"
@@ -127,16 +179,18 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     return StudyResult(
         name="damping",
         values=values,
-        std={},
+        std={k: jnp.asarray(v) for k, v in std.items()},
         metrics={
             "frequency": float(frequency),
             **{f"slope_{k}": v for k, v in slopes.items()},
+            **heights,
             **r2,
             "drive_drift_max": float(np.max(np.abs(x - drives[np.arange(len(kinds)), kinds]) / np.abs(drives[np.arange(len(kinds)), kinds]))),
             "final_loss": float(res.final_loss),
             "fit_steps": res.steps,
         },
-        data={"kind": kinds.astype(float), "drive": x, "load": y, "fitted": fitted},
+        data={"kind": kinds.astype(float), "drive": x, "load": y, "fitted": fitted,
+              "cross_load": cross_y, "cross_fitted": cross_fitted},
         loss=res.loss,
         notes=notes,
         converged=res.converged,

@@ -1,10 +1,14 @@
 """The moments study: ``k_roll`` and ``k_pitch`` of the cycle-averaged model.
 
 Plate-tilt sweeps (pitch_joint and roll_joint separately) at several
-frequencies; the cycle-mean body moment about the robot's centre of mass is
-fitted as ``lambda_f [k_roll delta_p, -k_pitch delta_r]`` with
+frequencies on the driven base held at rest (zero drive velocity:
+:func:`flapjax.sim.flapper.driven_sweep`, the damping study's compiled
+program); the cycle-mean body moment about the robot's *instantaneous*
+centre of mass (the tilted plate and the stroking wings move it) is fitted
+as ``lambda_f [k_roll delta_p, -k_pitch delta_r]`` with
 ``lambda_f = (f / f_ref)^2`` (the seed's crossed naming: the pitch_joint
-angle rolls the robot). Cross moments are reported.
+angle rolls the robot), with Gauss-Newton standard deviations. Cross
+moments are reported.
 """
 
 from __future__ import annotations
@@ -16,8 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.config import fit_averaged
-from flapjax.identify.flapper.lift import fixed_sweep
+from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
 from flapjax.identify.results import StudyResult
@@ -36,7 +39,9 @@ def predict_moments(p: Params, inputs) -> jax.Array:
 
 
 def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
-    """k_roll, k_pitch from plate-tilt sweeps (see the module docstring)."""
+    """k_roll, k_pitch from plate-tilt sweeps (see the module docstring);
+    ``robot``: a driven-base robot (default
+    ``make_driven_robot(cfg["damping"]["armature"])``)."""
     s = cfg["moments"]
     t0 = time.perf_counter()
     freqs = np.asarray(s["frequencies"], dtype=float)
@@ -47,10 +52,12 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
             rows_f += [f, f]
             rows_p += [[d, 0.0], [0.0, d]]
     rows_f, rows_p = np.asarray(rows_f), np.asarray(rows_p)
-    sw = fixed_sweep(rows_f, rows_p, s, cfg["run"]["batch_size"], robot)
-    lever = fl.robot_com_offset()  # fixed base: body frame = world frame
-    force, moment_o = np.asarray(sw.force), np.asarray(sw.moment)
-    moment = moment_o - np.cross(lever, force)
+    robot = fl.make_driven_robot(cfg["damping"]["armature"]) if robot is None else robot
+    params = fl.default_params(robot, frequency=float(rows_f[0]))
+    sw = fl.driven_sweep(robot, params, np.zeros((rows_f.size, 5)), duration=float(s["duration"]),
+                         discard=float(s["discard"]), batch_size=cfg["run"]["batch_size"], frequencies=rows_f,
+                         plate=rows_p)
+    moment = np.asarray(sw.moment)  # body frame, about the moving centre of mass
     meas = moment[:, :2]
     lam = (rows_f / REFERENCE_FREQUENCY) ** 2
     roll_rows, pitch_rows = rows_p[:, 0] != 0, rows_p[:, 1] != 0
@@ -69,12 +76,13 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
     start = {"k_roll": sf * k_roll_ls, "k_pitch": sf * k_pitch_ls, "f_ref": REFERENCE_FREQUENCY}
     res = fit_averaged(predict_moments, data, start, ["k_roll", "k_pitch"], s, bar=bar)
     k_roll, k_pitch = float(res.params["k_roll"]), float(res.params["k_pitch"])
+    std = fit_uncertainty(predict_moments, data, res)
     pred = np.asarray(predict_moments(res.params, data.inputs))
     cross = np.concatenate([meas[roll_rows, 1], meas[pitch_rows, 0]])
     return StudyResult(
         name="moments",
         values={"k_roll": jnp.asarray(k_roll), "k_pitch": jnp.asarray(k_pitch)},
-        std={},
+        std=std,
         metrics={
             "r2_roll": r_squared(y_roll, k_roll * x_roll),
             "r2_pitch": r_squared(y_pitch, k_pitch * x_pitch),
@@ -82,6 +90,7 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
             "k_pitch_least_squares": k_pitch_ls,
             "rms_residual": float(np.sqrt(np.mean((meas - pred) ** 2))),
             "cross_moment_max": float(np.max(np.abs(cross))),
+            "base_drift_max": float(np.max(np.abs(np.asarray(sw.drive)))),
             "primary_moment_max": float(np.max(np.abs(np.concatenate([y_roll, y_pitch])))),
             "reference_frequency": REFERENCE_FREQUENCY,
             "final_loss": float(res.final_loss),
@@ -92,7 +101,7 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
             "frequency": rows_f, "plate": rows_p, "moment": moment,
         },
         loss=res.loss,
-        notes="moments about the robot's centre of mass at rest, body frame; "
+        notes="driven base held at rest; body-frame moments about the robot's instantaneous centre of mass; "
         f"lambda_f = (f / {REFERENCE_FREQUENCY:g})^2; fit stopped: {res.reason}",
         converged=res.converged,
         seconds=time.perf_counter() - t0,

@@ -62,7 +62,8 @@ def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]
         d, v = st["damping"].data, st["damping"].values
         kind = np.asarray(d["kind"]).astype(int)
         x, y, yf = np.asarray(d["drive"]), np.asarray(d["load"]), np.asarray(d["fitted"])
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        has_cross = "cross_load" in d and ("L_v" in v or "M_u" in v)
+        fig, axes = plt.subplots(1, 3 if has_cross else 2, figsize=(13.5 if has_cross else 9, 4))
         for j, lab in zip(range(2, 5), ("x", "y", "z")):
             sel = kind == j
             if np.any(sel):
@@ -84,6 +85,20 @@ def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]
         axes[1].set_xlabel("imposed body speed [m/s]")
         axes[1].set_ylabel("cycle-mean body force [N]")
         axes[1].legend(fontsize=7)
+        if has_cross:
+            c, cf = np.asarray(d["cross_load"]), np.asarray(d["cross_fitted"])
+            for j, lab, name in ((1, "tau_x vs v_y", "L_v"), (0, "tau_y vs v_x", "M_u")):
+                sel = kind == j
+                if np.any(sel) and name in v:
+                    o = np.argsort(x[sel])
+                    (line,) = axes[2].plot(x[sel], c[sel], "o", label=lab)
+                    axes[2].plot(x[sel][o], cf[sel][o], "-", color=line.get_color(),
+                                 label=f"{name} = {float(v[name]):+.3e} N m s/m")
+            axes[2].axhline(0.0, color="0.7", lw=0.6)
+            axes[2].set_xlabel("imposed body speed [m/s]")
+            axes[2].set_ylabel("cycle-mean cross moment [N m]")
+            axes[2].set_title("speed-to-moment coupling (about the CoM)")
+            axes[2].legend(fontsize=7)
         save(fig, "damping_fit.png")
     if "physical" in st:
         d = st["physical"].data
@@ -185,6 +200,13 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
         m = st["damping"].metrics
         r2 = ", ".join(f"{k[3:]} {float(v):.4f}" for k, v in m.items() if k.startswith("r2_"))
         lines.append(f"  damping  at {float(m['frequency']):.3f} Hz; R^2 {r2}")
+        if "drag_height_x" in m or "drag_height_y" in m:
+            v, sd = st["damping"].values, st["damping"].std
+            parts = [f"{k} = {float(v[k]):+.3e}" + (f" +/- {float(sd[k]):.1e}" if k in sd else "") + " N m s/m"
+                     for k in ("L_v", "M_u") if k in v]
+            heights = ", ".join(f"{k[-1]} {1000 * float(m[k]):.1f} mm" for k in ("drag_height_x", "drag_height_y")
+                                if k in m)
+            lines.append(f"           coupling {', '.join(parts)}; equivalent drag height above the CoM {heights}")
         if "no damping" in st["damping"].notes:
             lines.append("           " + st["damping"].notes.split("; ")[-1])
     if "physical" in st:

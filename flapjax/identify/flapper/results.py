@@ -2,7 +2,8 @@
 
 :class:`IdentificationResult` gathers the studies' :class:`StudyResult` records
 under the seed's symbols (``k_f``, ``k_v``, ``k_roll``, ``k_pitch``,
-``D_w``, plus per-wing physical parameters), round-trips through JSON, and
+``D_w``, the speed-to-moment coupling ``L_v``, ``M_u``, plus per-wing
+physical parameters), round-trips through JSON, and
 turns the identified values into the cycle-averaged model's parameters
 (:meth:`IdentificationResult.to_cycle_averaged_params`).
 """
@@ -27,6 +28,8 @@ SEED_NAMES: dict[str, str] = {
     "k_roll": "roll_gain",
     "k_pitch": "pitch_gain",
     "D_w": "rate_damping",
+    "L_v": "roll_speed_coupling",
+    "M_u": "pitch_speed_coupling",
 }
 SEED_UNITS: dict[str, str] = {
     "k_f": "N/Hz^2",
@@ -34,6 +37,8 @@ SEED_UNITS: dict[str, str] = {
     "k_roll": "N m/rad",
     "k_pitch": "N m/rad",
     "D_w": "N m s/rad",
+    "L_v": "N m s/m",
+    "M_u": "N m s/m",
 }
 
 # Seed section 10 defaults, for the summary's "seed" column.
@@ -43,6 +48,8 @@ SEED_VALUES = {
     "k_roll": 0.01055 / 20.0,
     "k_pitch": 0.01144 / 20.0,
     "D_w": [2e-4, 2e-4, 1e-4],
+    "L_v": 0.0,
+    "M_u": 0.0,
 }
 
 

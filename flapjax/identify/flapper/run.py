@@ -132,8 +132,17 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
     skipped = []
     bar = tqdm(total=len(wanted), desc="identify", unit="study", disable=not progress)
     nominal_avg = CycleAveragedParams.from_json(fl.AVERAGED_PATH)
+    driven: list = []  # one driven-base robot for the moments and damping studies (one compiled program)
+
+    def driven_robot():
+        if not driven:
+            driven.append(fl.make_driven_robot(cfg["damping"]["armature"]))
+        return driven[0]
+
     for name in wanted:
         extra: dict[str, Any] = {}
+        if name == "moments":
+            extra["armature"] = cfg["damping"]["armature"]  # the moments run on the driven base, held at rest
         if name == "damping":
             k_f = float(done["lift"].values["k_f"]) if "lift" in done else None
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
@@ -154,9 +163,9 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
             if name == "lift":
                 result = study_lift(cfg, bar=bar)
             elif name == "moments":
-                result = study_moments(cfg, bar=bar)
+                result = study_moments(cfg, bar=bar, robot=driven_robot())
             elif name == "damping":
-                result = study_damping(cfg, frequency=extra["frequency"], bar=bar)
+                result = study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=driven_robot())
             elif name == "physical":
                 result = study_physical(cfg, bar=bar)
             else:

@@ -6,7 +6,14 @@ the centre of mass (dofs 0..4, :data:`DRIVE_JOINTS`), each joint with a large
 armature (a flywheel), so a velocity set at t = 0 stays nearly constant while
 the wings flap: an imposed body velocity or angular velocity. The cycle-mean
 body-frame loads against the mean drive velocity measure the damping
-derivatives of the cycle-averaged model (the identification's damping study).
+derivatives of the cycle-averaged model (the identification's damping study);
+with zero drive velocity the base is held (to < 1e-5 rad/s) and plate tilts
+measure the control moments (the moments study).
+
+Moments are taken about the robot's instantaneous centre of mass (the
+``subtree_com`` of the base: the stroking wings and the tilted plate move it),
+the point a free robot's cycle-mean rotation obeys, not about the base origin
+or the centre of mass at rest.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from flapjax.sim.flapper import model as flapper_model
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate
-from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, program_key, window_steps
+from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, program_key, sweep_params, window_steps
 from flapjax.sim.rollout import window_mean
 from flapjax.validation import check_positive
 
@@ -66,7 +73,7 @@ def make_driven_robot(armature: float = 10.0) -> FlapperRobot:
 
 
 class DrivenMean(eqx.Module):
-    """Cycle-mean loads of a driven-base run, body frame, about the centre of mass.
+    """Cycle-mean loads of a driven-base run, body frame, about the (moving) centre of mass.
 
     Attributes:
       force: (3,) aerodynamic force [N]; moment: (3,) moment [N m];
@@ -79,21 +86,24 @@ class DrivenMean(eqx.Module):
 
 
 def driven_cycle_mean(
-    robot: FlapperRobot, params: FlapperParams, drive, n_steps: int, discard_steps: int, com_offset
+    robot: FlapperRobot, params: FlapperParams, drive, n_steps: int, discard_steps: int, com_offset=None
 ) -> DrivenMean:
     """One driven-base world from its (5,) initial drive velocity; cycle means
-    after ``discard_steps`` (:func:`flapjax.sim.flapper.cycle_window`);
-    ``com_offset`` (3,) from :func:`robot_com_offset` [m]."""
+    after ``discard_steps`` (:func:`flapjax.sim.flapper.cycle_window`).
+    Moments about the instantaneous centre of mass of the robot, or, with
+    ``com_offset`` (3,) (e.g. :func:`robot_com_offset`) [m], about that
+    point fixed in the base."""
     state = init_state(robot, params)
     qvel = state.data.qvel.at[:5].set(jnp.asarray(drive, dtype=state.data.qvel.dtype))
     state = eqx.tree_at(lambda s: s.data.qvel, state, qvel)
-    rel = jnp.asarray(com_offset, dtype=qvel.dtype)
+    rel = None if com_offset is None else jnp.asarray(com_offset, dtype=qvel.dtype)
     b = robot.base_body
 
     def observe(new, dg):
-        # new.data's kinematics are those the step's aerodynamics used.
+        # new.data's kinematics are those the step's aerodynamics used; the
+        # aerodynamic moment is about the base origin.
         rot = new.data.xmat[b]
-        lever = rot @ rel
+        lever = new.data.subtree_com[b] - new.data.xpos[b] if rel is None else rot @ rel
         moment_c = dg.moment_world - jnp.cross(lever, dg.force_world)
         return rot.T @ dg.force_world, rot.T @ moment_c, new.data.qvel[:5]
 
@@ -104,8 +114,9 @@ def driven_cycle_mean(
 
 
 @eqx.filter_jit
-def _driven_batch(robot, params, drives, n_steps: int, discard_steps: int, com_offset):
-    return jax.vmap(lambda d: driven_cycle_mean(robot, params, d, n_steps, discard_steps, com_offset))(drives)
+def _driven_batch(robot, worlds, n_steps: int, discard_steps: int, com_offset):
+    params, drives = worlds
+    return jax.vmap(lambda p, d: driven_cycle_mean(robot, p, d, n_steps, discard_steps, com_offset))(params, drives)
 
 
 def driven_sweep(
@@ -117,18 +128,28 @@ def driven_sweep(
     discard: float,
     batch_size: int = 4,
     com_offset=None,
+    frequencies=None,
+    plate=None,
 ) -> DrivenMean:
     """Cycle means of driven-base worlds, one per row of ``drives`` (n, 5),
-    run in chunks of ``batch_size`` (one compilation).
+    run in chunks of ``batch_size`` (one compilation for any mix of drives,
+    frequencies and plate angles).
 
     Args:
+      params: shared parameters (frequency and plate unless given per world).
       drives: (n, 5) initial drive velocities (v_x, v_y [m/s], omega_x,y,z [rad/s]).
       duration: run length [s]; discard: transient dropped before averaging [s].
-      com_offset: (3,) centre of mass minus base origin [m]; default
-        :func:`robot_com_offset`.
+      com_offset: None: moments about the robot's instantaneous centre of
+        mass; or (3,) a point fixed in the base (offset from its origin) [m].
+      frequencies: () or (n,) flapping frequencies [Hz]; default ``params``'.
+      plate: (2,) or (n, 2) plate angles (pitch_joint, roll_joint) [rad];
+        default ``params``'.
     """
     n_steps, discard_steps = window_steps(robot, duration, discard)
-    lever = jnp.asarray(robot_com_offset() if com_offset is None else com_offset)
-    drives = jnp.asarray(np.asarray(drives, dtype=float))
-    return map_in_chunks(lambda d: _driven_batch(robot, params, d, n_steps, discard_steps, lever), drives, batch_size,
-                         key=program_key("driven", robot, params, n_steps, discard_steps, lever, per_world=drives))
+    lever = None if com_offset is None else jnp.asarray(com_offset)
+    drives = jnp.asarray(np.atleast_2d(np.asarray(drives, dtype=float)))
+    n = drives.shape[0]
+    f = np.broadcast_to(np.asarray(params.stroke.frequency if frequencies is None else frequencies, dtype=float), (n,))
+    worlds = (sweep_params(f, plate=params.plate if plate is None else plate, params=params, robot=robot), drives)
+    return map_in_chunks(lambda w: _driven_batch(robot, w, n_steps, discard_steps, lever), worlds, batch_size,
+                         key=program_key("driven", robot, n_steps, discard_steps, lever, per_world=worlds))
