@@ -6,9 +6,15 @@
     images = render.task_frames(env, qpos, states, world=2)   # (T + 1, H, W, 3) uint8 of world 2
     render.write_video(images, "out/world2.mp4", fps=render.video_fps(env))  # or .gif
 
-The flapping-wing robot: :func:`flapper_frames` draws a ``qpos`` trajectory
-(e.g. ``flapper.simulate(..., observe=lambda s, o: s.data.qpos)``) with its
-wings.
+The flapping-wing robot: :func:`flapper_hover_qpos` flies the free robot
+in closed-loop hover (:func:`flapjax.sim.flapper.hover_rollout`) and keeps
+its ``qpos`` every few steps; :func:`flapper_frames` draws a ``qpos``
+trajectory (that one, or e.g. ``flapper.simulate(..., observe=lambda s, o:
+s.data.qpos)`` of the fixed-base rig) with its wings, over a ground plane::
+
+    qpos = render.flapper_hover_qpos(n_frames=40, steps_per_frame=25)   # (41, nq), 0.1 s of hover
+    images = render.flapper_frames("free", qpos)
+    render.write_video(images, "out/flapper_hover.gif", fps=20)
 
 Each world is drawn with its own scene (randomized wall pose, ground height)
 and colours (the texture randomization); the camera follows the robot.
@@ -31,7 +37,7 @@ from flapjax.sim.render import FrameRenderer, frames
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.validation import ConfigError
 
-__all__ = ["FrameRenderer", "flapper_frames", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
+__all__ = ["FrameRenderer", "flapper_frames", "flapper_hover_qpos", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
            "world_model_fields", "write_video"]
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -115,18 +121,71 @@ def task_frame(env: TaskEnv, state: EnvState, **kwargs) -> np.ndarray:
     return task_frames(env, qpos, state, world=None, **kwargs)[0]
 
 
+def flapper_hover_qpos(robot=None, params=None, state=None, *, n_frames: int = 40, steps_per_frame: int = 25,
+                       target=None) -> np.ndarray:
+    """``qpos`` of the free flapping-wing robot in closed-loop hover, every
+    ``steps_per_frame`` steps.
+
+    Each frame advances the state by one :func:`flapjax.sim.flapper.hover_rollout`
+    of ``steps_per_frame`` steps toward ``target`` (default: the start
+    position), so the flight is the hover rollout's and the frames see the
+    wings at every phase of the stroke. The hover controller's memory (the
+    altitude integral, the cycle filter) restarts from the measured pose at
+    each frame; over a rendered clip (a few strokes) this moves the body by
+    far less than a pixel.
+
+    Args:
+      robot: a free-root :class:`~flapjax.sim.flapper.FlapperRobot`; default
+        ``make_robot("free", "wing")``.
+      params: its parameters; default :func:`flapjax.sim.flapper.default_params`.
+      state: the start; default :func:`flapjax.sim.flapper.init_state`.
+      n_frames: frames after the start.
+      steps_per_frame: robot steps (``robot.dt`` each) between frames.
+      target: (3,) hover position [m].
+
+    Returns:
+      (n_frames + 1, nq) positions, the start first.
+    """
+    from flapjax.sim import flapper
+
+    for name, v in (("n_frames", n_frames), ("steps_per_frame", steps_per_frame)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"{name}: must be an integer >= 1, got {v!r}")
+    robot = flapper.make_robot("free", "wing") if robot is None else robot
+    if robot.root != "free":
+        raise ConfigError(f"robot: the hover video draws the free robot with its wings, got root={robot.root!r}")
+    params = flapper.default_params(robot) if params is None else params
+    state = flapper.init_state(robot, params) if state is None else state
+    if target is None:
+        target = state.data.qpos[robot.free_q:robot.free_q + 3]
+
+    @jax.jit
+    def advance(st):
+        return flapper.hover_rollout(robot, params, st, steps_per_frame, target=target,
+                                     record_every=steps_per_frame, checkpoint=False)[0]
+
+    out = [np.asarray(state.data.qpos)]
+    for _ in range(n_frames):
+        state = advance(state)
+        out.append(np.asarray(state.data.qpos))
+    return np.stack(out)
+
+
 def flapper_frames(root: str, qpos: np.ndarray, *, stride: int = 1, width: int = 320, height: int = 240,
-                   distance: float = 0.35, azimuth: float = 135.0, elevation: float = -25.0) -> np.ndarray:
+                   distance: float = 0.35, azimuth: float = 135.0, elevation: float = -25.0,
+                   ground: float | None = 0.0) -> np.ndarray:
     """(T', height, width, 3) uint8 frames of a flapper world of root ``root``
     ("fixed", "free" or "lumped", as :func:`flapjax.sim.flapper.make_robot`)
     from its ``qpos`` (T, nq), every ``stride``-th step; the camera follows
-    the base of a free robot."""
+    the base of a free robot. ``ground``: height [m] of the visual-only
+    ground plane drawn under the robot (the flapper model has no floor;
+    ``None``: none)."""
     from flapjax.sim.flapper import model as flapper_model
 
     model = flapper_model.build(root)
     qpos = np.asarray(qpos)[::max(int(stride), 1)]
     return frames(model, qpos, track=None if root == "fixed" else 0, width=width, height=height,
-                  distance=distance, azimuth=azimuth, elevation=elevation)
+                  distance=distance, azimuth=azimuth, elevation=elevation, ground=ground)
 
 
 def video_fps(env: TaskEnv, stride: int = 1) -> float:

@@ -36,14 +36,25 @@ def test_frames_of_one_world_show_its_scene_and_follow_the_robot(near_wall):
     np.testing.assert_allclose(fields["geom_rgba"], np.asarray(states.task.common.rgba[1]))
 
 
-def test_gif_written_and_deleted(near_wall, tmp_path):
+def test_near_wall_hover_gif_written_and_deleted(tmp_path):
+    """A hover 0.3 m from a wall (near-ground tracking on the rigid backend,
+    the wall moved in; the reference controller, a few steps) as a GIF:
+    robot, wall and ground on the frames; then deleted."""
     import imageio.v2 as imageio
 
-    env, states, qpos = near_wall
-    images = render.task_frames(env, qpos, states, world=1, width=64, height=48)
-    path = render.write_video(images, tmp_path / "near_wall.gif", fps=render.video_fps(env))
+    env = tasks.make_for_learning("near_ground", **{"randomization.enabled": True,
+                                                    "randomization.wall_x": (-9.7, -9.7)})
+    qpos, s0 = render.rollout_qpos(env, 2, worlds=[1], length=3)
+    assert qpos.shape == (4, 1, 7)
+    assert abs(float(s0.params.scene.wall_x[0]) - 0.3) < 1e-6
+    images = render.task_frames(env, qpos, s0, world=0, width=64, height=48)
+    # Wall (upper background), ground (bottom-left) and robot (centre) differ in colour.
+    wall, ground = images[0, :8].reshape(-1, 3).mean(0), images[0, -6:, :16].reshape(-1, 3).mean(0)
+    assert np.abs(wall - ground).max() > 20.0
+    assert np.abs(images[0, 20:30, 24:40].astype(int) - wall).sum(-1).max() > 60
+    path = render.write_video(images, tmp_path / "near_wall_hover.gif", fps=render.video_fps(env))
     back = np.stack(imageio.mimread(path))
-    assert back.shape[:3] == (3, 48, 64)
+    assert back.shape[:3] == (4, 48, 64)
     path.unlink()
     assert not path.exists()
     with pytest.raises(ConfigError, match="videos must end"):
@@ -65,17 +76,28 @@ def test_gym_render_and_evaluate_video_need_their_settings():
         evaluate("near_ground", n_worlds=2, video=-1, out_dir=None)
 
 
-def test_flapper_gif_shows_the_wings_moving(tmp_path):
-    """A fixed-base flapper over a quarter stroke: the wings move between frames."""
+def test_flapper_hover_gif_shows_the_free_robot_flapping(tmp_path):
+    """The free flapping-wing robot in closed-loop hover: it stays up near its
+    set point, its wings move between frames, the ground is drawn under it."""
     from flapjax.sim import flapper
 
-    robot = flapper.make_robot("fixed", "wing")
-    params = flapper.default_params(robot)
-    state = flapper.init_state(robot, params)
-    _, qpos = jax.jit(lambda s: flapper.simulate(robot, params, s, 100, observe=lambda s, o: s.data.qpos))(state)
-    images = render.flapper_frames("fixed", np.asarray(qpos), stride=33, width=96, height=72)
+    robot = flapper.make_robot("free", "wing")
+    qpos = render.flapper_hover_qpos(robot, n_frames=3, steps_per_frame=40)
+    assert qpos.shape == (4, robot.model.nq) and robot.free_q == 0
+    assert np.all(np.abs(qpos[:, 2] - 0.5) < 0.01)                    # flying, near the 0.5 m set point
+    wings = qpos[:, 7:]
+    assert np.abs(wings[-1] - wings[0]).max() > 0.1                   # the stroke moved
+    images = render.flapper_frames("free", qpos, width=96, height=72)
     assert images.shape == (4, 72, 96, 3) and images[0].max() > 50
-    assert np.abs(images[0].astype(int) - images[-1].astype(int)).mean() > 0.5
-    path = render.write_video(images, tmp_path / "flapper.gif", fps=10)
+    moved = np.abs(images[0].astype(int) - images[-1].astype(int)).sum(axis=-1) > 30
+    assert moved.sum() > 20                                             # the wings, drawn at another phase
+    assert images[0, -8:].mean() > 30.0                                # the ground plane fills the bottom rows
+    no_ground = render.flapper_frames("free", qpos[:1], width=96, height=72, ground=None)
+    assert no_ground[0, -8:].mean() < images[0, -8:].mean() - 20.0
+    path = render.write_video(images, tmp_path / "flapper_hover.gif", fps=10)
     assert path.stat().st_size > 0
     path.unlink()
+    with pytest.raises(ConfigError, match="root"):
+        render.flapper_hover_qpos(flapper.make_robot("fixed", "wing"), n_frames=1)
+    with pytest.raises(ConfigError, match="n_frames"):
+        render.flapper_hover_qpos(robot, n_frames=0)
