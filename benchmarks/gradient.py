@@ -15,6 +15,18 @@ Reports forward time, gradient time (steady, median), their ratio (goal
 <= 4x), compile times, and XLA temporary memory with and without
 checkpointing.
 
+Identification gradients (goal <= 3x the forward pass), each with the mode
+``flapjax identify`` uses (``flapjax.identify.fit.value_and_grad``, forward
+mode for a few parameters) beside reverse mode:
+
+* physical: cycle-mean F_z of fixed-base per-wing worlds at 20/30/40 Hz,
+  0.6 s each, against the seed's table, as a function of ``lift_scale``
+  (1 parameter) and of ``lift_scale, hinge_stiffness`` (2 parameters): the
+  gradient passes through the MJX rollout;
+* lift (k_f) and moments (k_roll, k_pitch): the loss of the averaged model's
+  closed-form prediction on the sweep's measurements (the sweep rollouts run
+  once to make the measurements and are not differentiated).
+
     python -m benchmarks.gradient [--quick]
 """
 
@@ -30,6 +42,11 @@ import jax.numpy as jnp
 from benchmarks import common as C
 from benchmarks import workloads as W
 from flapjax import rotor
+from flapjax.identify.fit import choose_grad_mode, value_and_grad
+from flapjax.identify.flapper import physical as P
+from flapjax.identify.flapper.lift import predict_lift
+from flapjax.identify.flapper.moments import predict_moments
+from flapjax.identify.losses import Measurements, least_squares
 from flapjax.sim import flapper as fl
 from flapjax.sim.multirotor import MultirotorWorld
 
@@ -107,6 +124,58 @@ def measure_case(label: str, loss, params, n_steps: int, n_worlds: int, repeats:
     return out
 
 
+def identification_cases(quick: bool):
+    """``(label, objective, params, n_params)`` of the identification losses."""
+    freqs = sorted(fl.SEED_SWEEP)
+    duration, discard = (0.3, 0.15) if quick else (0.6, 0.3)
+    rollout = P.LiftRollout.make(freqs, duration=duration, discard=discard)
+    target = jnp.asarray([fl.SEED_SWEEP[f] for f in freqs])
+    nominal = P.nominal_physical(rollout.robot)
+
+    def physical(values):
+        return 0.5 * jnp.mean((rollout(values) / target - 1.0) ** 2)
+
+    one = {"lift_scale": jnp.asarray(nominal["lift_scale"])}
+    two = dict(one, hinge_stiffness=jnp.asarray(nominal["hinge_stiffness"]))
+    steps = rollout.n_steps * len(freqs)
+    cases = [(f"physical_lift_scale_{duration}s", physical, one, steps),
+             (f"physical_lift_scale_hinge_{duration}s", physical, two, steps)]
+    f = jnp.linspace(20.0, 45.0, 6)
+    lift = Measurements(inputs=f, targets=1.65e-4 * f**2, scale=1.0)
+    cases.append(("lift_k_f", lambda p: least_squares(predict_lift)(p, lift), {"k_f": jnp.asarray(1.6e-4)}, 0))
+    plate = jnp.stack([jnp.linspace(-0.2, 0.2, 9), jnp.linspace(0.2, -0.2, 9)], axis=-1)
+    fm = jnp.full(9, 42.0)
+    moments = Measurements(inputs=(fm, plate), targets=jnp.stack([5e-4 * plate[:, 0], -5.5e-4 * plate[:, 1]], -1),
+                           scale=1e-4)
+    p0 = {"k_roll": jnp.asarray(5e-4), "k_pitch": jnp.asarray(5e-4), "f_ref": jnp.asarray(42.0)}
+    cases.append(("moments_k_roll_k_pitch",
+                  lambda p: least_squares(predict_moments)(dict(p, f_ref=p0["f_ref"]), moments),
+                  {k: p0[k] for k in ("k_roll", "k_pitch")}, 0))
+    return cases
+
+
+def measure_identification(label: str, objective, params, n_steps: int, repeats: int) -> dict:
+    """Forward loss vs ``fit.value_and_grad`` in auto (forward) and reverse mode."""
+    fwd = C.measure(objective, (params,), world_steps=max(n_steps, 1), repeats=repeats)
+    out = dict(case=label, n_params=len(params), n_steps=n_steps, forward=C.strip_private(fwd))
+    C.log(f"{label}: forward {fwd['steady_s'] * 1e3:.2f} ms (compile {fwd['compile_s']:.1f} s)")
+    for mode in ("auto", "reverse"):
+        g = C.measure(lambda p: value_and_grad(objective, p, mode), (params,), world_steps=max(n_steps, 1),
+                      repeats=repeats)
+        value, grad = g["_out"]
+        entry = C.strip_private(g)
+        entry.update(ratio=g["steady_s"] / fwd["steady_s"],
+                     finite=bool(all(jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(grad))),
+                     mode=choose_grad_mode(len(params)) if mode == "auto" else mode)
+        out[f"gradient_{mode}"] = entry
+        C.log(f"  {entry['mode']} mode ({mode}): {g['steady_s'] * 1e3:.2f} ms = {entry['ratio']:.2f}x forward, "
+              f"compile {g['compile_s']:.1f} s")
+    out["goal_ratio"] = 3.0
+    out["goal_met"] = out["gradient_auto"]["ratio"] <= 3.0
+    jax.clear_caches()
+    return out
+
+
 def run(quick: bool, repeats=None, mjx_multirotor: bool | None = None) -> dict:
     """``mjx_multirotor`` (default: full mode only) adds the MJX multirotor
     gradient, whose compilation alone takes minutes on a 2-core CPU."""
@@ -124,7 +193,8 @@ def run(quick: bool, repeats=None, mjx_multirotor: bool | None = None) -> dict:
     if mjx_multirotor if mjx_multirotor is not None else not quick:
         loss, params, n = multirotor_case(n_rot, "mjx")
         cases.append(measure_case("multirotor_mjx_2s", loss, params, n, n_rot, repeats))
-    return dict(env=C.env_info(), quick=quick, repeats=repeats, cases=cases)
+    identification = [measure_identification(*c, repeats) for c in identification_cases(quick)]
+    return dict(env=C.env_info(), quick=quick, repeats=repeats, cases=cases, identification=identification)
 
 
 def main(argv=None):

@@ -212,6 +212,21 @@ def _forward_value_and_grad(objective, trainable):
     return value, unravel(grad)
 
 
+def value_and_grad(objective: Callable[[Any], Array], params: Any, mode: str = "auto") -> tuple[Array, Any]:
+    """Value and gradient of a scalar ``objective`` at the pytree ``params``.
+
+    ``mode``: ``"forward"`` (one JVP per scalar, value from the same pass),
+    ``"reverse"`` (one reverse pass) or ``"auto"`` (:func:`choose_grad_mode`
+    on the number of scalars). The fit step uses the same rule.
+    """
+    check_choice("mode", mode, GRAD_MODES)
+    if mode == "auto":
+        mode = choose_grad_mode(jax.flatten_util.ravel_pytree(params)[0].size)
+    if mode == "forward":
+        return _forward_value_and_grad(objective, params)
+    return eqx.filter_value_and_grad(objective)(params)
+
+
 def as_step_outputs(tree: Any) -> Any:
     """``tree`` with every array leaf strongly typed and committed to its
     device (same dtype and value), as a jitted step returns them. ``optax``

@@ -157,8 +157,8 @@ class TaskEnv:
             ls_iterations=config.solver_ls_iterations, dtype=jnp.float32, backend=config.backend,
         )
         scene = self._nominal_scene()
-        self.nominal_params = eqx.tree_at(lambda p: p.noise, self.world.default_params(scene),
-                                          config.noise.params())
+        self.nominal_params = eqx.tree_at(lambda p: (p.noise, p.chain), self.world.default_params(scene),
+                                          (config.noise.params(), config.chain_params()))
         r = config.randomization
         self.scene_ranges = sc.SceneRanges(
             wall_pitch=r.wall_pitch, wall_x=r.wall_x,

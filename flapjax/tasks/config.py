@@ -250,8 +250,8 @@ class TaskConfig:
         """The nominal :class:`~flapjax.rotor.ChainParams` of the task's
         worlds: the defaults, with identified coefficients from
         ``chain_coefficients`` or else from the profile file's ``[chain]``
-        table (:func:`flapjax.identify.multirotor.load_chain_params`)."""
-        from flapjax.identify.multirotor import coefficients
+        table (:func:`flapjax.rotor.identified.load_chain_params`)."""
+        from flapjax.rotor import identified as coefficients
         from flapjax.rotor.chain import ChainParams
 
         if self.chain_coefficients is not None:

@@ -6,7 +6,7 @@ drag coefficients of the rotor chain.
   accelerometer from logged commands and pose;
 - :mod:`~flapjax.identify.multirotor.run`: the fit, uncertainties, plots and
   ``results.json`` (:func:`run_hover_identification`);
-- :mod:`~flapjax.identify.multirotor.coefficients`: results -> ``ChainParams``
+- :mod:`flapjax.rotor.identified`: results -> ``ChainParams`` (re-exported here)
   (and a profile file's ``[chain]`` table);
 - :mod:`~flapjax.identify.multirotor.synthetic`: sample logs from the simulator.
 
@@ -17,7 +17,7 @@ drag coefficients of the rotor chain.
     chain = chain_params_from_results("out/hover/results.json")
 """
 
-from flapjax.identify.multirotor.coefficients import CHAIN_KEYS, chain_params_from_results, load_chain_params
+from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
 from flapjax.identify.multirotor.log import HoverLog, hover_columns, read_hover_log
 from flapjax.identify.multirotor.run import REPORTED, fit_hover_log, run_hover_identification
 
