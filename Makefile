@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 docs: $(STAMP)
-	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify.flapper flapjax.evaluate
+	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify.flapper flapjax.identify.multirotor flapjax.rotor flapjax.evaluate
 	@echo "API reference: docs/api/index.html"
 
 clean:
