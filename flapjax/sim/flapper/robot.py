@@ -208,6 +208,26 @@ def _stroke_inertia(m: mujoco.MjModel, stroke_v: int, stroke_act: int) -> float:
     return inertia
 
 
+def _check_plate_servo(m: mujoco.MjModel, plate_v: Sequence[int], plate_act: Sequence[int]) -> None:
+    """Refuse a timestep past the stability limit of the stiff plate servo.
+
+    The plate joints' inertia swings with the stroke; the smallest (the
+    roll_joint's at zero stroke, the reference pose) sets the fastest mode
+    ``sqrt(kp / I)`` of the servo's explicit position gain.
+    """
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    for v, a in zip(plate_v, plate_act):
+        omega = math.sqrt(float(m.actuator_gainprm[a, 0]) / float(full[v, v]))
+        if m.opt.timestep * omega > 1.0:
+            raise ConfigError(
+                f"timestep: {m.opt.timestep:g} s is too large for a stable step: must be <= {1.0 / omega:.3g} s "
+                f"(plate servo natural frequency {omega:.4g} rad/s)"
+            )
+
+
 def robot_from_mjmodel(
     m: mujoco.MjModel,
     *,
@@ -242,6 +262,7 @@ def robot_from_mjmodel(
     else:
         idx = _wing_indices(m)
         stroke_inertia = _stroke_inertia(m, idx["stroke_v"][0], idx["stroke_act"][0])
+        _check_plate_servo(m, idx["plate_v"], idx["plate_act"])
     mx = mjx.put_model(m)
     body = None
     if backend == "rigid":
@@ -309,9 +330,12 @@ def default_params(
     aero_options: aero.AeroOptions | None = None,
     averaged: CycleAveragedParams | None = None,
 ) -> FlapperParams:
-    """Nominal parameters: hinge values from the MJCF, stops and stroke
-    defaults from ``assets/flapper_params.json``, averaged-model values from
-    ``assets/flapper_cycle_averaged.json``."""
+    """Nominal parameters: hinge values from the MJCF, stops, stroke
+    defaults and the calibrated ``lift_scale`` of the per-wing model from
+    ``assets/flapper_params.json`` (written by
+    ``identification/flapper_calibration.py``), averaged-model values from
+    ``assets/flapper_cycle_averaged.json``. ``aero_options``, when given,
+    replaces the per-wing options whole (its own ``lift_scale`` included)."""
     cfg = json.loads(PARAMS_PATH.read_text())
     m = flapper_model.build("fixed")
     j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, flapper_model.PITCH_JOINTS[0])
@@ -328,6 +352,6 @@ def default_params(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
         plate=np.asarray(plate, dtype=float),
         hinge=hinge,
-        aero=aero.AeroOptions() if aero_options is None else aero_options,
+        aero=aero.AeroOptions(lift_scale=cfg.get("lift_scale", 1.0)) if aero_options is None else aero_options,
         averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
     )

@@ -109,6 +109,10 @@ class CycleMean(eqx.Module):
       stroke_error_rms: () RMS stroke tracking error over both wings [rad].
       stroke_error_max: () max |psi - psi_ref| over the window [rad].
       clip_fraction: () fraction of wing-steps with the force clip active [-].
+      plate_angle: (2,) mean plate joint angles (pitch_joint, roll_joint) [rad].
+      plate_range: (2,) peak-to-peak swing (max - min) of the plate joint
+        angles (pitch_joint, roll_joint) over the window: how far the stroke
+        plane nods about its set point [rad].
       healthy: () the world stayed finite.
     """
 
@@ -118,6 +122,8 @@ class CycleMean(eqx.Module):
     stroke_error_rms: Scalar
     stroke_error_max: Scalar
     clip_fraction: Scalar
+    plate_angle: Float[Array, "2"]
+    plate_range: Float[Array, "2"]
     healthy: Bool[Array, ""]
 
 
@@ -131,14 +137,17 @@ def cycle_mean(
     state = init_state(robot, params)
 
     def observe(_, dg):
-        return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped)
+        return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped, dg.plate)
 
-    final, (force, moment, lift, err, clip) = simulate(
+    final, (force, moment, lift, err, clip, plate) = simulate(
         robot, params, state, n_steps, observe=observe, checkpoint=checkpoint
     )
     w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
     square_error, clipped = jnp.mean(err**2, axis=-1), jnp.mean(clip.astype(force.dtype), axis=-1)
-    force, moment, lift, square_error, clipped = window_mean((force, moment, lift, square_error, clipped), w)
+    force, moment, lift, square_error, clipped, plate_angle = window_mean(
+        (force, moment, lift, square_error, clipped, plate), w)
+    inside = w[:, None] > 0
+    plate_range = jnp.max(jnp.where(inside, plate, -jnp.inf), axis=0) - jnp.min(jnp.where(inside, plate, jnp.inf), axis=0)
     return CycleMean(
         force=force,
         moment=moment,
@@ -146,6 +155,8 @@ def cycle_mean(
         stroke_error_rms=jnp.sqrt(square_error),
         stroke_error_max=jnp.max(jnp.where(w[:, None] > 0, jnp.abs(err), 0.0)),
         clip_fraction=clipped,
+        plate_angle=plate_angle,
+        plate_range=plate_range,
         healthy=final.healthy,
     )
 
@@ -168,6 +179,9 @@ class SweepResult(eqx.Module):
       stroke_error_rms: (n,) RMS stroke tracking error [rad].
       stroke_error_max: (n,) max stroke tracking error [rad].
       clip_fraction: (n,) fraction of wing-steps at the force clip [-].
+      plate_angle: (n, 2) cycle-mean plate joint angles [rad].
+      plate_range: (n, 2) peak-to-peak swing of the plate joint angles over
+        the window [rad].
       healthy: (n,) the world stayed finite.
       duration: run length [s]; discard: discarded transient [s]; dt: timestep [s].
     """
@@ -181,6 +195,8 @@ class SweepResult(eqx.Module):
     stroke_error_rms: Float[Array, "n"]
     stroke_error_max: Float[Array, "n"]
     clip_fraction: Float[Array, "n"]
+    plate_angle: Float[Array, "n 2"]
+    plate_range: Float[Array, "n 2"]
     healthy: Bool[Array, "n"]
     duration: float = eqx.field(static=True)
     discard: float = eqx.field(static=True)
@@ -296,6 +312,8 @@ def sweep(
         stroke_error_rms=out.stroke_error_rms,
         stroke_error_max=out.stroke_error_max,
         clip_fraction=out.clip_fraction,
+        plate_angle=out.plate_angle,
+        plate_range=out.plate_range,
         healthy=out.healthy,
         duration=float(duration),
         discard=float(discard),
