@@ -309,7 +309,8 @@ def main(argv=None) -> dict:
 
     result = dict(quick=args.quick, robot=args.robot, residual_scale=list(residual_scale),
                   substeps=task_env.config.substeps, episode_length=env.episode_length,
-                  train=dict(train_cfg, seconds=train_s, env_steps=train_cfg["num_timesteps"]),
+                  train=dict(train_cfg, seconds=train_s,  # Brax rounds num_timesteps up to whole epochs
+                             env_steps=curve[-1]["step"] if curve else train_cfg["num_timesteps"]),
                   network=dict(hidden=list(hidden), distribution_type="normal", noise_std_type="log",
                                init_noise_std=args.init_noise_std, mean_init_scale=args.mean_init_scale),
                   eval_worlds=eval_worlds, eval_seed=args.seed + 1000, ppo=ppo_eval, reference=ref_eval,
@@ -322,7 +323,7 @@ def main(argv=None) -> dict:
     plot(result, out / f"{name}.png")
     msg = (f"PPO: success {ppo_eval['success_rate']:.3f}, height RMSE {ppo_eval['height_rmse_mean']:.4f} m; "
            f"reference: success {ref_eval['success_rate']:.3f}, height RMSE {ref_eval['height_rmse_mean']:.4f} m "
-           f"({eval_worlds} worlds); train {train_s:.0f} s for {train_cfg['num_timesteps']} env steps; "
+           f"({eval_worlds} worlds); train {train_s:.0f} s for {result['train']['env_steps']} env steps; "
            f"learner {learner.get('env_steps_per_s', float('nan')):.3g} env-steps/s")
     if "rigid" in speed:
         msg += (f"; rigid {speed['rigid']['env_steps_per_s']:.3g} env-steps/s, "
