@@ -1,5 +1,6 @@
 """Hover controller: command signs, and closed-loop hover with both aerodynamic models."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -71,17 +72,26 @@ def test_averaged_free_hover_beats_the_seed(lumped):
     assert np.linalg.norm(np.asarray(rec.position[-1, :2])) < 0.005
 
 
-def test_per_wing_free_flight_holds_altitude_with_the_same_controller():
+def test_per_wing_free_flight_holds_altitude_with_the_designed_controller():
+    """0.3 s of the per-wing robot from its periodic orbit under the designed
+    gains (the 2 s acceptance flight is in tests/test_flapper_hover_flight.py)."""
+    from flapjax.control.design import design_gains
+
     robot = fl.make_robot("free", "wing")
-    p = fl.default_params(robot, frequency=42.2)
-    s = fl.init_state(robot, p)
-    fin, rec = jax.jit(lambda s: fl.hover_rollout(robot, p, s, 3000, record_every=100))(s)
+    p = fl.default_params(robot, frequency=FH)
+    target = jnp.array([0.0, 0.0, 0.5])
+    s = fl.init_state(robot, p, position=target, periodic=True)
+    prior = fl.BasePose(position=target, velocity=jnp.zeros(3), rot_world_body=jnp.eye(3), w_body=jnp.zeros(3))
+    fin, rec = jax.jit(lambda s: fl.hover_rollout(robot, p, s, 3000, gains=design_gains(), record_every=100,
+                                                  prior=prior))(s)
     pos = np.asarray(rec.position)
     assert bool(fin.healthy)
-    # flapping rocks the body (~0.1-0.2 rad at 2f); the loop still holds it near the set point
+    # flapping rocks the body; the loop holds it near the set point with the plate well inside its limit
     assert np.all(np.abs(pos[:, 2] - 0.5) < 0.015)
-    assert np.all(np.abs(pos[:, :2]) < 0.06)
-    # the frequency stays near hover: the per-wing lift matches k_f f^2
+    assert np.all(np.abs(pos[:, :2]) < 0.01)
+    assert np.all(np.abs(np.asarray(rec.tilt)) < np.deg2rad(10.0))
+    assert np.all(np.abs(np.asarray(rec.plate)) < 0.3)
+    # the frequency stays near hover: the per-wing lift is near k_f f^2
     assert abs(float(np.mean(np.asarray(rec.frequency))) / float(p.averaged.hover_frequency) - 1) < 0.05
 
 
@@ -112,3 +122,122 @@ def test_hover_rollout_options_plate_step_and_first_step_records():
     np.testing.assert_array_equal(stepped.position[:6], first.position[:6])
     np.testing.assert_allclose(stepped.plate[5], first.plate[5] + offset, rtol=0, atol=1e-15)
     assert float(jnp.abs(stepped.position[-1] - first.position[-1]).max()) > 1e-6  # the step moved the robot
+
+
+# ---------------------------------------------------------------------------
+# Cycle-averaged estimate and the gains designed on the linear hover model
+# ---------------------------------------------------------------------------
+
+from flapjax.control import design as dsg  # noqa: E402
+from flapjax.control.estimate import cycle_filter_init, cycle_filter_update, notch_response  # noqa: E402
+from flapjax.validation import ConfigError  # noqa: E402
+
+DT = 1e-4
+F_BEAT = 42.0
+
+
+@pytest.fixture(scope="module")
+def notch_run():
+    """The notch bank (f, 2f, 3f; Q = 1) over 1 s of several test signals at once."""
+    t = np.arange(0.0, 1.0, DT)
+    ramp = 0.2 * t
+    x = np.stack([np.sin(2 * np.pi * F_BEAT * t), np.cos(2 * np.pi * 2 * F_BEAT * t + 0.3),
+                  np.sin(2 * np.pi * 3 * F_BEAT * t), ramp, ramp + 10.0 * np.sin(2 * np.pi * F_BEAT * t)], axis=1)
+    st = cycle_filter_init(jnp.asarray(x[0]), jnp.asarray(F_BEAT), DT)
+    run = jax.jit(lambda st, x: jax.lax.scan(lambda s, xi: cycle_filter_update(s, xi, jnp.asarray(F_BEAT), DT), st, x))
+    _, y = run(st, jnp.asarray(x))
+    return t, x, np.asarray(y)
+
+
+def test_notches_remove_the_wingbeat_harmonics(notch_run):
+    t, x, y = notch_run
+    late = t > 0.5
+    for i in range(3):  # unit sinusoids at f, 2f, 3f: attenuated by more than 60 dB once settled
+        assert np.max(np.abs(y[late, i])) < 1e-3, i
+    # a +/-10 rad/s wingbeat on top of a ramp leaves the ramp
+    np.testing.assert_allclose(y[late, 4], y[late, 3], atol=1e-2)
+
+
+def test_notches_pass_a_slow_ramp_with_bounded_lag(notch_run):
+    t, x, y = notch_run
+    late = t > 0.2
+    lag = (x[late, 3] - y[late, 3]) / 0.2  # ramp of 0.2 units/s: the lag in seconds
+    expected = dsg.notch_delay(F_BEAT)  # sum 1 / (Q 2 pi h f) = 6.9 ms
+    assert np.all(np.abs(lag - expected) < 0.1 * expected)
+    assert expected < 0.01
+    # the design model of the lag: the phase of the bank at 3 Hz is -omega * delay
+    w = 2 * np.pi * 3.0
+    assert float(np.angle(notch_response(w, F_BEAT))) == pytest.approx(-w * expected, rel=0.05)
+
+
+def test_notch_bad_input():
+    with pytest.raises(ConfigError, match="harmonics"):
+        cycle_filter_init(jnp.zeros(2), 40.0, DT, harmonics=())
+    with pytest.raises(ConfigError, match="quality"):
+        cycle_filter_init(jnp.zeros(2), 40.0, DT, quality=0.0)
+    st = cycle_filter_init(jnp.zeros(2), 40.0, DT, harmonics=(1, 2))
+    with pytest.raises(ConfigError, match="notches"):
+        cycle_filter_update(st, jnp.zeros(2), 40.0, DT)
+
+
+def test_linear_model_has_the_unstable_coupled_mode_and_lqr_stabilizes_it():
+    model = dsg.LinearHoverModel.per_wing(estimate_lag=dsg.notch_delay(42.2))
+    a, b = dsg.linear_hover_model(model)
+    assert a.shape == (8, 8) and b.shape == (8, 2)
+    assert np.max(np.linalg.eigvals(a).real) > 1.0  # the speed-to-moment coupling destabilizes hover
+    no_coupling = dsg.LinearHoverModel.per_wing(coupling=(0.0, 0.0))
+    assert np.max(np.linalg.eigvals(dsg.linear_hover_model(no_coupling)[0]).real) < 1e-9
+    k = dsg.design_feedback(model)
+    # the gain is the Riccati solution's: K = R^-1 B^T P, and A - B K is stable
+    w = dsg.LqrWeights()
+    q = np.diag([1 / w.position**2, 1 / w.velocity**2, 1 / w.tilt**2, 1 / w.rate**2])
+    for i in (0, 1):
+        ai, bi = dsg.axis_matrices(model, i)
+        p = __import__("scipy").linalg.solve_continuous_are(ai, bi, q, np.array([[1 / w.plate**2]]))
+        np.testing.assert_allclose(k[i], (w.plate**2 * bi.T @ p)[0], rtol=1e-10)
+        res = ai.T @ p + p @ ai - p @ bi @ bi.T @ p * w.plate**2 + q
+        assert np.max(np.abs(res)) < 1e-6 * np.max(np.abs(q))
+    assert np.max(dsg.closed_loop_eigenvalues(model, k, lags=False).real) < -0.5
+    # still stable with the plate servo and the estimate's delay as first-order lags
+    assert np.max(dsg.closed_loop_eigenvalues(model, k).real) < -0.5
+    # the controller's cascade form is the same state feedback
+    gains = dsg.design_gains(model, coupling_scale=1.0)
+    assert gains.cycle_filter
+    np.testing.assert_allclose(dsg.feedback_from_gains(gains, model.gravity), k, rtol=1e-6)
+    # the default design (half the coupling): positive rate feedback on both axes, and a
+    # closed loop that stays stable from no coupling to twice the identified one
+    gains = dsg.design_gains(model)
+    k_half = dsg.feedback_from_gains(gains, model.gravity)
+    assert np.all(k_half[:, 3] > 0)
+    # (the plate servo and the controller's 15 ms command low-pass as one 17 ms lag)
+    for s in (0.0, 0.5, 1.0, 2.0):
+        scaled = dsg.LinearHoverModel.per_wing(estimate_lag=model.estimate_lag, plate_lag=0.017,
+                                               coupling=tuple(s * c for c in model.coupling))
+        assert np.max(dsg.closed_loop_eigenvalues(scaled, k_half).real) < -0.1, s
+    # the altitude PID puts its three poles at -4 rad/s on z'' = (2 g / f_h) df
+    bz = 2 * 9.81 / 42.2213
+    poles = np.roots([1, bz * float(gains.altitude_d), bz * float(gains.altitude_p), bz * float(gains.altitude_i)])
+    np.testing.assert_allclose(poles.real, -4.0, atol=1e-3)
+
+
+def test_designed_gains_command_signs_and_filter_memory():
+    gains = dsg.design_gains(command_lag=0.0)
+    with pytest.raises(ConfigError, match="hover_state"):
+        hover_command(gains, HoverState(), hover_frequency=jnp.asarray(FH), gravity=jnp.asarray(9.81),
+                      target=jnp.zeros(3), position=jnp.zeros(3), velocity=jnp.zeros(3), rot_world_body=jnp.eye(3),
+                      w_body=jnp.zeros(3), dt=DT)
+    from flapjax.control.hover import hover_state
+
+    kw = {"hover_frequency": jnp.asarray(FH), "position": jnp.array([0.0, 0.0, 0.5]), "velocity": jnp.zeros(3),
+          "rot_world_body": jnp.eye(3), "w_body": jnp.zeros(3), "dt": DT}
+    hs = hover_state(gains, target=jnp.array([0.1, 0.0, 0.5]), **kw)
+    # the feedback fades in over filter_settle: nothing at the start, all of it after
+    _, c0 = hover_command(gains, hs, gravity=jnp.asarray(9.81), target=jnp.array([0.1, 0.0, 0.5]), **kw)
+    np.testing.assert_allclose(c0.plate, 0.0, atol=1e-15)
+    hs = eqx.tree_at(lambda h: h.time, hs, jnp.asarray(1.0))
+    hs2, c = hover_command(gains, hs, gravity=jnp.asarray(9.81), target=jnp.array([0.1, 0.0, 0.5]), **kw)
+    assert float(c.plate[1]) < 0 and abs(float(c.plate[0])) < 1e-12  # target ahead: tilt toward +x
+    assert float(c.frequency) == pytest.approx(FH, rel=1e-9)
+    assert hs2.estimate.z.shape == hs.estimate.z.shape
+    with pytest.raises(ConfigError, match="attitude_p"):
+        HoverGains(attitude_p=jnp.ones(3))

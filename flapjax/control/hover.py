@@ -24,6 +24,15 @@ gains (~5.5e-4 N m/rad at f_h) and inertia ~5e-6 kg m^2, ``K_a = 5`` puts the
 attitude poles at about -22 +/- 16j rad/s, well above the position loop.
 Yaw is not actuated by this robot; only rate damping acts on it.
 
+The per-wing robot rocks at the wingbeat (body rates of about +/-10 rad/s
+at f), so rate feedback on the raw measurement saturates the plate. With
+``cycle_filter=True`` every measurement first goes through notch filters at
+f, 2f, 3f (:mod:`flapjax.control.estimate`, the flapping frequency of the
+previous command as input) and the controller acts on that cycle-averaged
+estimate. The position, velocity and attitude gains may then be per-axis
+pairs (x, y) in the heading frame, as designed by an LQR on the linear
+hover model (:func:`flapjax.control.design.design_gains`).
+
 The controller is pure (no MuJoCo); the bridge feeds it the base pose
 (:func:`flapjax.sim.flapper.hover_rollout`). Formulas and the feed-forward's
 departure from the seed: docs/physics.md, Hover controller.
@@ -31,11 +40,14 @@ departure from the seed: docs/physics.md, Hover controller.
 
 from __future__ import annotations
 
+import math
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.validation import check_positive
+from flapjax.control.estimate import DEFAULT_HARMONICS, CycleFilterState, cycle_filter_init, cycle_filter_update
+from flapjax.validation import ConfigError, check_positive
 
 Scalar = Float[Array, ""]
 
@@ -53,12 +65,28 @@ class HoverGains(eqx.Module):
       altitude_d: () K_d [Hz s/m].
       integral_limit: () clamp of the altitude-error integral [m s].
       frequency_limits: (2,) min and max flapping frequency [Hz].
-      position_p: () horizontal position gain [1/s^2].
-      position_d: () horizontal velocity gain [1/s].
+      position_p: () or (2,) horizontal position gain [1/s^2].
+      position_d: () or (2,) horizontal velocity gain [1/s].
       tilt_limit: () largest commanded body tilt [rad].
-      attitude_p: () K_a, plate angle per rad of tilt error [-].
-      attitude_d: () K_w, plate angle per rad/s of body rate [s].
+      attitude_p: () or (2,) K_a, plate angle per rad of tilt error [-].
+      attitude_d: () or (2,) K_w, plate angle per rad/s of body rate [s] (any sign).
       plate_limit: () clamp of both plate angles [rad].
+      cycle_filter: act on the cycle-averaged estimate (notches at the
+        harmonics of f) instead of the raw measurement (static).
+      filter_harmonics: multiples of f the estimate removes (static).
+      filter_quality: Q of the notches (static).
+      filter_settle: with ``cycle_filter``, the feedback fades in over this
+        time [s] while the notches settle on the wingbeat (a wingbeat that
+        starts abruptly passes a notch for a few cycles) (static).
+      command_lag: with ``cycle_filter``, time constant of a first-order
+        low-pass on the plate command [s] (0: none). A stiff plate servo
+        turns a fast plate command into a reaction on the body (the plate's
+        inertia is up to a quarter of the body's), which rate feedback
+        would close into a fast loop; the low-pass keeps that loop's gain
+        below one (static).
+
+    A (2,) gain holds the x (pitch) and y (roll) axis values of the
+    heading frame.
     """
 
     altitude_p: Scalar = eqx.field(converter=_as_array, default=60.0)
@@ -72,13 +100,24 @@ class HoverGains(eqx.Module):
     attitude_p: Scalar = eqx.field(converter=_as_array, default=5.0)
     attitude_d: Scalar = eqx.field(converter=_as_array, default=0.0)
     plate_limit: Scalar = eqx.field(converter=_as_array, default=0.35)
+    cycle_filter: bool = eqx.field(static=True, default=False)
+    filter_harmonics: tuple[int, ...] = eqx.field(static=True, default=DEFAULT_HARMONICS)
+    filter_quality: float = eqx.field(static=True, default=1.0)
+    filter_settle: float = eqx.field(static=True, default=0.05)
+    command_lag: float = eqx.field(static=True, default=0.015)
 
     def __check_init__(self):
-        for name in ("altitude_p", "altitude_i", "altitude_d", "position_p", "position_d", "attitude_p", "attitude_d"):
+        # attitude_d may be negative: an LQR on a model with speed-to-moment coupling can ask for it.
+        for name in ("altitude_p", "altitude_i", "altitude_d", "position_p", "position_d", "attitude_p"):
             check_positive(f"HoverGains.{name}", getattr(self, name), allow_zero=True)
         for name in ("integral_limit", "tilt_limit", "plate_limit"):
             check_positive(f"HoverGains.{name}", getattr(self, name))
         check_positive("HoverGains.frequency_limits", self.frequency_limits)
+        for name in ("position_p", "position_d", "attitude_p", "attitude_d"):
+            if jnp.shape(getattr(self, name)) not in ((), (2,)):
+                raise ConfigError(f"HoverGains.{name}: expected a scalar or a (x, y) pair, got shape "
+                                  f"{jnp.shape(getattr(self, name))}")
+        check_positive("HoverGains.filter_quality", self.filter_quality)
 
 
 class HoverState(eqx.Module):
@@ -86,9 +125,48 @@ class HoverState(eqx.Module):
 
     Attributes:
       altitude_integral: () int (z* - z) dt [m s].
+      estimate: notch-filter memory of the cycle-averaged estimate (only
+        with ``cycle_filter``; see :func:`hover_state`).
+      frequency: () the previous frequency command, the notches' input [Hz].
+      time: () time since the start [s] (only with ``cycle_filter``).
+      command: (2,) low-passed tilt command ``(u_x, u_y)`` [rad] (only with
+        ``cycle_filter``).
     """
 
     altitude_integral: Scalar = eqx.field(converter=_as_array, default=0.0)
+    estimate: CycleFilterState | None = None
+    frequency: Scalar | None = None
+    time: Scalar | None = None
+    command: Float[Array, "2"] | None = None
+
+
+def _measurement(position, velocity, rot_world_body, w_body) -> Array:
+    return jnp.concatenate([position, velocity, body_tilt(rot_world_body), w_body])
+
+
+def hover_state(
+    gains: HoverGains,
+    *,
+    hover_frequency: Scalar,
+    position: Float[Array, "3"],
+    velocity: Float[Array, "3"],
+    rot_world_body: Float[Array, "3 3"],
+    w_body: Float[Array, "3"],
+    dt: float,
+    target: Float[Array, "3"],
+) -> HoverState:
+    """Initial controller memory: zero integral and, with ``cycle_filter``,
+    the estimate at rest on the first measurement (arguments as in
+    :func:`hover_command`; the estimate holds the position relative to
+    ``target``, so give the target the commands will use)."""
+    dtype = jnp.asarray(position).dtype
+    if not gains.cycle_filter:
+        return HoverState(altitude_integral=jnp.zeros((), dtype=dtype))
+    x = _measurement(position - target, velocity, rot_world_body, w_body).astype(dtype)
+    f = jnp.asarray(hover_frequency, dtype=dtype)
+    est = cycle_filter_init(x, f, dt, harmonics=gains.filter_harmonics, quality=gains.filter_quality)
+    return HoverState(altitude_integral=jnp.zeros((), dtype=dtype), estimate=est, frequency=f,
+                      time=jnp.zeros((), dtype=dtype), command=jnp.zeros(2, dtype=dtype))
 
 
 class HoverCommand(eqx.Module):
@@ -138,21 +216,49 @@ def hover_command(
       w_body: (3,) body angular velocity (p, q, r), body frame [rad/s].
       dt: controller period [s].
     """
+    if gains.cycle_filter:
+        if state.estimate is None or state.frequency is None:
+            raise ConfigError("state: cycle_filter needs the estimate's memory; start from hover_state(gains, ...)")
+        # Position relative to the target: the notches see small signals, so
+        # their moving coefficients make no jumps on a large constant.
+        x = _measurement(position - target, velocity, rot_world_body, w_body)
+        est, x = cycle_filter_update(state.estimate, x, state.frequency, dt, harmonics=gains.filter_harmonics,
+                                     quality=gains.filter_quality)
+        position, velocity, tilt_world, w_body = x[0:3] + target, x[3:6], x[6:8], x[8:11]
+    else:
+        est, tilt_world = None, body_tilt(rot_world_body)
     err = target - position
     integral = jnp.clip(state.altitude_integral + err[2] * dt, -gains.integral_limit, gains.integral_limit)
     n_z = jnp.maximum(rot_world_body[2, 2], 0.5)
     f = hover_frequency / jnp.sqrt(n_z) + gains.altitude_p * err[2] + gains.altitude_i * integral - gains.altitude_d * velocity[2]
     f = jnp.clip(f, gains.frequency_limits[0], gains.frequency_limits[1])
 
-    acc = gains.position_p * err[:2] - gains.position_d * velocity[:2]
     # Tilt wanted in the heading frame (yaw is free): rotate by -yaw.
     yaw = jnp.arctan2(rot_world_body[1, 0], rot_world_body[0, 0])
     c, s = jnp.cos(yaw), jnp.sin(yaw)
-    acc_h = jnp.stack([c * acc[0] + s * acc[1], -s * acc[0] + c * acc[1]])
+
+    def heading(a):
+        return jnp.stack([c * a[0] + s * a[1], -s * a[0] + c * a[1]])
+
+    if jnp.ndim(gains.position_p) or jnp.ndim(gains.position_d):  # per-axis gains act in the heading frame
+        acc_h = gains.position_p * heading(err[:2]) - gains.position_d * heading(velocity[:2])
+    else:
+        acc_h = heading(gains.position_p * err[:2] - gains.position_d * velocity[:2])
     tilt_target = jnp.clip(acc_h / gravity, -gains.tilt_limit, gains.tilt_limit)
-    tilt_world = body_tilt(rot_world_body)
-    tilt = jnp.stack([c * tilt_world[0] + s * tilt_world[1], -s * tilt_world[0] + c * tilt_world[1]])
-    u_x = gains.attitude_p * (tilt_target[0] - tilt[0]) - gains.attitude_d * w_body[1]
-    u_y = gains.attitude_p * (tilt_target[1] - tilt[1]) + gains.attitude_d * w_body[0]
-    plate = jnp.clip(jnp.stack([-u_y, -u_x]), -gains.plate_limit, gains.plate_limit)
-    return HoverState(altitude_integral=integral), HoverCommand(frequency=f, plate=plate, tilt_target=tilt_target)
+    tilt = heading(tilt_world)
+    # Tilt rates toward +x, +y: q and -p.
+    u = gains.attitude_p * (tilt_target - tilt) - gains.attitude_d * jnp.stack([w_body[1], -w_body[0]])
+    if est is not None:
+        # Feedback fades in (smoothstep) while the notches settle on the wingbeat.
+        r = jnp.clip(state.time / gains.filter_settle, 0.0, 1.0) if gains.filter_settle > 0 else 1.0
+        fade = r * r * (3.0 - 2.0 * r)
+        u = fade * u
+        if gains.command_lag > 0:
+            u = state.command + (1.0 - math.exp(-dt / gains.command_lag)) * (u - state.command)
+        f_ff = hover_frequency / jnp.sqrt(n_z)
+        f = jnp.clip(f_ff + fade * (f - f_ff), gains.frequency_limits[0], gains.frequency_limits[1])
+    plate = jnp.clip(jnp.stack([-u[1], -u[0]]), -gains.plate_limit, gains.plate_limit)
+    new = HoverState(altitude_integral=integral) if est is None else HoverState(
+        altitude_integral=integral, estimate=est, frequency=f.astype(state.frequency.dtype), time=state.time + dt,
+        command=u.astype(state.command.dtype))
+    return new, HoverCommand(frequency=f, plate=plate, tilt_target=tilt_target)

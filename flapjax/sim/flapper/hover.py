@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from flapjax.control.hover import HoverGains, HoverState, body_tilt, hover_command
+from flapjax.control.hover import HoverGains, body_tilt, hover_command, hover_state
 from flapjax.math import quat_mul, quat_to_mat
 from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
@@ -151,6 +151,7 @@ def hover_rollout(
     gravity: Scalar | float | None = None,
     plate_step: PlateStep | None = None,
     record: Literal["block", "first"] = "block",
+    prior: BasePose | None = None,
 ) -> tuple[FlapperState, HoverRecord]:
     """Closed-loop hover of one world with :func:`flapjax.control.hover.hover_command`.
 
@@ -168,6 +169,12 @@ def hover_rollout(
       plate_step: a plate-command offset over a time window; default none.
       record: "block" (summary of each block) or "first" (snapshot of each
         block's first step); see :class:`HoverRecord`.
+      prior: the pose the controller's cycle-averaged estimate starts from
+        (only with ``gains.cycle_filter``); default the measured initial
+        pose. On the per-wing model's periodic orbit the instantaneous body
+        velocities differ from their cycle means; give the cycle means here
+        (e.g. the ``velocity`` and ``angular_velocity`` asked of
+        :func:`init_state` with ``periodic=True``).
 
     Returns:
       the final state and ``n_steps // record_every`` records.
@@ -192,7 +199,10 @@ def hover_rollout(
             return carry, _record(robot, start, force[0], freq[0], plate[0])
         return carry, _record(robot, carry[0], jnp.mean(force, axis=0), jnp.mean(freq), plate[-1])
 
-    hs0 = HoverState(altitude_integral=jnp.zeros((), dtype=state.phase_offset.dtype))
+    pose0 = base_pose(robot, state.data) if prior is None else prior
+    hs0 = hover_state(gains, hover_frequency=f_h, position=pose0.position, velocity=pose0.velocity,
+                      rot_world_body=pose0.rot_world_body, w_body=pose0.w_body, dt=robot.dt, target=target)
+    hs0 = eqx.tree_at(lambda h: h.altitude_integral, hs0, jnp.zeros((), dtype=state.phase_offset.dtype))
     (final, _), records = jax.lax.scan(block, (state, hs0), None, length=n_steps // record_every)
     return final, records
 
@@ -289,3 +299,56 @@ def hover_study(
     settled = healthy & (late_err <= position_tolerance) & (late_tilt <= tilt_tolerance)
     return HoverStudy(settled=settled, final_position_error=final, max_late_position_error=late_err,
                       max_late_tilt=late_tilt, healthy=healthy, initial_offset=offset)
+
+
+# ---------------------------------------------------------------------------
+# Hover quality of the per-wing robot
+# ---------------------------------------------------------------------------
+
+
+class HoverQuality(eqx.Module):
+    """Hover quality over the last ``window`` seconds of a record (leading
+    axes: any batch axes of the records).
+
+    Attributes:
+      cycle_mean_tilt: () largest |tilt| of the tilt averaged over one
+        wingbeat (a moving mean over ``1 / f`` of records) [rad].
+      tilt_rms: () RMS of the instantaneous |tilt| [rad].
+      altitude_error: () largest instantaneous |z - z*| [m].
+      position_error: () largest horizontal |p - p*| [m].
+      healthy: () the world stayed finite.
+    """
+
+    cycle_mean_tilt: Scalar
+    tilt_rms: Scalar
+    altitude_error: Scalar
+    position_error: Scalar
+    healthy: Bool[Array, ""]
+
+    def meets(self, *, cycle_mean_tilt: float = jnp.deg2rad(1.0), tilt_rms: float = jnp.deg2rad(3.0),
+              altitude_error: float = 0.005) -> Bool[Array, "..."]:
+        """Whether each world meets the bounds [rad, rad, m]."""
+        return (self.healthy & (self.cycle_mean_tilt < cycle_mean_tilt) & (self.tilt_rms < tilt_rms)
+                & (self.altitude_error < altitude_error))
+
+
+def hover_quality(records: HoverRecord, target: Float[Array, "3"], *, frequency: float, record_dt: float,
+                  window: float = 0.5) -> HoverQuality:
+    """:class:`HoverQuality` of one world's records (records every
+    ``record_dt`` seconds, flapping frequency ``frequency`` [Hz])."""
+    n_win = max(1, int(round(window / record_dt)))
+    n_cyc = max(1, int(round(1.0 / (frequency * record_dt))))
+    if records.tilt.shape[0] < n_win + n_cyc:
+        raise ConfigError(f"records: need at least {n_win + n_cyc} records for window={window} s, "
+                          f"got {records.tilt.shape[0]}")
+    tilt = records.tilt[-n_win:]
+    kernel = jnp.ones(n_cyc, dtype=tilt.dtype) / n_cyc
+    mean = jnp.stack([jnp.convolve(records.tilt[-(n_win + n_cyc - 1):, i], kernel, mode="valid") for i in (0, 1)], axis=1)
+    pos = records.position[-n_win:] - target
+    return HoverQuality(
+        cycle_mean_tilt=jnp.max(jnp.linalg.norm(mean, axis=1)),
+        tilt_rms=jnp.sqrt(jnp.mean(jnp.sum(tilt**2, axis=1))),
+        altitude_error=jnp.max(jnp.abs(pos[:, 2])),
+        position_error=jnp.max(jnp.linalg.norm(pos[:, :2], axis=1)),
+        healthy=records.healthy[-1],
+    )

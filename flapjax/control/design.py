@@ -1,0 +1,352 @@
+"""Hover gains designed on the linear hover model, and refined by gradient.
+
+The linear model (docs/physics.md, Hover controller) is the cycle-averaged
+robot linearized at hover, one block per horizontal axis ``i`` (x: pitch,
+y: roll), state ``s_i = [position, velocity, tilt, tilt rate]`` in the
+heading frame (tilt: of the body z axis toward +x / +y), input ``u_i`` the
+thrust tilt the plate makes toward +x / +y (``u_x = -delta_r``,
+``u_y = -delta_p``):
+
+    p'     = v
+    v'     = g theta + g u - (k_v / m) v
+    theta' = w
+    w'     = (k_c u - D w + c v) / I
+
+with ``k_c`` the control moment per rad of plate at the hover frequency,
+``D`` the rate damping, ``I`` the inertia about the centre of mass and
+``c`` the speed-to-moment coupling in tilt coordinates: ``c_x = M_u`` and
+``c_y = -L_v`` (drag acting above the centre of mass). With the per-wing
+model's coupling this model has an unstable oscillatory mode; the gains come
+from an LQR on it: ``u_i = -K_i (s_i - s_i*)``. :func:`gains_from_feedback`
+writes ``K_i = [k_p, k_v, k_theta, k_w]`` in the controller's cascade form
+(:class:`flapjax.control.hover.HoverGains`, per-axis gains):
+
+    attitude_p = k_theta, attitude_d = k_w,
+    position_p = g k_p / k_theta, position_d = g k_v / k_theta
+
+which is the same law while the commanded tilt stays inside its limit.
+
+:func:`refine_gains` is the differentiable showcase: it improves those gains
+by gradient through per-wing free-flight rollouts with optax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from flapjax.control.estimate import DEFAULT_HARMONICS
+from flapjax.control.hover import HoverGains
+from flapjax.validation import ConfigError, check_positive
+
+AXES = ("x", "y")
+
+
+@dataclass(frozen=True)
+class LinearHoverModel:
+    """Parameters of the linear hover model; pairs are (x axis, y axis).
+
+    Attributes:
+      mass: m [kg].
+      gravity: g [m/s^2].
+      inertia: (I_yy, I_xx), inertia about the centre of mass of the axis
+        that tilts the body toward +x, +y [kg m^2].
+      control_gain: (k_pitch, k_roll) lambda_f at the hover frequency, the
+        moment per rad of plate [N m/rad].
+      rate_damping: (D_y, D_x) [N m s/rad].
+      coupling: (M_u, -L_v), tilt moment per m/s of horizontal speed
+        [N m s/m] (tilt coordinates; negative when the drag acts above the
+        centre of mass).
+      horizontal_damping: (k_v, k_v) [N s/m].
+      plate_lag: time constant of the plate servo, the first-order model the
+        robustness check adds [s] (0: ideal).
+      estimate_lag: low-frequency delay of the cycle-averaged estimate [s]
+        (:func:`notch_delay`; 0: ideal).
+    """
+
+    mass: float = 0.03
+    gravity: float = 9.81
+    inertia: tuple[float, float] = (4.14e-6, 4.99e-6)
+    control_gain: tuple[float, float] = (5.78e-4, 5.33e-4)
+    rate_damping: tuple[float, float] = (1.9e-5, 3.2e-5)
+    coupling: tuple[float, float] = (-4.7e-4, -8.4e-4)
+    horizontal_damping: tuple[float, float] = (0.043, 0.047)
+    plate_lag: float = 0.002
+    estimate_lag: float = 0.0
+
+    def __post_init__(self):
+        check_positive("LinearHoverModel.mass", self.mass)
+        check_positive("LinearHoverModel.gravity", self.gravity)
+        for name in ("inertia", "control_gain", "rate_damping", "horizontal_damping", "coupling"):
+            v = np.asarray(getattr(self, name), dtype=float)
+            if v.shape != (2,) or not np.all(np.isfinite(v)):
+                raise ConfigError(f"LinearHoverModel.{name}: expected 2 finite numbers (x, y), got {getattr(self, name)!r}")
+        for name in ("inertia", "control_gain"):
+            check_positive(f"LinearHoverModel.{name}", np.asarray(getattr(self, name)))
+        for name in ("rate_damping", "horizontal_damping"):
+            check_positive(f"LinearHoverModel.{name}", np.asarray(getattr(self, name)), allow_zero=True)
+        check_positive("LinearHoverModel.plate_lag", self.plate_lag, allow_zero=True)
+        check_positive("LinearHoverModel.estimate_lag", self.estimate_lag, allow_zero=True)
+
+    @classmethod
+    def per_wing(cls, **changes) -> LinearHoverModel:
+        """The per-wing robot at its hover frequency (42.2 Hz): inertia of
+        the MJCF about the centre of mass, the identified control moments and
+        rate damping, and the speed-to-moment coupling measured with imposed
+        body motion (M_u = -4.7e-4, L_v = +8.4e-4 N m per m/s)."""
+        return dataclasses.replace(cls(), **changes)
+
+    @classmethod
+    def from_averaged(cls, params, *, inertia=(4.14e-6, 4.99e-6), coupling=(0.0, 0.0), frequency=None,
+                      **changes) -> LinearHoverModel:
+        """From :class:`flapjax.aero.cycle_averaged.CycleAveragedParams`
+        (control moments scaled to ``frequency``, default the hover
+        frequency; no coupling unless given)."""
+        f = float(params.hover_frequency if frequency is None else frequency)
+        lam = (f / float(params.reference_frequency)) ** 2
+        d = np.asarray(params.rate_damping, dtype=float)
+        kv = float(params.horizontal_damping)
+        return cls(mass=float(params.mass), gravity=float(params.gravity), inertia=tuple(inertia),
+                   control_gain=(lam * float(params.pitch_gain), lam * float(params.roll_gain)),
+                   rate_damping=(float(d[1]), float(d[0])), coupling=tuple(coupling), horizontal_damping=(kv, kv),
+                   **changes)
+
+
+def notch_delay(frequency: float, *, harmonics=DEFAULT_HARMONICS, quality: float = 1.0) -> float:
+    """Low-frequency group delay of the notch bank, ``sum_h 1 / (Q 2 pi h f)`` [s]."""
+    return float(sum(1.0 / (quality * 2.0 * np.pi * h * frequency) for h in harmonics))
+
+
+def axis_matrices(model: LinearHoverModel, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(A (4, 4), B (4, 1)) of one axis (0: x, 1: y), state
+    ``[position, velocity, tilt, tilt rate]``, input the plate's thrust tilt."""
+    if axis not in (0, 1):
+        raise ConfigError(f"axis: must be 0 (x) or 1 (y), got {axis!r}")
+    m, g = model.mass, model.gravity
+    inertia, k = model.inertia[axis], model.control_gain[axis]
+    d, c, kv = model.rate_damping[axis], model.coupling[axis], model.horizontal_damping[axis]
+    a = np.array([[0.0, 1.0, 0.0, 0.0], [0.0, -kv / m, g, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, c / inertia, 0.0, -d / inertia]])
+    b = np.array([[0.0], [g], [0.0], [k / inertia]])
+    return a, b
+
+
+def linear_hover_model(model: LinearHoverModel) -> tuple[np.ndarray, np.ndarray]:
+    """(A (8, 8), B (8, 2)): both axes, state ``[x, v_x, theta_x, w_x, y,
+    v_y, theta_y, w_y]`` and input ``[u_x, u_y]``."""
+    a = np.zeros((8, 8))
+    b = np.zeros((8, 2))
+    for i in (0, 1):
+        ai, bi = axis_matrices(model, i)
+        a[4 * i : 4 * i + 4, 4 * i : 4 * i + 4] = ai
+        b[4 * i : 4 * i + 4, i] = bi[:, 0]
+    return a, b
+
+
+def lqr(a: np.ndarray, b: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Continuous LQR gain ``K = R^-1 B^T P`` with ``P`` the stabilizing
+    solution of ``A^T P + P A - P B R^-1 B^T P + Q = 0``."""
+    p = scipy.linalg.solve_continuous_are(a, b, q, r)
+    return np.linalg.solve(r, b.T @ p)
+
+
+@dataclass(frozen=True)
+class LqrWeights:
+    """LQR weights as largest acceptable excursions (Bryson's rule):
+    ``Q = diag(1 / s_max^2)``, ``R = 1 / u_max^2``.
+
+    Attributes:
+      position: [m]. velocity: [m/s]. tilt: [rad]. rate: [rad/s].
+      plate: plate angle [rad].
+    """
+
+    position: float = 0.02
+    velocity: float = 0.1
+    tilt: float = 0.05
+    rate: float = 1.5
+    plate: float = 0.05
+
+
+def design_feedback(model: LinearHoverModel, weights: LqrWeights = LqrWeights()) -> np.ndarray:
+    """(2, 4) LQR state feedback ``K`` per axis on the lag-free model."""
+    q = np.diag([1 / weights.position**2, 1 / weights.velocity**2, 1 / weights.tilt**2, 1 / weights.rate**2])
+    r = np.array([[1 / weights.plate**2]])
+    return np.stack([lqr(*axis_matrices(model, i), q, r)[0] for i in (0, 1)])
+
+
+def gains_from_feedback(k: np.ndarray, gravity: float, base: HoverGains | None = None, **changes) -> HoverGains:
+    """Per-axis :class:`HoverGains` of the state feedback ``k`` (2, 4); the
+    altitude loop and limits from ``base`` (default :class:`HoverGains`)."""
+    k = np.asarray(k, dtype=float)
+    if k.shape != (2, 4):
+        raise ConfigError(f"k: expected shape (2, 4), got {k.shape}")
+    if np.any(k[:, 2] <= 0):
+        raise ConfigError(f"k: the tilt gain must be positive for the cascade form, got {k[:, 2].tolist()}")
+    base = HoverGains() if base is None else base
+    kw = dict(position_p=gravity * k[:, 0] / k[:, 2], position_d=gravity * k[:, 1] / k[:, 2],
+              attitude_p=k[:, 2], attitude_d=k[:, 3])
+    kw.update(changes)
+    return _replace(base, **kw)
+
+
+def _replace(gains: HoverGains, **kw) -> HoverGains:
+    fields = {f.name: getattr(gains, f.name) for f in dataclasses.fields(gains)}
+    fields.update(kw)
+    return type(gains)(**fields)
+
+
+def feedback_from_gains(gains: HoverGains, gravity: float) -> np.ndarray:
+    """The (2, 4) state feedback of per-axis (or scalar) cascade gains."""
+    ka = np.broadcast_to(np.asarray(gains.attitude_p, dtype=float), (2,))
+    kw = np.broadcast_to(np.asarray(gains.attitude_d, dtype=float), (2,))
+    kp = np.broadcast_to(np.asarray(gains.position_p, dtype=float), (2,))
+    kd = np.broadcast_to(np.asarray(gains.position_d, dtype=float), (2,))
+    return np.stack([kp * ka / gravity, kd * ka / gravity, ka, kw], axis=1)
+
+
+def closed_loop(model: LinearHoverModel, k: np.ndarray, axis: int, *, lags: bool = True) -> np.ndarray:
+    """Closed-loop matrix of one axis under ``u = -k[axis] s``; with
+    ``lags`` the plate servo and the estimate add first-order lags
+    (``model.plate_lag``, ``model.estimate_lag``) between them."""
+    a, b = axis_matrices(model, axis)
+    kk = np.asarray(k, dtype=float)[axis][None, :]
+    taus = [t for t in ((model.plate_lag, model.estimate_lag) if lags else ()) if t > 0]
+    if not taus:
+        return a - b @ kk
+    # Series of first-order lags: u_1' = (-k s - u_1) / tau_1, u_2' = (u_1 - u_2) / tau_2, ...; u = u_last.
+    n = 4 + len(taus)
+    acl = np.zeros((n, n))
+    acl[:4, :4] = a
+    acl[:4, n - 1] = b[:, 0]
+    for j, tau in enumerate(taus):
+        row = 4 + j
+        acl[row, row] = -1.0 / tau
+        if j == 0:
+            acl[row, :4] = -kk[0] / tau
+        else:
+            acl[row, row - 1] = 1.0 / tau
+    return acl
+
+
+def closed_loop_eigenvalues(model: LinearHoverModel, k: np.ndarray, *, lags: bool = True) -> np.ndarray:
+    """Eigenvalues of both axes' closed loops, concatenated [1/s]."""
+    return np.concatenate([np.linalg.eigvals(closed_loop(model, k, i, lags=lags)) for i in (0, 1)])
+
+
+def altitude_gains(hover_frequency: float, gravity: float, pole: float = 5.0) -> dict[str, float]:
+    """PID altitude gains placing the three vertical poles at ``-pole``
+    [rad/s]. Linearized, ``z'' = b df`` with ``b = 2 g / f_h`` [m/s^2 per
+    Hz] (from ``m g = k_f f_h^2``), so ``s^3 + b K_d s^2 + b K_p s + b K_i =
+    (s + pole)^3``. Returns ``altitude_p`` [Hz/m], ``altitude_i``
+    [Hz/(m s)], ``altitude_d`` [Hz s/m]."""
+    check_positive("hover_frequency", hover_frequency)
+    check_positive("pole", pole)
+    b = 2.0 * gravity / hover_frequency
+    return {"altitude_d": 3.0 * pole / b, "altitude_p": 3.0 * pole**2 / b, "altitude_i": pole**3 / b}
+
+
+def design_gains(model: LinearHoverModel | None = None, weights: LqrWeights = LqrWeights(), *,
+                 coupling_scale: float = 0.5, hover_frequency: float = 42.2213, altitude_pole: float = 4.0,
+                 base: HoverGains | None = None, **changes) -> HoverGains:
+    """Gains of the per-wing robot: LQR on ``model`` (default
+    :meth:`LinearHoverModel.per_wing`) with its speed-to-moment coupling
+    scaled by ``coupling_scale``, in the controller's per-axis cascade form;
+    the altitude poles at ``-altitude_pole`` (:func:`altitude_gains`); the
+    cycle-averaged estimate switched on (``cycle_filter=True``). ``changes``
+    override any field of the result.
+
+    With the default half coupling both rate gains come out positive and the
+    linear closed loop stays stable from no coupling to twice the identified
+    one; designed on the full coupling the roll-rate gain turns negative (the
+    design leans on the coupling's exact value) and the per-wing robot
+    recovers worse from lateral offsets."""
+    model = LinearHoverModel.per_wing() if model is None else model
+    check_positive("coupling_scale", coupling_scale, allow_zero=True)
+    design_model = dataclasses.replace(model, coupling=tuple(coupling_scale * c for c in model.coupling))
+    k = design_feedback(design_model, weights)
+    changes = {"cycle_filter": True, **altitude_gains(hover_frequency, model.gravity, altitude_pole), **changes}
+    return gains_from_feedback(k, model.gravity, base, **changes)
+
+
+_REFINED = ("position_p", "position_d", "attitude_p", "attitude_d")
+
+
+def refine_gains(
+    gains: HoverGains,
+    *,
+    iterations: int = 3,
+    learning_rate: float = 0.05,
+    duration: float = 0.15,
+    tilts: tuple[float, ...] = (0.05, -0.05),
+    record_every: int = 10,
+) -> tuple[HoverGains, list[float]]:
+    """Refine the per-axis position and attitude gains by gradient through
+    short per-wing free-flight rollouts (MJX) with optax's Adam.
+
+    The free parameters are the logarithms of gain multipliers (so every
+    gain keeps its sign). The loss is the mean over worlds started on the
+    periodic orbit, tilted by ``tilts`` [rad] about x and y, of
+
+        mean_t (|tilt|^2 / (0.02 rad)^2 + |p - p*|^2 / (0.01 m)^2)
+
+    over ``duration`` [s]. Returns the refined gains and the loss before the
+    first and after every update (``iterations + 1`` values).
+    """
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from flapjax.sim import flapper as fl
+
+    check_positive("iterations", iterations)
+    check_positive("duration", duration)
+    robot = fl.make_robot("free", "wing")
+    params = fl.default_params(robot, frequency=42.2213)
+    target = jnp.array([0.0, 0.0, 0.5])
+    n = int(round(duration / robot.dt)) // record_every * record_every
+    quats = []
+    for a in tilts:
+        quats.append(jnp.array([np.cos(a / 2), np.sin(a / 2), 0.0, 0.0]))
+        quats.append(jnp.array([np.cos(a / 2), 0.0, np.sin(a / 2), 0.0]))
+    quats = jnp.stack(quats)
+    starts = jax.jit(jax.vmap(lambda q: fl.init_state(robot, params, position=target, quat=q, periodic=True)))(quats)
+    base = {k: jnp.broadcast_to(jnp.asarray(getattr(gains, k)), (2,)) for k in _REFINED}
+
+    def with_scale(log_scale):
+        return _replace(gains, **{k: base[k] * jnp.exp(log_scale[i]) for i, k in enumerate(_REFINED)})
+
+    def loss_fn(log_scale):
+        g = with_scale(log_scale)
+
+        def one(st, q):
+            prior = fl.BasePose(position=target, velocity=jnp.zeros(3), rot_world_body=_quat_mat(q), w_body=jnp.zeros(3))
+            _, rec = fl.hover_rollout(robot, params, st, n, gains=g, target=target, record_every=record_every,
+                                      checkpoint=True, prior=prior)
+            tilt = jnp.sum(rec.tilt**2, axis=-1) / 0.02**2
+            pos = jnp.sum((rec.position - target) ** 2, axis=-1) / 0.01**2
+            return jnp.mean(tilt + pos)
+
+        return jnp.mean(jax.vmap(one)(starts, quats))
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss_fn))
+    opt = optax.adam(learning_rate)
+    log_scale = jnp.zeros((len(_REFINED), 2))
+    opt_state = opt.init(log_scale)
+    history = []
+    for _ in range(iterations):
+        value, grad = value_and_grad(log_scale)
+        history.append(float(value))
+        grad = jnp.where(jnp.isfinite(grad), grad, 0.0)
+        updates, opt_state = opt.update(grad, opt_state)
+        log_scale = optax.apply_updates(log_scale, updates)
+    history.append(float(jax.jit(loss_fn)(log_scale)))
+    refined = with_scale(log_scale)
+    return _replace(refined, **{k: np.asarray(getattr(refined, k)) for k in _REFINED}), history
+
+
+def _quat_mat(q):
+    from flapjax.math import quat_to_mat
+
+    return quat_to_mat(q)
