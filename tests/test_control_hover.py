@@ -241,3 +241,22 @@ def test_designed_gains_command_signs_and_filter_memory():
     assert hs2.estimate.z.shape == hs.estimate.z.shape
     with pytest.raises(ConfigError, match="attitude_p"):
         HoverGains(attitude_p=jnp.ones(3))
+
+
+def test_linear_model_from_the_averaged_models_linearization():
+    """The averaged model with the per-wing coupling, linearized by autodiff,
+    gives the same per-axis matrices as the design's own linear model."""
+    from flapjax.aero.cycle_averaged import CycleAveragedParams, linearize_hover
+
+    inertia = (4.14e-6, 4.99e-6)
+    p = CycleAveragedParams(roll_speed_coupling=8.4e-4, pitch_speed_coupling=-4.7e-4, rate_damping=(3.2e-5, 1.9e-5, 1e-5),
+                            horizontal_damping=0.045)
+    a, b = linearize_hover(p, np.diag([inertia[1], inertia[0], 3e-6]))
+    m = dsg.model_from_linearization(a, b, inertia=inertia, mass=float(p.mass))
+    np.testing.assert_allclose(m.coupling, (-4.7e-4, -8.4e-4), rtol=1e-6)
+    np.testing.assert_allclose(m.rate_damping, (1.9e-5, 3.2e-5), rtol=1e-6)
+    np.testing.assert_allclose(m.horizontal_damping, (0.045, 0.045), rtol=1e-6)
+    ref = dsg.LinearHoverModel.from_averaged(p, inertia=inertia, coupling=(-4.7e-4, -8.4e-4))
+    for i in (0, 1):
+        for x, y in zip(dsg.axis_matrices(m, i), dsg.axis_matrices(ref, i)):
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)

@@ -115,6 +115,41 @@ class LinearHoverModel:
                    **changes)
 
 
+def model_from_linearization(a: np.ndarray, b: np.ndarray, *, inertia=(4.14e-6, 4.99e-6), mass: float = 0.03,
+                             **changes) -> LinearHoverModel:
+    """:class:`LinearHoverModel` from the averaged model's linearization
+    (:func:`flapjax.aero.cycle_averaged.linearize_hover`: state ``(x, y, vx,
+    vy, roll, pitch, p, q)``, input ``(delta_p, delta_r)``).
+
+    The x axis is ``(x, vx, pitch, q)`` with ``u_x = -delta_r``; the y axis
+    is ``(y, vy, -roll, -p)`` with ``u_y = -delta_p`` (tilt toward +y is a
+    negative roll). The linearization gives moments per inertia; ``inertia``
+    (I_yy, I_xx) [kg m^2] and ``mass`` [kg] scale them back to the model's
+    fields (the closed loop does not depend on that choice)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != (8, 8) or b.shape != (8, 2):
+        raise ConfigError(f"(a, b): expected shapes (8, 8) and (8, 2), got {a.shape} and {b.shape}")
+    axes = (([0, 2, 5, 7], np.ones(4), 1), ([1, 3, 4, 6], np.array([1.0, 1.0, -1.0, -1.0]), 0))
+    mats = []
+    for idx, sign, col in axes:
+        ai = sign[:, None] * a[np.ix_(idx, idx)] * sign[None, :]
+        bi = -sign * b[idx, col]
+        mats.append((ai, bi))
+    g = tuple(float(ai[1, 2]) for ai, _ in mats)
+    if abs(g[0] - g[1]) > 1e-9 * max(abs(g[0]), 1.0):
+        raise ConfigError(f"(a, b): the two axes disagree on g: {g}")
+    inertia = tuple(float(v) for v in inertia)
+    return LinearHoverModel(
+        mass=mass, gravity=g[0], inertia=inertia,
+        control_gain=tuple(float(bi[3]) * i for (_, bi), i in zip(mats, inertia)),
+        rate_damping=tuple(-float(ai[3, 3]) * i for (ai, _), i in zip(mats, inertia)),
+        coupling=tuple(float(ai[3, 1]) * i for (ai, _), i in zip(mats, inertia)),
+        horizontal_damping=tuple(-float(ai[1, 1]) * mass for ai, _ in mats),
+        **changes,
+    )
+
+
 def notch_delay(frequency: float, *, harmonics=DEFAULT_HARMONICS, quality: float = 1.0) -> float:
     """Low-frequency group delay of the notch bank, ``sum_h 1 / (Q 2 pi h f)`` [s]."""
     return float(sum(1.0 / (quality * 2.0 * np.pi * h * frequency) for h in harmonics))
