@@ -324,10 +324,11 @@ def _segment_residuals(params, inertia, seed, dz, offset, cmd_f, cmd_p, meas, si
 def levenberg_marquardt(residual_fn: Callable, x0, *, max_iterations: int, tol: float = 1e-10, args=(),
                         jac_fn: Callable | None = None):
     """Minimize ``0.5 |r(x)|^2`` from ``x0``; ``residual_fn(x, *args) -> r``
-    (1-D, jittable); Jacobians ``jac_fn(x, *args)`` (default ``jax.jacfwd``
-    of ``residual_fn``). Returns ``(x, r, J, iterations, cost history, reason)``."""
+    (1-D; pass it jitted); Jacobians ``jac_fn(x, *args)`` (default
+    ``jax.jacfwd`` of ``residual_fn``, jitted here: pass a module-level one
+    to reuse its compilation). Returns ``(x, r, J, iterations, cost history, reason)``."""
+    fn = residual_fn
     jac_fn = jax.jit(jax.jacfwd(residual_fn)) if jac_fn is None else jac_fn
-    fn = jax.jit(residual_fn)
     residual_fn = lambda x: fn(x, *args)  # noqa: E731
     x = jnp.asarray(x0)
     r = residual_fn(x)
@@ -360,6 +361,80 @@ def levenberg_marquardt(residual_fn: Callable, x0, *, max_iterations: int, tol: 
             reason = f"relative cost change {rel:.1e} < {tol:g}"
             break
     return x, r, J, len(history) - 1, history, reason
+
+
+class _Segments(eqx.Module):
+    """Shooting segments of a log and what their residuals need (no batch axis
+    beyond the segments')."""
+
+    base: CycleAveragedParams
+    inertia: jax.Array
+    start: dict
+    seeds: jax.Array  # (m, 13) initial-state guesses
+    freq: jax.Array  # (m, S) [Hz]
+    plate: jax.Array  # (m, S, 2) [rad]
+    meas: jax.Array  # (m, S, 6)
+    weight: jax.Array  # (S, 1): 1 where a sample counts
+    dt: float = eqx.field(static=True)
+    substeps: int = eqx.field(static=True)
+
+
+def _model(prob: _Segments, g):
+    values = _decode(g, prob.start)
+    return _with_values(prob.base, values), jnp.stack([values["roll_offset"], values["pitch_offset"]])
+
+
+def _one(prob: _Segments, params, offset, seed, dz, f, p, mm, sig):
+    return _segment_residuals(params, prob.inertia, seed, dz, offset, f, p, mm, sig, prob.dt, prob.substeps)
+
+
+@eqx.filter_jit
+def _fit_residuals(x, sig, prob: _Segments):
+    n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
+    params, offset = _model(prob, x[:n_par])
+    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
+        prob.seeds, x[n_par:].reshape(m, 12), prob.freq, prob.plate, prob.meas)
+    return (r * prob.weight).ravel()
+
+
+@eqx.filter_jit
+def _fit_jacobian(x, sig, prob: _Segments):
+    # Block structure: a segment's residuals depend on the model parameters
+    # and its own start only (n_par + 12 tangents per segment).
+    n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
+    rows = prob.meas.shape[1] * 6
+
+    def one(gz, seed, f, p, mm):
+        params, offset = _model(prob, gz[:n_par])
+        return (_one(prob, params, offset, seed, gz[n_par:], f, p, mm, sig)[0] * prob.weight).ravel()
+
+    g, dz = x[:n_par], x[n_par:].reshape(m, 12)
+    jac = jax.vmap(lambda d, s_, f, p, mm: jax.jacfwd(one)(jnp.concatenate([g, d]), s_, f, p, mm))(
+        dz, prob.seeds, prob.freq, prob.plate, prob.meas)  # (m, rows, n_par + 12)
+    full = jnp.zeros((m, rows, n_par + 12 * m), dtype=jac.dtype)
+    full = full.at[:, :, :n_par].set(jac[:, :, :n_par])
+    idx = jnp.arange(m)
+    cols = n_par + 12 * idx[:, None] + jnp.arange(12)[None, :]
+    full = full.at[idx[:, None, None], jnp.arange(rows)[None, :, None], cols[:, None, :]].set(jac[:, :, n_par:])
+    return full.reshape(m * rows, n_par + 12 * m)
+
+
+def _start_residuals_raw(dz, sig, prob: _Segments, params, offset):
+    m = prob.seeds.shape[0]
+    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
+        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
+    return (r * prob.weight).ravel()
+
+
+_start_residuals = eqx.filter_jit(_start_residuals_raw)
+_start_jacobian = eqx.filter_jit(jax.jacfwd(_start_residuals_raw))
+
+
+@eqx.filter_jit
+def _predict(dz, sig, prob: _Segments, params, offset):
+    m = prob.seeds.shape[0]
+    return jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[1])(
+        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
 
 
 # ---------------------------------------------------------------------------
@@ -409,7 +484,7 @@ def identify_flight_log(
             inertia = inertia_robot
     inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
     t = np.asarray(log["time_s"], dtype=float)
-    dt = float(np.median(np.diff(t)))
+    dt = float(f"{np.median(np.diff(t)):.9g}")  # one compiled program per rate, not per rounding
     check_range("flight.segment", segment, 5 * dt, 5.0)
     seg_len = int(round(segment / dt))
     n_hold = int(round(holdout / dt))
@@ -426,59 +501,29 @@ def identify_flight_log(
     cmd_f = np.asarray(log["frequency_hz"], dtype=float)
     cmd_p = np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1)
 
-    def gather(idx):
-        sl = idx[:, None] + np.arange(seg_len)[None, :]
-        return jnp.asarray(cmd_f[sl]), jnp.asarray(cmd_p[sl]), jnp.asarray(meas[sl])
-
-    start = _start_values(base)
+    start = {k: jnp.asarray(v) for k, v in _start_values(base).items()}
     n_par = len(FLIGHT_PARAMETERS)
-    seeds = jnp.asarray(_seed_states(log, starts, dt))
-    F, P, M = gather(starts)
 
-    def seg_res(values, dz, sig):
-        params = _with_values(base, values)
-        offset = jnp.stack([values["roll_offset"], values["pitch_offset"]])
-        return jax.vmap(lambda s, d, f, p, m: _segment_residuals(params, inertia, s, d, offset, f, p, m, sig, dt,
-                                                                 substeps)[0])(seeds, dz, F, P, M)
+    def segments(idx, weight):
+        sl = idx[:, None] + np.arange(seg_len)[None, :]
+        return _Segments(base=base, inertia=inertia, start=start, seeds=jnp.asarray(_seed_states(log, idx, dt)),
+                         freq=jnp.asarray(cmd_f[sl]), plate=jnp.asarray(cmd_p[sl]), meas=jnp.asarray(meas[sl]),
+                         weight=jnp.asarray(weight, dtype=float).reshape(seg_len, 1), dt=dt, substeps=int(substeps))
 
+    prob = segments(starts, np.ones(seg_len))
     m = starts.size
-
-    def residual_fn(x, sig):
-        return seg_res(_decode(x[:n_par], start), x[n_par:].reshape(m, 12), sig).ravel()
-
-    def one_segment(gz, seed, f, p, mm, sig):
-        values = _decode(gz[:n_par], start)
-        params = _with_values(base, values)
-        offset = jnp.stack([values["roll_offset"], values["pitch_offset"]])
-        return _segment_residuals(params, inertia, seed, gz[n_par:], offset, f, p, mm, sig, dt, substeps)[0].ravel()
-
-    @jax.jit
-    def jac_fn(x, sig):
-        # Block structure: a segment's residuals depend on the model
-        # parameters and its own start only (n_par + 12 tangents per segment).
-        g, dz = x[:n_par], x[n_par:].reshape(m, 12)
-        jac = jax.vmap(lambda d, s_, f, p, mm: jax.jacfwd(one_segment)(jnp.concatenate([g, d]), s_, f, p, mm, sig))(
-            dz, seeds, F, P, M)  # (m, seg_len * 6, n_par + 12)
-        rows = seg_len * 6
-        full = jnp.zeros((m, rows, n_par + 12 * m), dtype=jac.dtype)
-        full = full.at[:, :, :n_par].set(jac[:, :, :n_par])
-        idx = jnp.arange(m)
-        cols = n_par + 12 * idx[:, None] + jnp.arange(12)[None, :]  # (m, 12)
-        full = full.at[idx[:, None, None], jnp.arange(rows)[None, :, None], cols[:, None, :]].set(jac[:, :, n_par:])
-        return full.reshape(m * rows, n_par + 12 * m)
-
     # Pass 1 weighs the channels by the noise levels from second differences;
     # pass 2 by the RMS of each channel's residuals at the first optimum.
     x = jnp.zeros(n_par + 12 * m)
     iters, history = 0, []
     for _ in range(2):
-        x, r, J, it, hist, reason = levenberg_marquardt(residual_fn, x, max_iterations=max_iterations,
-                                                        args=(jnp.asarray(sigma),), jac_fn=jac_fn)
+        x, r, J, it, hist, reason = levenberg_marquardt(_fit_residuals, x, max_iterations=max_iterations,
+                                                        args=(jnp.asarray(sigma), prob), jac_fn=_fit_jacobian)
         iters, history = iters + it, history + hist
         sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6) ** 2, axis=0))
-    r = residual_fn(x, jnp.asarray(sigma))
-    J = jac_fn(x, jnp.asarray(sigma))
     sig = jnp.asarray(sigma)
+    r = _fit_residuals(x, sig, prob)
+    J = _fit_jacobian(x, sig, prob)
     n_res, n_x = int(r.size), int(x.size)
     ssr = float(jnp.sum(r * r))
     s2 = ssr / (n_res - n_x)
@@ -497,22 +542,13 @@ def identify_flight_log(
     validation = {}
     pred_hold = {}
     n_init = max(2, int(round(init_window / dt)))
-    Fh, Ph, Mh = gather(hold_starts)
-    seeds_h = jnp.asarray(_seed_states(log, hold_starts, dt))
-    weight = jnp.asarray((np.arange(seg_len) < n_init).astype(float))[:, None]
+    hold = segments(hold_starts, np.arange(seg_len) < n_init)
+    Mh = hold.meas
     for label, model in (("identified", identified), ("start", base)):
         off = jnp.asarray(offset if label == "identified" else np.zeros(2))
-
-        def hold_res(dz, model=model, off=off):
-            out = jax.vmap(lambda s, d, f, p, mm: _segment_residuals(model, inertia, s, d, off, f, p, mm, sig, dt,
-                                                                     substeps)[0])(seeds_h, dz, Fh, Ph, Mh)
-            return (out * weight).ravel()
-
-        dz, *_ = levenberg_marquardt(lambda z, f=hold_res: f(z.reshape(hold_starts.size, 12)),
-                                     jnp.zeros(12 * hold_starts.size), max_iterations=15)
-        dz = dz.reshape(hold_starts.size, 12)
-        pred = np.asarray(jax.vmap(lambda s, d, f, p, mm: _segment_residuals(
-            model, inertia, s, d, off, f, p, mm, sig, dt, substeps)[1])(seeds_h, dz, Fh, Ph, Mh))
+        dz, *_ = levenberg_marquardt(_start_residuals, jnp.zeros(12 * hold_starts.size), max_iterations=15,
+                                     args=(sig, hold, model, off), jac_fn=_start_jacobian)
+        pred = np.asarray(_predict(dz, sig, hold, model, off))
         after = np.arange(seg_len) >= n_init
         err = np.asarray(Mh)[:, after] - pred[:, after]
         err[..., 3:] = np.arctan2(np.sin(err[..., 3:]), np.cos(err[..., 3:]))
@@ -696,6 +732,29 @@ def synthetic_flight_log(
     columns of :data:`LOG_COLUMNS`.
     """
     v = {**SAMPLE_HIDDEN, **(hidden or {})}
+    key = (tuple(sorted(v.items())), float(duration), float(rate), int(substeps))
+    if key not in _FLIGHTS:
+        _FLIGHTS[key] = _excited_flight(v, duration, rate, substeps)
+    t, states, f, plate = _FLIGHTS[key]
+    n = t.size
+    euler = np.asarray(jax.vmap(quat_to_euler)(jnp.asarray(states[:, 6:10])))
+    noise = np.random.default_rng(noise_seed)
+    pos = states[:, :3] + noise.normal(0.0, position_noise, size=(n, 3))
+    att = euler + np.array([v["roll_offset"], v["pitch_offset"], 0.0]) + noise.normal(0.0, attitude_noise, size=(n, 3))
+    att = np.arctan2(np.sin(att), np.cos(att))
+    return {
+        "time_s": t, "x_m": pos[:, 0], "y_m": pos[:, 1], "z_m": pos[:, 2],
+        "roll_rad": att[:, 0], "pitch_rad": att[:, 1], "yaw_rad": att[:, 2],
+        "frequency_hz": f, "pitch_plate_rad": plate[:, 0], "roll_plate_rad": plate[:, 1],
+    }
+
+
+_FLIGHTS: dict = {}
+
+
+def _excited_flight(v: dict, duration: float, rate: float, substeps: int):
+    """The noise-free flight of :func:`synthetic_flight_log`: times (n,),
+    states (n, 13), frequency (n,), plate (n, 2)."""
     mass, g, inertia = _robot_body()
     base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(), (jnp.asarray(mass), jnp.asarray(g)))
     params = _with_values(base, {k: jnp.asarray(x) for k, x in v.items()})
@@ -745,16 +804,7 @@ def synthetic_flight_log(
     states, f, plate = np.asarray(states), np.asarray(f), np.asarray(plate)
     if not np.all(np.isfinite(states)):
         raise ConfigError("synthetic_flight_log: the flight diverged; check the hidden values")
-    euler = np.asarray(jax.vmap(quat_to_euler)(jnp.asarray(states[:, 6:10])))
-    noise = np.random.default_rng(noise_seed)
-    pos = states[:, :3] + noise.normal(0.0, position_noise, size=(n, 3))
-    att = euler + np.array([v["roll_offset"], v["pitch_offset"], 0.0]) + noise.normal(0.0, attitude_noise, size=(n, 3))
-    att = np.arctan2(np.sin(att), np.cos(att))
-    return {
-        "time_s": t, "x_m": pos[:, 0], "y_m": pos[:, 1], "z_m": pos[:, 2],
-        "roll_rad": att[:, 0], "pitch_rad": att[:, 1], "yaw_rad": att[:, 2],
-        "frequency_hz": f, "pitch_plate_rad": plate[:, 0], "roll_plate_rad": plate[:, 1],
-    }
+    return t, states, f, plate
 
 
 def write_flight_log(path: str | Path, log: dict[str, np.ndarray], *, comment: str = "") -> Path:
