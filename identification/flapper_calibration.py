@@ -22,6 +22,13 @@ become the robot's defaults: the feathering joints' ``stiffness`` and
 :func:`flapjax.sim.flapper.default_params`).
 
 Run: python identification/flapper_calibration.py [--start LIFT_SCALE K_H B_H] [--stop-angle THETA_S] [--steps N] [--apply]
+
+The robot's defaults came from two runs, the second restarted (fresh L-BFGS
+memory) from the values the first printed:
+
+    python identification/flapper_calibration.py --start 0.85 1e-4 6.4e-6 --stop-angle 0.62 --steps 15
+    python identification/flapper_calibration.py --start 0.7257359584672469 0.00010049852197143221 \
+        4.692277958481281e-06 --stop-angle 0.8042523833964915 --steps 30 --apply
 """
 
 import argparse
