@@ -209,7 +209,7 @@ def test_linear_model_has_the_unstable_coupled_mode_and_lqr_stabilizes_it():
     gains = dsg.design_gains(model)
     k_half = dsg.feedback_from_gains(gains, model.gravity)
     assert np.all(k_half[:, 3] > 0)
-    # (the plate servo and the controller's 15 ms command low-pass as one 17 ms lag)
+    # (the plate servo and the controller's 6 ms command low-pass, with margin, as one 17 ms lag)
     for s in (0.0, 0.5, 1.0, 2.0):
         scaled = dsg.LinearHoverModel.per_wing(estimate_lag=model.estimate_lag, plate_lag=0.017,
                                                coupling=tuple(s * c for c in model.coupling))

@@ -104,7 +104,7 @@ class HoverGains(eqx.Module):
     filter_harmonics: tuple[int, ...] = eqx.field(static=True, default=DEFAULT_HARMONICS)
     filter_quality: float = eqx.field(static=True, default=1.0)
     filter_settle: float = eqx.field(static=True, default=0.05)
-    command_lag: float = eqx.field(static=True, default=0.015)
+    command_lag: float = eqx.field(static=True, default=0.006)
 
     def __check_init__(self):
         # attitude_d may be negative: an LQR on a model with speed-to-moment coupling can ask for it.
