@@ -202,7 +202,6 @@ def hover_rollout(
     pose0 = base_pose(robot, state.data) if prior is None else prior
     hs0 = hover_state(gains, hover_frequency=f_h, position=pose0.position, velocity=pose0.velocity,
                       rot_world_body=pose0.rot_world_body, w_body=pose0.w_body, dt=robot.dt, target=target)
-    hs0 = eqx.tree_at(lambda h: h.altitude_integral, hs0, jnp.zeros((), dtype=state.phase_offset.dtype))
     (final, _), records = jax.lax.scan(block, (state, hs0), None, length=n_steps // record_every)
     return final, records
 
