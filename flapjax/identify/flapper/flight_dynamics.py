@@ -1,0 +1,126 @@
+"""Rigid body of the flight-log identification under the cycle-averaged
+model: quaternion helpers, the state derivative, RK4 and the pose a motion
+capture system measures; the robot's mass and inertia.
+
+The state (13,) is position (3) [m], velocity (3) [m/s] (world frame, z
+up), the quaternion R_WB (w, x, y, z) and the body rates (3) [rad/s].
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
+
+
+def quat_mul(a, b):
+    """Hamilton product of (4,) quaternions (w, x, y, z)."""
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    return jnp.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])
+
+
+def quat_to_rot(q):
+    """(3, 3) R_WB of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    return jnp.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def euler_to_quat(roll, pitch, yaw):
+    """Quaternion (w, x, y, z) of ZYX Euler angles, ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
+    cr, sr = jnp.cos(roll / 2), jnp.sin(roll / 2)
+    cp, sp = jnp.cos(pitch / 2), jnp.sin(pitch / 2)
+    cy, sy = jnp.cos(yaw / 2), jnp.sin(yaw / 2)
+    return jnp.stack([
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    ], axis=-1)
+
+
+def quat_to_euler(q):
+    """ZYX Euler (roll, pitch, yaw) [rad] of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    roll = jnp.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = jnp.arcsin(jnp.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return jnp.stack([roll, pitch, yaw])
+
+
+def rotvec_to_quat(v):
+    """Quaternion of a rotation vector (angle * axis) [rad]; exact, smooth at 0."""
+    angle2 = jnp.sum(v * v)
+    angle = jnp.sqrt(angle2 + 1e-30)
+    half = 0.5 * angle
+    s = jnp.where(angle2 > 1e-12, jnp.sin(half) / angle, 0.5 - angle2 / 48.0)
+    return jnp.concatenate([jnp.cos(half)[None], s * v])
+
+
+def derivative(params: CycleAveragedParams, inertia, state, frequency, plate):
+    """Time derivative of the rigid-body state (13,) = position (3) [m],
+    velocity (3) [m/s] (world), quaternion (4) R_WB, body rates (3) [rad/s],
+    under the averaged model's wrench and gravity; ``inertia`` (3, 3) [kg m^2]."""
+    v, q, w = state[3:6], state[6:10], state[10:13]
+    rot = quat_to_rot(q)
+    loads = cycle_averaged_wrench(params, frequency=frequency, plate=plate, rot_world_body=rot, v_world=v, w_body=w)
+    acc = loads.force_world / params.mass - jnp.array([0.0, 0.0, 1.0]) * params.gravity
+    w_dot = jnp.linalg.solve(inertia, loads.torque_body - jnp.cross(w, inertia @ w))
+    q_dot = 0.5 * quat_mul(q, jnp.concatenate([jnp.zeros(1, dtype=w.dtype), w]))
+    return jnp.concatenate([v, acc, q_dot, w_dot])
+
+
+def rk4(params, inertia, state, frequency, plate, dt: float, substeps: int):
+    """``substeps`` RK4 steps over ``dt`` [s] with the command held; the
+    quaternion is renormalized after each."""
+    h = dt / substeps
+
+    def one(s, _):
+        f = lambda x: derivative(params, inertia, x, frequency, plate)
+        k1 = f(s)
+        k2 = f(s + 0.5 * h * k1)
+        k3 = f(s + 0.5 * h * k2)
+        k4 = f(s + h * k3)
+        s = s + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return s.at[6:10].set(s[6:10] / jnp.linalg.norm(s[6:10])), None
+
+    return jax.lax.scan(one, state, None, length=substeps)[0]
+
+
+def fly(params, inertia, state0, frequency, plate, dt: float, substeps: int):
+    """States at the samples: (n, 13), row k the state at sample k (row 0 =
+    ``state0``) with the commands ``frequency`` (n,) [Hz] and ``plate``
+    (n, 2) [rad] of sample k held over [t_k, t_k + dt)."""
+
+    def body(s, u):
+        return rk4(params, inertia, s, u[0], u[1:], dt, substeps), s
+
+    _, states = jax.lax.scan(body, state0, jnp.concatenate([frequency[:, None], plate], axis=1))
+    return states
+
+
+def measure(states, offset):
+    """(n, 6) predicted pose measurement: position [m] and ZYX Euler
+    (roll + roll offset, pitch + pitch offset, yaw) [rad]."""
+    euler = jax.vmap(quat_to_euler)(states[:, 6:10])
+    return jnp.concatenate([states[:, :3], euler + jnp.array([offset[0], offset[1], 0.0])], axis=1)
+
+
+def robot_body() -> tuple[float, float, np.ndarray]:
+    """The robot's mass [kg], gravity [m/s^2] and (3, 3) inertia [kg m^2] (MJCF)."""
+    from flapjax.sim.flapper import model as flapper_model
+
+    mass, _, inertia = flapper_model.composite_inertia(flapper_model.build("fixed"), "base")
+    model = flapper_model.build("fixed")
+    return float(mass), float(-model.opt.gravity[2]), np.asarray(inertia)

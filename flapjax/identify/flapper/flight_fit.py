@@ -1,0 +1,185 @@
+"""The flight-log fit: multiple shooting of the cycle-averaged model over the
+logged commands (:mod:`.flight_shooting`), minimized by
+Levenberg-Marquardt (:mod:`.flight_lm`), with Gauss-Newton standard
+deviations and the held-out prediction (see :mod:`.flight_log`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.identify.data import DataError
+from flapjax.identify.flapper.flight_dynamics import robot_body
+from flapjax.identify.flapper.flight_format import noise_levels
+from flapjax.identify.flapper.flight_lm import levenberg_marquardt
+from flapjax.identify.flapper.flight_parameters import (
+    FLIGHT_PARAMETERS,
+    decode,
+    start_values,
+    std_physical,
+    with_values,
+)
+from flapjax.identify.flapper.flight_shooting import (
+    Segments,
+    fit_jacobian,
+    fit_residuals,
+    predict_segments,
+    seed_states,
+    segment_starts,
+    start_jacobian,
+    start_residuals,
+)
+from flapjax.validation import ConfigError, check_range
+
+DEFAULTS = {"segment": 0.4, "holdout": 1.5, "init_window": 0.1, "substeps": 2, "max_iterations": 40}
+QUICK = {"max_iterations": 25}
+
+
+def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int):
+    """Pass 1 weighs the channels by the noise levels from second differences;
+    pass 2 by the RMS of each channel's residuals at the first optimum.
+    Returns ``(x, sigma, iterations, cost history, reason)``."""
+    x = jnp.zeros(n_x)
+    iters, history = 0, []
+    for _ in range(2):
+        x, r, _, it, hist, reason = levenberg_marquardt(fit_residuals, x, max_iterations=max_iterations,
+                                                        args=(jnp.asarray(sigma), prob), jac_fn=fit_jacobian)
+        iters, history = iters + it, history + hist
+        sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6) ** 2, axis=0))
+    return x, sigma, iters, history, reason
+
+
+def _held_out(hold: Segments, n_init: int, sig, models: dict) -> tuple[dict, dict]:
+    """Prediction errors of each model (label -> (params, attitude offset))
+    over the held-out segments ``hold``: each start is fitted to the first
+    ``n_init`` samples, the rest is predicted. Returns ``(validation,
+    predictions)``."""
+    m, seg_len = hold.seeds.shape[0], hold.meas.shape[1]
+    validation, pred_hold = {}, {}
+    for label, (model, offset) in models.items():
+        off = jnp.asarray(offset)
+        dz, *_ = levenberg_marquardt(start_residuals, jnp.zeros(12 * m), max_iterations=15,
+                                     args=(sig, hold, model, off), jac_fn=start_jacobian)
+        pred = np.asarray(predict_segments(dz, sig, hold, model, off))
+        after = np.arange(seg_len) >= n_init
+        err = np.asarray(hold.meas)[:, after] - pred[:, after]
+        err[..., 3:] = np.arctan2(np.sin(err[..., 3:]), np.cos(err[..., 3:]))
+        validation[label] = {
+            "position_rms": float(np.sqrt(np.mean(np.sum(err[..., :3] ** 2, axis=-1)))),
+            "attitude_rms_deg": float(np.degrees(np.sqrt(np.mean(np.sum(err[..., 3:5] ** 2, axis=-1))))),
+        }
+        pred_hold[label] = pred
+    validation["segments"] = int(m)
+    return validation, pred_hold
+
+
+def identify_flight_log(
+    log: dict[str, np.ndarray],
+    *,
+    base: CycleAveragedParams | None = None,
+    inertia=None,
+    segment: float = DEFAULTS["segment"],
+    holdout: float = DEFAULTS["holdout"],
+    init_window: float = DEFAULTS["init_window"],
+    substeps: int = DEFAULTS["substeps"],
+    max_iterations: int = DEFAULTS["max_iterations"],
+) -> dict[str, Any]:
+    """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
+
+    Args:
+      log: columns of :data:`~flapjax.identify.flapper.flight_format.LOG_COLUMNS`
+        (:func:`~flapjax.identify.flapper.flight_format.read_flight_log`).
+      base: start values and the fixed fields (mass, gravity, f_ref, yaw
+        ``D_w``); default the seed's model with the robot's mass and gravity.
+      inertia: (3, 3) body inertia [kg m^2]; default the robot's (MJCF).
+      segment: shooting segment length [s]; holdout: held-out tail [s];
+      init_window: the part of a held-out segment its start is fitted to [s];
+      substeps: RK4 steps per sample; max_iterations: Levenberg-Marquardt.
+
+    Returns a dict: ``values`` and ``std`` (name -> float, SI), ``fit``,
+    ``noise``, ``validation`` and ``data`` (arrays for the plots).
+    """
+    t0 = time.perf_counter()
+    if base is None or inertia is None:
+        mass, g, inertia_robot = robot_body()
+        if base is None:
+            base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(), (jnp.asarray(mass), jnp.asarray(g)))
+        if inertia is None:
+            inertia = inertia_robot
+    inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
+    t = np.asarray(log["time_s"], dtype=float)
+    dt = float(f"{np.median(np.diff(t)):.9g}")  # one compiled program per rate, not per rounding
+    check_range("flight.segment", segment, 5 * dt, 5.0)
+    seg_len = int(round(segment / dt))
+    n_hold = int(round(holdout / dt))
+    if n_hold < 2 * seg_len:
+        raise ConfigError(f"flight.holdout: needs at least two segments ({2 * segment:g} s), got {holdout:g} s")
+    n_fit = t.size - n_hold
+    starts = segment_starts(n_fit, seg_len)
+    if starts.size < 4:
+        raise DataError(f"flight log: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
+                        f"after the {holdout:g} s held out; need at least 4")
+    hold_starts = n_fit + segment_starts(n_hold, seg_len)
+    meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
+    sigma = noise_levels(meas)
+    cmd_f = np.asarray(log["frequency_hz"], dtype=float)
+    cmd_p = np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1)
+
+    start = {k: jnp.asarray(v) for k, v in start_values(base).items()}
+    n_par = len(FLIGHT_PARAMETERS)
+
+    def segments(idx, weight):
+        sl = idx[:, None] + np.arange(seg_len)[None, :]
+        return Segments(base=base, inertia=inertia, start=start, seeds=jnp.asarray(seed_states(log, idx, dt)),
+                         freq=jnp.asarray(cmd_f[sl]), plate=jnp.asarray(cmd_p[sl]), meas=jnp.asarray(meas[sl]),
+                         weight=jnp.asarray(weight, dtype=float).reshape(seg_len, 1), dt=dt, substeps=int(substeps))
+
+    prob = segments(starts, np.ones(seg_len))
+    m = starts.size
+    x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations)
+    sig = jnp.asarray(sigma)
+    r = fit_residuals(x, sig, prob)
+    J = fit_jacobian(x, sig, prob)
+    n_res, n_x = int(r.size), int(x.size)
+    ssr = float(jnp.sum(r * r))
+    s2 = ssr / (n_res - n_x)
+    cov = s2 * np.linalg.pinv(np.asarray(J.T @ J))
+    std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
+    values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
+    std = std_physical(values, std_z)
+    corr_block = cov[:n_par, :n_par] / np.outer(std_z, std_z).clip(1e-300)
+    identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
+    offset = np.array([values["roll_offset"], values["pitch_offset"]])
+
+    # residuals in measurement units, per channel
+    res_units = np.asarray(r).reshape(m, seg_len, 6) * sigma
+    fit_time = t[starts[:, None] + np.arange(seg_len)[None, :]]
+
+    n_init = max(2, int(round(init_window / dt)))
+    hold = segments(hold_starts, np.arange(seg_len) < n_init)
+    models = {"identified": (identified, offset), "start": (base, np.zeros(2))}
+    validation, pred_hold = _held_out(hold, n_init, sig, models)
+    validation["horizon"] = float((seg_len - n_init) * dt)
+    validation["init_window"] = float(n_init * dt)
+    return {
+        "values": values,
+        "std": std,
+        "identified": identified,
+        "fit": {
+            "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
+            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(m * seg_len),
+            "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
+            "correlation": corr_block.tolist(), "seconds": time.perf_counter() - t0,
+        },
+        "noise": dict(zip(("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad"), map(float, sigma))),
+        "validation": validation,
+        "data": {"fit_time": fit_time, "residuals": res_units,
+                 "hold_time": t[hold_starts[:, None] + np.arange(seg_len)[None, :]], "hold_meas": np.asarray(hold.meas),
+                 "hold_pred": pred_hold, "init_window": float(n_init * dt)},
+    }

@@ -1,0 +1,68 @@
+"""What a flight-log identification shows: the residual and held-out
+validation plots and the plain-text summary."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
+from flapjax.identify.flapper.outputs import pyplot, save_figure
+
+
+def write_flight_plots(out: Path, result: dict) -> list[Path]:
+    """``flight_residuals.png`` (residuals of the fitted segments) and
+    ``flight_validation.png`` (held-out prediction) of an
+    :func:`~flapjax.identify.flapper.flight_fit.identify_flight_log` result."""
+    plt = pyplot()
+    d = result["data"]
+    names = ("x [mm]", "y [mm]", "z [mm]", "roll [deg]", "pitch [deg]", "yaw [deg]")
+    conv = np.array([1e3, 1e3, 1e3, *(3 * [math.degrees(1.0)])])
+    files = []
+    fig, axes = plt.subplots(6, 1, figsize=(9, 10), sharex=True)
+    for c in range(6):
+        for k in range(d["fit_time"].shape[0]):
+            axes[c].plot(d["fit_time"][k], d["residuals"][k, :, c] * conv[c], lw=0.5, color=f"C{k % 2}")
+        axes[c].set_ylabel(names[c], fontsize=8)
+        axes[c].axhline(0, color="k", lw=0.5)
+    axes[0].set_title(f"flight log: residuals (measured - identified model), {d['fit_time'].shape[0]} shooting segments")
+    axes[-1].set_xlabel("t [s]")
+    files.append(save_figure(fig, out / "flight_residuals.png", dpi=100))
+    fig, axes = plt.subplots(5, 1, figsize=(9, 9), sharex=True)
+    v = result["validation"]
+    for c in range(5):
+        for k in range(d["hold_time"].shape[0]):
+            tt = d["hold_time"][k]
+            axes[c].plot(tt, d["hold_meas"][k, :, c] * conv[c], "k.", ms=1.5, label="log" if k == 0 else None)
+            axes[c].plot(tt, d["hold_pred"]["identified"][k, :, c] * conv[c], "C0-", lw=1,
+                         label="identified model" if k == 0 else None)
+            axes[c].plot(tt, d["hold_pred"]["start"][k, :, c] * conv[c], "C3--", lw=0.8,
+                         label="start (seed) model" if k == 0 else None)
+            axes[c].axvspan(tt[0], tt[0] + d["init_window"], color="0.9", zorder=0)
+        axes[c].set_ylabel(names[c], fontsize=8)
+    axes[0].legend(fontsize=7)
+    axes[0].set_title(
+        f"held-out prediction (shaded: start fitted): identified RMS {1e3 * v['identified']['position_rms']:.2f} mm, "
+        f"{v['identified']['attitude_rms_deg']:.2f} deg; start model {1e3 * v['start']['position_rms']:.1f} mm, "
+        f"{v['start']['attitude_rms_deg']:.1f} deg", fontsize=8)
+    axes[-1].set_xlabel("t [s]")
+    files.append(save_figure(fig, out / "flight_validation.png", dpi=100))
+    return files
+
+
+def summary(results: dict) -> str:
+    """Plain-text table of a flight identification's results."""
+    lines = ["", "flapjax identify (flight log): results",
+             f"  {'name':<14} {'identified':>13} {'std':>11} {'unit':>10}"]
+    for name, unit in FLIGHT_PARAMETERS.items():
+        lines.append(f"  {name:<14} {results[name]:>13.5g} {results[name + '_std']:>11.3g} {unit:>10}")
+    f, v = results["fit"], results["validation"]
+    lines.append(f"  fit: {f['segments']} segments of {f['segment']:g} s, {f['iterations']} iterations "
+                 f"({f['reason']}), residual sigma {f['residual_sigma']:.3f} (1 = the log's noise level)")
+    lines.append(f"  held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
+                 f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm, "
+                 f"attitude RMS {v['identified']['attitude_rms_deg']:.2f} deg (start model: "
+                 f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg)")
+    return "\n".join(lines)

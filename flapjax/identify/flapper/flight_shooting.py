@@ -1,0 +1,159 @@
+"""Multiple shooting over a flight log: the segments, their initial states
+(seeded from the log, corrected by the fit) and the compiled residuals and
+Jacobians of the segments' rollouts.
+
+The residuals and Jacobians are module-level compiled functions, so every
+log of a size shares one compilation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.identify.flapper.flight_dynamics import (
+    euler_to_quat,
+    fly,
+    measure,
+    quat_mul,
+    rotvec_to_quat,
+)
+from flapjax.identify.flapper.flight_parameters import (
+    FLIGHT_PARAMETERS,
+    decode,
+    with_values,
+)
+
+# Scales of a segment's initial-state corrections: position, velocity, attitude, rates.
+_STATE_SCALE = np.concatenate([np.full(3, 1e-3), np.full(3, 0.1), np.full(3, 1e-2), np.full(3, 1.0)])
+
+
+def segment_starts(n: int, length: int) -> np.ndarray:
+    """Start indices of consecutive whole segments of ``length`` samples in [0, n)."""
+    return np.arange(0, n - length + 1, length)
+
+
+def seed_states(log: dict, starts: np.ndarray, dt: float) -> np.ndarray:
+    """(m, 13) initial states from the log: pose at the start, velocity and
+    body rates from a 5-sample central difference (one-sided at the ends)."""
+    pos = np.stack([log["x_m"], log["y_m"], log["z_m"]], axis=1)
+    eul = np.unwrap(np.stack([log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1), axis=0)
+    n = pos.shape[0]
+    out = []
+    for k in starts:
+        lo, hi = max(k - 2, 0), min(k + 2, n - 1)
+        v = (pos[hi] - pos[lo]) / ((hi - lo) * dt)
+        e_dot = (eul[hi] - eul[lo]) / ((hi - lo) * dt)
+        r, p, _ = eul[k]
+        # body rates from ZYX Euler rates
+        w = np.array([
+            e_dot[0] - math.sin(p) * e_dot[2],
+            math.cos(r) * e_dot[1] + math.sin(r) * math.cos(p) * e_dot[2],
+            -math.sin(r) * e_dot[1] + math.cos(r) * math.cos(p) * e_dot[2],
+        ])
+        q = np.asarray(euler_to_quat(*eul[k]))
+        out.append(np.concatenate([pos[k], v, q, w]))
+    return np.asarray(out)
+
+
+def _apply_state(seed, dz):
+    """Initial state ``seed`` (13,) corrected by the normalized ``dz`` (12,)."""
+    d = dz * jnp.asarray(_STATE_SCALE)
+    q = quat_mul(seed[6:10], rotvec_to_quat(d[6:9]))
+    return jnp.concatenate([seed[:3] + d[:3], seed[3:6] + d[3:6], q, seed[10:13] + d[9:12]])
+
+
+def _wrap(a):
+    return jnp.arctan2(jnp.sin(a), jnp.cos(a))
+
+
+def _segment_residuals(params, inertia, seed, dz, offset, cmd_f, cmd_p, meas, sigma, dt, substeps):
+    states = fly(params, inertia, _apply_state(seed, dz), cmd_f, cmd_p, dt, substeps)
+    pred = measure(states, offset)
+    diff = meas - pred
+    diff = diff.at[:, 3:].set(_wrap(diff[:, 3:]))
+    return diff / sigma, pred
+
+
+class Segments(eqx.Module):
+    """Shooting segments of a log and what their residuals need (no batch axis
+    beyond the segments')."""
+
+    base: CycleAveragedParams
+    inertia: jax.Array
+    start: dict
+    seeds: jax.Array  # (m, 13) initial-state guesses
+    freq: jax.Array  # (m, S) [Hz]
+    plate: jax.Array  # (m, S, 2) [rad]
+    meas: jax.Array  # (m, S, 6)
+    weight: jax.Array  # (S, 1): 1 where a sample counts
+    dt: float = eqx.field(static=True)
+    substeps: int = eqx.field(static=True)
+
+
+def _model(prob: Segments, g):
+    values = decode(g, prob.start)
+    return with_values(prob.base, values), jnp.stack([values["roll_offset"], values["pitch_offset"]])
+
+
+def _one(prob: Segments, params, offset, seed, dz, f, p, mm, sig):
+    return _segment_residuals(params, prob.inertia, seed, dz, offset, f, p, mm, sig, prob.dt, prob.substeps)
+
+
+@eqx.filter_jit
+def fit_residuals(x, sig, prob: Segments):
+    """Weighted residuals (flat) of every segment: ``x`` = the normalized
+    parameters, then each segment's 12 state corrections; ``sig`` (6,)."""
+    n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
+    params, offset = _model(prob, x[:n_par])
+    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
+        prob.seeds, x[n_par:].reshape(m, 12), prob.freq, prob.plate, prob.meas)
+    return (r * prob.weight).ravel()
+
+
+@eqx.filter_jit
+def fit_jacobian(x, sig, prob: Segments):
+    """Jacobian of :func:`fit_residuals` with respect to ``x``."""
+    # Block structure: a segment's residuals depend on the model parameters
+    # and its own start only (n_par + 12 tangents per segment).
+    n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
+    rows = prob.meas.shape[1] * 6
+
+    def one(gz, seed, f, p, mm):
+        params, offset = _model(prob, gz[:n_par])
+        return (_one(prob, params, offset, seed, gz[n_par:], f, p, mm, sig)[0] * prob.weight).ravel()
+
+    g, dz = x[:n_par], x[n_par:].reshape(m, 12)
+    jac = jax.vmap(lambda d, s_, f, p, mm: jax.jacfwd(one)(jnp.concatenate([g, d]), s_, f, p, mm))(
+        dz, prob.seeds, prob.freq, prob.plate, prob.meas)  # (m, rows, n_par + 12)
+    full = jnp.zeros((m, rows, n_par + 12 * m), dtype=jac.dtype)
+    full = full.at[:, :, :n_par].set(jac[:, :, :n_par])
+    idx = jnp.arange(m)
+    cols = n_par + 12 * idx[:, None] + jnp.arange(12)[None, :]
+    full = full.at[idx[:, None, None], jnp.arange(rows)[None, :, None], cols[:, None, :]].set(jac[:, :, n_par:])
+    return full.reshape(m * rows, n_par + 12 * m)
+
+
+def _start_residuals_raw(dz, sig, prob: Segments, params, offset):
+    m = prob.seeds.shape[0]
+    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
+        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
+    return (r * prob.weight).ravel()
+
+
+#: Residuals and Jacobian in the segments' state corrections only (model fixed).
+start_residuals = eqx.filter_jit(_start_residuals_raw)
+start_jacobian = eqx.filter_jit(jax.jacfwd(_start_residuals_raw))
+
+
+@eqx.filter_jit
+def predict_segments(dz, sig, prob: Segments, params, offset):
+    """(m, S, 6) predicted pose of every segment from its corrected start."""
+    m = prob.seeds.shape[0]
+    return jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[1])(
+        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)

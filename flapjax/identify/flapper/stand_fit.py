@@ -1,0 +1,253 @@
+"""The stand fit: L-BFGS in two passes (channels weighed by their RMS, then
+by their residual noise), Gauss-Newton standard deviations, the closed-form
+least squares as a check and the held-out rows' prediction error (see
+:mod:`flapjax.identify.flapper.stand`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.identify.data import DataError
+from flapjax.identify.fit import (
+    Convergence,
+    Nominal,
+    Trainable,
+    combine,
+    fit,
+    make_fit_step,
+    make_optimizer,
+)
+from flapjax.identify.flapper.stand_format import StandData
+from flapjax.identify.flapper.stand_prediction import (
+    MIN_ROWS_FOR_OFFSETS,
+    PARAMETERS,
+    REFERENCE_FREQUENCY,
+    StandInputs,
+    check_identifiable,
+    per_channel_counts,
+    physical_values,
+    predict_stand,
+    regressors,
+    stand_model_jit,
+    stand_terms,
+)
+from flapjax.identify.losses import (
+    Measurements,
+    gauss_newton_uncertainty,
+    least_squares,
+    r_squared,
+    residuals,
+)
+
+
+@dataclass
+class StandFit:
+    """Outcome of :func:`fit_stand`.
+
+    Attributes:
+      values: parameter -> fitted value [SI].
+      std: parameter -> one standard deviation [SI].
+      least_squares: parameter -> closed-form weighted least-squares value (a check).
+      channels: the fitted channels.
+      sigma: channel -> residual standard deviation of the fitted rows [N or N m].
+      correlation: (p, p) parameter correlation (order of ``names``).
+      names: fitted parameters.
+      fit_rows, validation_rows: row indices of the table (0-based).
+      validation: held-out prediction error per channel (rms [SI],
+        rms / sigma, rms / rms of the measured values), or {} without a hold-out.
+      r2: channel -> R^2 on the fitted rows.
+      loss: (steps,) loss of the second pass.
+      converged, reason, steps: how the second pass stopped.
+      f_ref: reference frequency [Hz].
+    """
+
+    values: dict[str, float]
+    std: dict[str, float]
+    least_squares: dict[str, float]
+    channels: tuple[str, ...]
+    sigma: dict[str, float]
+    correlation: list
+    names: list[str]
+    fit_rows: np.ndarray
+    validation_rows: np.ndarray
+    validation: dict[str, dict[str, float]]
+    r2: dict[str, float]
+    loss: np.ndarray
+    converged: bool
+    reason: str
+    steps: int
+    f_ref: float = REFERENCE_FREQUENCY
+    notes: list[str] = field(default_factory=list)
+
+    def predict(self, data: StandData) -> np.ndarray:
+        """(n, C) predictions of the fitted channels for ``data``'s rows."""
+        values = {k: jnp.asarray(v) for k, v in self.values.items()}
+        return np.asarray(stand_model_jit(values, jnp.asarray(data.frequency), jnp.asarray(data.plate),
+                                          self.channels, f_ref=self.f_ref))
+
+
+def holdout_rows(n: int, every: int) -> np.ndarray:
+    """(n,) bool: the rows held out for validation, every ``every``-th (the
+    ``every``-th, ``2 every``-th, ...); none when ``every`` is 0 or the table
+    has fewer than ``2 every`` rows."""
+    mask = np.zeros(n, dtype=bool)
+    if every and every > 1 and n >= 2 * every:
+        mask[every - 1::every] = True
+    return mask
+
+
+def _closed_form(data: StandData, names: list[str], channels, weights, f_ref) -> dict[str, float]:
+    """Weighted linear least squares of the (linear-in-parameters) model."""
+    reg = regressors(data, f_ref)
+    blocks_a, blocks_y = [], []
+    for j, ch in enumerate(channels):
+        cols = []
+        for name in names:
+            if name == "k_f":
+                cols.append(reg[f"k_f_{ch}"] if ch in ("fz_n", "fx_n", "fy_n") else np.zeros(data.n))
+            elif PARAMETERS[name][0] != ch:
+                cols.append(np.zeros(data.n))
+            elif name.endswith("_offset"):
+                cols.append(np.ones(data.n))
+            else:
+                cols.append(reg[name])
+        blocks_a.append(np.stack(cols, axis=1) / weights[j])
+        blocks_y.append(data.channels[ch] / weights[j])
+    a, y = np.concatenate(blocks_a), np.concatenate(blocks_y)
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
+    sol = np.linalg.lstsq(a / scale, y, rcond=None)[0] / scale
+    return {n: float(v) for n, v in zip(names, sol)}
+
+
+_PROGRAM: list = []
+
+
+_predict_jit = jax.jit(predict_stand)
+
+
+@jax.jit
+def _scaled_residuals(trainable, nominal, data):
+    return residuals(predict_stand, combine(trainable, nominal), data)
+
+
+def _residual_fn(nominal, data):
+    return lambda t: _scaled_residuals(t, nominal, data)
+
+
+def _fit_program():
+    """(loss, optimizer, jitted step), built once so every table of the same
+    shape reuses one compilation."""
+    if not _PROGRAM:
+        loss = jax.jit(least_squares(predict_stand))  # also the fit's final loss: one program
+        optimizer = make_optimizer("lbfgs")
+        _PROGRAM.append((loss, optimizer, make_fit_step(loss, optimizer, grad_mode="reverse")))
+    return _PROGRAM[0]
+
+
+def _training_units(train: StandData, names: list[str], channels, rms: np.ndarray, f_ref: float) -> dict[str, float]:
+    """The signed terms are trained in units of their data scale (well
+    conditioned for L-BFGS): channel RMS over regressor RMS."""
+    reg = regressors(train, f_ref)
+    units = {}
+    for name in names:
+        if name == "k_f":
+            continue
+        ch = PARAMETERS[name][0]
+        j = channels.index(ch)
+        x = np.ones(train.n) if name.endswith("_offset") else reg[name]
+        units[name] = float(rms[j] / max(np.sqrt(np.mean(x**2)), 1e-300))
+    return units
+
+
+def _held_out_errors(fitted: StandFit, val: StandData, sigma: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per channel: RMS prediction error of the held-out rows ``val`` [SI],
+    over the residual sigma, and over the RMS of the measured values."""
+    err = val.targets() - fitted.predict(val)
+    meas_rms = np.sqrt(np.mean(val.targets() ** 2, axis=0))
+    out = {}
+    for j, ch in enumerate(fitted.channels):
+        e = float(np.sqrt(np.mean(err[:, j] ** 2)))
+        out[ch] = {"rms": e, "rms_over_sigma": e / float(sigma[j]),
+                   "relative_rms": e / float(meas_rms[j]) if meas_rms[j] > 0 else math.nan}
+    return out
+
+
+def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None = None,
+              f_ref: float = REFERENCE_FREQUENCY, start_factor: float = 1.3, max_steps: int = 200) -> StandFit:
+    """Fit the stand model to ``data`` (:mod:`flapjax.identify.flapper.stand`).
+
+    Args:
+      data: the table.
+      holdout_every: hold out every k-th row for validation (0: none; no
+        hold-out either below ``2 k`` rows).
+      offsets: fit the sensor offsets (default: when the fitted rows number
+        at least :data:`~flapjax.identify.flapper.stand_prediction.MIN_ROWS_FOR_OFFSETS`).
+      f_ref: reference frequency of lambda_f [Hz].
+      start_factor: the gradient fit starts from this times the closed form
+        (1.0: from it), so the result is the optimizer's, not the closed form's.
+      max_steps: L-BFGS steps per pass.
+    """
+    held = holdout_rows(data.n, holdout_every)
+    train = data.rows(~held)
+    channels = train.channel_names
+    names = stand_terms(train, offsets=offsets if offsets is not None else train.n >= MIN_ROWS_FOR_OFFSETS)
+    check_identifiable(train, names, f_ref)
+    counts = per_channel_counts(names, channels)
+    short = [(ch, int(c)) for ch, c in zip(channels, counts) if train.n <= c]
+    if short:
+        ch, c = short[0]
+        raise DataError(f"{data.source}: column {ch!r}: {train.n} fitted row(s) for {c} parameter(s); need at least "
+                        f"{c + 1} rows to estimate the noise (row {train.n + 1} missing)")
+    targets = train.targets()
+    rms = np.sqrt(np.mean(targets**2, axis=0))
+    rms = np.where(rms > 0, rms, 1.0)
+    ls0 = _closed_form(train, names, channels, rms, f_ref)
+    if not ls0["k_f"] > 0:
+        raise DataError(f"{data.source}: column 'fz_n': the measured lift does not grow with frequency "
+                        f"(least-squares k_f = {ls0['k_f']:.3e} N/Hz^2); check the sign of the force axis")
+    units = _training_units(train, names, channels, rms, f_ref)
+    log = {"k_f": jnp.log(jnp.asarray(ls0["k_f"] * start_factor))}
+    linear = {n: jnp.asarray(ls0[n] * start_factor / units[n]) for n in names if n != "k_f"}
+    trainable = Trainable(log=log, linear=linear)
+    nominal = Nominal(values={"f_ref": jnp.asarray(float(f_ref)),
+                              **{f"unit_{n}": jnp.asarray(u) for n, u in units.items()}})
+    inputs = StandInputs((jnp.asarray(train.frequency), jnp.asarray(train.plate), channels))
+    loss, optimizer, step = _fit_program()
+    eps = float(jnp.finfo(jnp.result_type(float)).eps)  # the loss settles at this resolution
+    conv = Convergence(max_steps=max_steps, grad_tol=1e-9, rtol=max(1e-11, 10.0 * eps), patience=3)
+    first = fit(loss, trainable, nominal, Measurements(inputs, jnp.asarray(targets), jnp.asarray(rms)),
+                optimizer=optimizer, convergence=conv, step_fn=step)
+    resid = targets - np.asarray(_predict_jit(first.params, inputs))
+    dof = np.maximum(train.n - counts, 1)
+    sigma = np.sqrt(np.sum(resid**2, axis=0) / dof)
+    sigma = np.maximum(sigma, 1e-9 * rms)
+    data_w = Measurements(inputs, jnp.asarray(targets), jnp.asarray(sigma))
+    second = fit(loss, first.trainable, nominal, data_w, optimizer=optimizer, convergence=conv, step_fn=step)
+    unc = gauss_newton_uncertainty(_residual_fn(nominal, data_w), second.trainable)
+    phys = physical_values({k: v for k, v in second.params.items() if k != "f_ref"})
+    values = {n: float(phys[n]) for n in names}
+    std = {}
+    for n in names:
+        s = float(np.asarray(unc["std"][n]))
+        std[n] = s if n == "k_f" else s * units[n]
+    ls = _closed_form(train, names, channels, sigma, f_ref)
+    fitted = StandFit(values=values, std=std, least_squares=ls, channels=channels,
+                      sigma={ch: float(s) for ch, s in zip(channels, sigma)}, correlation=unc["correlation"],
+                      names=names, fit_rows=np.nonzero(~held)[0], validation_rows=np.nonzero(held)[0],
+                      validation={}, r2={}, loss=np.asarray(second.loss), converged=bool(second.converged),
+                      reason=second.reason, steps=first.steps + second.steps, f_ref=float(f_ref))
+    pred_train = fitted.predict(train)
+    fitted.r2 = {ch: r_squared(targets[:, j], pred_train[:, j]) for j, ch in enumerate(channels)}
+    if held.any():
+        fitted.validation = _held_out_errors(fitted, data.rows(held), sigma)
+    else:
+        fitted.notes.append(f"no hold-out: {data.n} rows (a hold-out needs at least {2 * holdout_every})")
+    if not any(n.endswith("_offset") for n in names):
+        fitted.notes.append(f"sensor offsets not fitted ({train.n} fitted rows; they are from "
+                            f"{MIN_ROWS_FOR_OFFSETS} on)")
+    return fitted

@@ -1,0 +1,100 @@
+"""The thrust-stand table: its columns (:data:`STAND_COLUMNS`, documented
+in ``docs/data_formats.md``), the checked :class:`StandData` and reading it
+from a file or from arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from flapjax.identify.data import Column, DataError, read_table
+
+STAND_COLUMNS = (
+    Column("frequency_hz", True, "flapping frequency [Hz]"),
+    Column("fz_n", True, "cycle-mean vertical force [N]"),
+    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]"),
+    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]"),
+    Column("fx_n", False, "cycle-mean force along body x [N]"),
+    Column("fy_n", False, "cycle-mean force along body y [N]"),
+    Column("mx_nm", False, "cycle-mean moment about body x at the centre of mass [N m]"),
+    Column("my_nm", False, "cycle-mean moment about body y at the centre of mass [N m]"),
+)
+
+#: Measured channels in the order of the columns of
+#: :func:`~flapjax.identify.flapper.stand_prediction.predict_stand`.
+CHANNELS = ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
+
+
+@dataclass(frozen=True)
+class StandData:
+    """A checked stand table.
+
+    Attributes:
+      frequency: (n,) [Hz].
+      plate: (n, 2) plate angles (delta_p, delta_r) [rad] (0 where the file
+        has no plate column).
+      channels: measured channel name -> (n,) cycle means [N or N m]
+        (``fz_n`` always; the others when the file holds them).
+      source: where the table came from.
+    """
+
+    frequency: np.ndarray
+    plate: np.ndarray
+    channels: dict[str, np.ndarray]
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(self.frequency.shape[0])
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        return tuple(c for c in CHANNELS if c in self.channels)
+
+    def targets(self) -> np.ndarray:
+        """(n, C) measured channels in :attr:`channel_names` order."""
+        return np.stack([self.channels[c] for c in self.channel_names], axis=1)
+
+    def rows(self, index) -> StandData:
+        """The table restricted to ``index`` (bool mask or integer rows)."""
+        return StandData(self.frequency[index], self.plate[index],
+                         {k: v[index] for k, v in self.channels.items()}, self.source)
+
+
+def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str = "", **channels) -> StandData:
+    """A :class:`StandData` from arrays (same checks as a file: finite,
+    positive frequencies, equal lengths); ``channels`` are ``fx_n``,
+    ``fy_n``, ``mx_nm``, ``my_nm``."""
+    unknown = sorted(set(channels) - set(CHANNELS))
+    if unknown:
+        raise DataError(f"{source or 'stand data'}: unknown channel(s) {unknown}; known: {list(CHANNELS)}")
+    f = np.asarray(frequency, dtype=float).reshape(-1)
+    n = f.shape[0]
+    cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
+    cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
+    plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
+    where = source or "stand data"
+    named = [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]), *cols.items()]
+    for name, arr in named:
+        if arr.shape[0] != n:
+            raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column 'frequency_hz' has {n}")
+        bad = np.nonzero(~np.isfinite(arr))[0]
+        if bad.size:
+            raise DataError(f"{where}: column {name!r}, row {bad[0] + 1}: NaN or inf")
+    if n == 0:
+        raise DataError(f"{where}: empty table: column 'frequency_hz', row 1 missing")
+    bad = np.nonzero(f <= 0)[0]
+    if bad.size:
+        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, "
+                        f"got {f[bad[0]]!r}")
+    return StandData(f, np.stack(plates, axis=1), cols, source)
+
+
+def load_stand_table(path: str | Path) -> StandData:
+    """Read and check a stand table (CSV or NPZ; columns :data:`STAND_COLUMNS`)."""
+    t = read_table(path, STAND_COLUMNS)
+    extra = {k: t[k] for k in CHANNELS[1:] if k in t}
+    return stand_data(t["frequency_hz"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),
+                      roll_plate=t.get("roll_plate_rad"), source=str(path), **extra)
