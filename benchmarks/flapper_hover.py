@@ -4,7 +4,8 @@ gains on the linear hover model, optionally refined by gradient through
 short per-wing rollouts.
 
 Run: ``python -m benchmarks.flapper_hover [--worlds 256] [--chunk 16]
-[--duration 2.0] [--refine 0]``.
+[--duration 2.0] [--refine 0] [--coupling-scale S] [--weights P,V,T,W,U] [--altitude-pole P]``
+(the last three try a design other than :func:`design_gains`' default).
 
 Acceptance measured (over the last 0.5 s of a 2 s hover from z = 0.5 m):
 cycle-mean tilt under 1 deg, instantaneous tilt RMS under 3 deg, altitude
@@ -17,6 +18,7 @@ for randomized starts (+/-5 cm, tilt up to 0.1 rad, +/-0.1 m/s); at least
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -62,7 +64,13 @@ def main(argv=None) -> int:
     ap.add_argument("--record-every", type=int, default=10)
     ap.add_argument("--refine", type=int, default=0, help="optax iterations of the gradient refinement (0: none)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--coupling-scale", type=float, default=None,
+                    help="design on this share of the identified coupling (default: design_gains' own)")
+    ap.add_argument("--weights", default=None,
+                    help="LQR weights position,velocity,tilt,rate,plate (default: design_gains' own)")
     ap.add_argument("--out", default=str(RESULTS / "flapper_hover.json"))
+    ap.add_argument("--altitude-pole", type=float, default=None,
+                    help="altitude poles at -P rad/s (default: design_gains' own)")
     args = ap.parse_args(argv)
 
     import jax
@@ -72,11 +80,21 @@ def main(argv=None) -> int:
     from flapjax.sim.flapper.hover import random_starts
 
     model = design.LinearHoverModel.per_wing(estimate_lag=design.notch_delay(42.2213))
-    gains = design.design_gains(model)
-    out: dict = {"gains": {k: np.asarray(getattr(gains, k)).tolist() for k in
+    variant = {}
+    if args.coupling_scale is not None:
+        variant["coupling_scale"] = args.coupling_scale
+    if args.weights is not None:
+        w = [float(v) for v in args.weights.split(",")]
+        variant["weights"] = design.LqrWeights(*w)
+    if args.altitude_pole is not None:
+        variant["altitude_pole"] = args.altitude_pole
+    gains = design.design_gains(model, **variant)
+    out: dict = {"design": {k: (dataclasses.asdict(v) if k == "weights" else v) for k, v in variant.items()},
+                 "gains": {k: np.asarray(getattr(gains, k)).tolist() for k in
                            ("position_p", "position_d", "attitude_p", "attitude_d", "altitude_p", "altitude_i", "altitude_d")},
+                 # the linear closed loop of the gains flown, on the identified model with its lags
                  "closed_loop_eigenvalues_max_real": float(np.max(design.closed_loop_eigenvalues(
-                     model, design.design_feedback(model)).real))}
+                     model, design.feedback_from_gains(gains, model.gravity)).real))}
     if args.refine > 0:
         t0 = time.perf_counter()
         gains, hist = design.refine_gains(gains, iterations=args.refine)
