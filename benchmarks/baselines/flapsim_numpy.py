@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
@@ -120,12 +120,14 @@ class FlapperBaseline:
     """Fixed-base flapper in C MuJoCo with the NumPy per-wing model."""
 
     model: mujoco.MjModel
-    wing: WingModel = field(default_factory=WingModel)
+    wing: WingModel | None = None  # default: WingModel with the robot's calibrated lift_scale
 
     def __post_init__(self):
         m = self.model
         cfg = json.loads((ASSETS / "flapper_params.json").read_text())
         self.stop_angle = float(cfg["stop_angle"])
+        if self.wing is None:  # the calibrated lift gain, as flapjax's default_params reads it
+            self.wing = WingModel(lift_scale=float(cfg.get("lift_scale", 1.0)))
         self.stop_stiffness = float(cfg["stop_stiffness"])
         self.stop_width = float(cfg["stop_width"])
         self.amplitude = float(cfg["amplitude"])
