@@ -103,11 +103,14 @@ class LinearHoverModel:
         return dataclasses.replace(cls(), **changes)
 
     @classmethod
-    def from_averaged(cls, params, *, inertia=(4.14e-6, 4.99e-6), coupling=(0.0, 0.0), frequency=None,
+    def from_averaged(cls, params, *, inertia=(4.14e-6, 4.99e-6), coupling=None, frequency=None,
                       **changes) -> LinearHoverModel:
         """From :class:`flapjax.aero.cycle_averaged.CycleAveragedParams`
         (control moments scaled to ``frequency``, default the hover
-        frequency; no coupling unless given)."""
+        frequency; ``coupling`` default the model's own speed-to-moment
+        coupling ``(M_u, -L_v)``)."""
+        if coupling is None:
+            coupling = (float(params.pitch_speed_coupling), -float(params.roll_speed_coupling))
         f = float(params.hover_frequency if frequency is None else frequency)
         lam = (f / float(params.reference_frequency)) ** 2
         d = np.asarray(params.rate_damping, dtype=float)

@@ -95,6 +95,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "window": 1.0,
         "max_attitude_rms_deg": 2.0,
         "max_position_rms": 0.01,
+        "controller": "designed",
     },
 }
 
@@ -261,6 +262,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     s = cfg["validation"]
     check_range("validation.duration", s["duration"], 0.05, 20.0)
     check_range("validation.height", s["height"], 0.0, 100.0)
+    check_choice("validation.controller", s["controller"], ("designed", "default"))
     check_range("validation.plate_step", s["plate_step"], -0.3, 0.3)
     check_range("validation.step_start", s["step_start"], 0.0, s["duration"])
     check_range("validation.step_length", s["step_length"], 0.0, s["duration"])

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.control.design import LinearHoverModel, design_gains
 from flapjax.control.hover import HoverGains
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
@@ -62,22 +63,38 @@ def fly(
     """
     target = jnp.asarray(target)
     state = fl.init_state(robot, params, position=target, periodic=periodic)
+    # The estimate starts from the cycle means the start asks for (at rest,
+    # level), not from the instantaneous wingbeat velocities.
+    prior = fl.BasePose(position=target, velocity=jnp.zeros(3, target.dtype),
+                        rot_world_body=jnp.eye(3, dtype=target.dtype), w_body=jnp.zeros(3, target.dtype))
     final, records = fl.hover_rollout(
         robot, params, state, n_steps - n_steps % record_every, gains=gains, target=target,
         record_every=record_every, checkpoint=False, hover_frequency=hover_frequency, gravity=gravity,
-        plate_step=plate_step, record="first",
+        plate_step=plate_step, record="first", prior=prior,
     )
     return final.healthy, records
 
 
 @eqx.filter_jit
-def _fly_batch(robot, params, hover_frequency, gravity, target, offsets, n_steps: int, step_start: float, step_length: float):
+def _fly_batch(robot, params, gains, hover_frequency, gravity, target, offsets, n_steps: int, step_start: float,
+               step_length: float):
     return jax.vmap(
         lambda o: fly(
             robot, params, hover_frequency=hover_frequency, gravity=gravity, target=target, n_steps=n_steps,
-            plate_step=fl.PlateStep(offset=o, start=step_start, length=step_length),
+            plate_step=fl.PlateStep(offset=o, start=step_start, length=step_length), gains=gains,
         )
     )(offsets)
+
+
+def validation_gains(cfg_validation: Mapping, identified: CycleAveragedParams, hover_frequency: float) -> HoverGains:
+    """The controller both robots fly: ``"designed"`` (LQR on the identified
+    model's linearization with its speed-to-moment coupling, cycle-averaged
+    estimate; :func:`flapjax.control.design.design_gains`) or ``"default"``
+    (:class:`HoverGains`, no rate feedback)."""
+    if cfg_validation.get("controller", "designed") == "default":
+        return HoverGains()
+    model = LinearHoverModel.from_averaged(identified, frequency=hover_frequency)
+    return design_gains(model, hover_frequency=hover_frequency)
 
 
 def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None) -> StudyResult:
@@ -96,9 +113,10 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     avg_robot = fl.make_robot("lumped", "averaged")
     n_steps = int(round(s["duration"] / wing_robot.dt))
     flights, healthy = {}, {}
+    gains = validation_gains(s, averaged, f_h)
     for name, robot in (("per_wing", wing_robot), ("averaged", avg_robot)):
         params = fl.default_params(robot, frequency=f_h, averaged=averaged)
-        ok, records = _fly_batch(robot, params, f_h, g, jnp.asarray(target), jnp.asarray(offsets), n_steps,
+        ok, records = _fly_batch(robot, params, gains, f_h, g, jnp.asarray(target), jnp.asarray(offsets), n_steps,
                                  float(s["step_start"]), float(s["step_length"]))
         flights[name], healthy[name] = jax.tree.map(np.asarray, records), np.asarray(ok)
         if bar is not None:
@@ -116,6 +134,7 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     metrics: dict[str, Any] = {
         "hover_frequency": f_h, "weight": mass * g,
         "thresholds": {"attitude_rms_deg": max_att, "position_rms": max_pos, "window": float(s["window"])},
+        "controller": s.get("controller", "designed"),
     }
     # The fixed-base per-wing robot at the identified hover frequency should
     # carry the weight: k_f f_h^2 = m g by construction, the rollout is the check.
