@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent
-RESULTS = ROOT / "results"
+# ``benchmarks.run --device gpu`` points this at results/gpu so GPU figures
+# sit beside the CPU ones instead of replacing them.
+RESULTS = Path(os.environ.get("FLAPJAX_BENCH_RESULTS", ROOT / "results"))
 
 
 def package_version(name: str) -> str:

@@ -3,6 +3,7 @@
     python -m benchmarks.run --quick                  # the documented run (all sections but scaling)
     python -m benchmarks.run                          # longer runs, more repeats
     python -m benchmarks.run --quick --only gradient  # one section, then the report
+    python -m benchmarks.run --quick --device gpu     # on a GPU: world counts up to 65536, results/gpu/
 
 Each section runs in its own process (so its peak memory is its own) and
 writes ``benchmarks/results/<section>.json``; sections not rerun keep their
@@ -31,12 +32,27 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", nargs="*", choices=SECTIONS, default=None)
     p.add_argument("--skip", nargs="*", choices=SECTIONS, default=())
+    p.add_argument("--device", choices=("cpu", "gpu"), default=None,
+                   help="pin JAX to this platform (gpu: results in benchmarks/results/gpu, README untouched)")
     a = p.parse_args(argv)
     default = [s for s in SECTIONS if not (a.quick and s in QUICK_SKIP)]
     sections = [s for s in (a.only or default) if s not in a.skip]
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
     env["PYTHONPATH"] = str(C.ROOT.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    if a.device is not None:
+        env["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[a.device]
+        probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].platform)"], env=env,
+                               capture_output=True, text=True)
+        if probe.returncode != 0 or probe.stdout.strip() != a.device:
+            lines = (probe.stderr or probe.stdout).strip().splitlines() or ["?"]
+            C.log(f"--device {a.device}: JAX sees no {a.device} device ({lines[-1][-200:]}); "
+                  "for a GPU install a CUDA build of jaxlib (pip install -U 'jax[cuda12]')")
+            return 2
+    if a.device == "gpu":
+        C.RESULTS = C.ROOT / "results" / "gpu"  # run.json too
+        env["FLAPJAX_BENCH_RESULTS"] = str(C.RESULTS)
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     t_all = time.perf_counter()
     failed = []
     timings = {}
@@ -64,6 +80,9 @@ def main(argv=None) -> int:
         + (f" --only {' '.join(a.only)}" if a.only else ""),
         sections=sections, wall_s=wall, failed=failed, load_average_end=list(os.getloadavg()))]
     C.write_json("run", dict(section_s=section_s, wall_s=sum(section_s.values()), history=history))
+    if a.device == "gpu":  # the README's tables are the CPU run's; GPU JSON stays beside them
+        C.log(f"GPU results in {C.ROOT / 'results' / 'gpu'}; total {wall:.0f} s; failed sections: {failed or 'none'}")
+        return 1 if failed else 0
     from benchmarks import report
 
     report.write()
