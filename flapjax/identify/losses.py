@@ -114,6 +114,22 @@ def r_squared(y, y_fit) -> float:
 # ---------------------------------------------------------------------------
 
 
+def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None) -> tuple[np.ndarray, float]:
+    """``(sigma^2 (J^T J)^+, sigma^2)`` of least-squares residuals ``r`` (n,)
+    and their Jacobian ``J`` (n, p) at the fit; ``sigma^2 = SSR / (n - p)``,
+    or the given ``sigma`` (residual units) when ``n <= p``."""
+    r = np.asarray(residuals, dtype=float).ravel()
+    jac = np.asarray(jacobian, dtype=float)
+    n, p = r.size, jac.shape[1]
+    if n > p:
+        s2 = float(np.sum(r**2)) / (n - p)
+    elif sigma is not None:
+        s2 = float(sigma) ** 2
+    else:
+        raise ConfigError(f"sigma: needed when residuals ({n}) do not outnumber parameters ({p})")
+    return s2 * np.linalg.pinv(jac.T @ jac), s2
+
+
 def gauss_newton_uncertainty(
     residual_fn: Callable[[Trainable], Array],
     trainable: Trainable,
@@ -138,16 +154,8 @@ def gauss_newton_uncertainty(
     flat, unravel = jax.flatten_util.ravel_pytree(trainable)
     r0 = residual_fn(trainable)
     jac = jax.jacfwd(lambda v: residual_fn(unravel(v)))(flat)
-    n, p = int(r0.shape[0]), int(flat.shape[0])
-    ssr = float(jnp.sum(r0**2))
-    if n > p:
-        s2 = ssr / (n - p)
-    elif sigma is not None:
-        s2 = float(sigma) ** 2
-    else:
-        raise ConfigError(f"sigma: needed when residuals ({n}) do not outnumber parameters ({p})")
+    cov, s2 = gauss_newton_covariance(r0, jac, sigma=sigma)
     jtj = np.asarray(jac.T @ jac, dtype=float)
-    cov = s2 * np.linalg.pinv(jtj)
     std_flat = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     denom = np.outer(std_flat, std_flat)
     corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
@@ -166,5 +174,5 @@ def gauss_newton_uncertainty(
         "relative_std": rel,
         "correlation": corr.tolist(),
         "sigma": math.sqrt(s2),
-        "hessian": (jtj / n).tolist(),
+        "hessian": (jtj / jac.shape[0]).tolist(),
     }

@@ -35,6 +35,7 @@ from flapjax.identify.flapper.flight_shooting import (
     start_jacobian,
     start_residuals,
 )
+from flapjax.identify.losses import gauss_newton_covariance
 from flapjax.validation import ConfigError, check_range
 
 DEFAULTS = {"segment": 0.4, "holdout": 1.5, "init_window": 0.1, "substeps": 2, "max_iterations": 40}
@@ -146,10 +147,7 @@ def identify_flight_log(
     sig = jnp.asarray(sigma)
     r = fit_residuals(x, sig, prob)
     J = fit_jacobian(x, sig, prob)
-    n_res, n_x = int(r.size), int(x.size)
-    ssr = float(jnp.sum(r * r))
-    s2 = ssr / (n_res - n_x)
-    cov = s2 * np.linalg.pinv(np.asarray(J.T @ J))
+    cov, s2 = gauss_newton_covariance(r, J)
     std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
     values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
     std = std_physical(values, std_z)
