@@ -9,6 +9,7 @@ The window and the seed's reference sweep: docs/physics.md, Cycle means.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import equinox as eqx
@@ -19,7 +20,7 @@ from jaxtyping import Array, Bool, Float
 
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
-from flapjax.sim.flapper.step import simulate
+from flapjax.sim.flapper.step import simulate, step
 from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
 from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range
 
@@ -128,21 +129,41 @@ class CycleMean(eqx.Module):
 
 
 def cycle_mean(
-    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True
+    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True,
+    batched: bool = False,
 ) -> CycleMean:
     """Run one world open-loop from :func:`init_state` and average whole cycles
-    after ``discard_steps``. Differentiable in ``params``."""
+    after ``discard_steps``. Differentiable in ``params``.
+
+    ``batched=True``: ``params`` carry a leading world axis (n) and every
+    world runs, stepped together (:func:`batched_cycle_mean`); the result's
+    leaves then have a leading axis of n.
+    """
+    if batched:
+        return batched_cycle_mean(robot, params, n_steps, discard_steps, checkpoint=checkpoint)
+    _check_discard(n_steps, discard_steps)
+    state = init_state(robot, params)
+    final, trace = simulate(robot, params, state, n_steps, observe=_observe, checkpoint=checkpoint)
+    return summarize(robot, params.stroke.frequency, trace, final.healthy, n_steps, discard_steps)
+
+
+def _check_discard(n_steps: int, discard_steps: int) -> None:
     if not 0 <= discard_steps < n_steps:
         raise ConfigError(f"discard_steps: must lie in [0, n_steps), got {discard_steps} with n_steps={n_steps}")
-    state = init_state(robot, params)
 
-    def observe(_, dg):
-        return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped, dg.plate)
 
-    final, (force, moment, lift, err, clip, plate) = simulate(
-        robot, params, state, n_steps, observe=observe, checkpoint=checkpoint
-    )
-    w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
+def _observe(_, dg) -> tuple:
+    """The per-step record of a cycle mean: force (3,), moment (3,), lift (),
+    stroke error (2,), force clip (2,), plate angles (2,)."""
+    return (dg.force_world, dg.moment_world, dg.lift_total, dg.stroke_error, dg.force_clipped, dg.plate)
+
+
+def summarize(robot: FlapperRobot, frequency: Scalar, trace: tuple, healthy: Bool[Array, ""], n_steps: int,
+              discard_steps: int) -> CycleMean:
+    """Whole-cycle means of one world's per-step record (:func:`_observe`,
+    leaves with a leading time axis of ``n_steps``) at ``frequency`` [Hz]."""
+    force, moment, lift, err, clip, plate = trace
+    w = cycle_window(frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
     square_error, clipped = jnp.mean(err**2, axis=-1), jnp.mean(clip.astype(force.dtype), axis=-1)
     force, moment, lift, square_error, clipped, plate_angle = window_mean(
         (force, moment, lift, square_error, clipped, plate), w)
@@ -157,13 +178,60 @@ def cycle_mean(
         clip_fraction=clipped,
         plate_angle=plate_angle,
         plate_range=plate_range,
-        healthy=final.healthy,
+        healthy=healthy,
     )
 
 
-@eqx.filter_jit
+def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *,
+                       checkpoint: bool = True) -> CycleMean:
+    """:func:`cycle_mean` of every world of ``params`` (leading world axis
+    of n), the worlds stepped together: one ``lax.scan`` over time whose
+    step is vmapped over the worlds, so the step is traced once (a vmapped
+    scan traces it, then batches its body twice to find which carries vary
+    per world). Same numbers as ``vmap(cycle_mean)``; ``checkpoint`` as
+    in :func:`flapjax.sim.rollout.rollout`. Returns a :class:`CycleMean` whose leaves have a leading axis of n."""
+    _check_discard(n_steps, discard_steps)
+    state = jax.vmap(lambda p: init_state(robot, p))(params)
+    one_step = jax.vmap(lambda p, s: step(robot, p, s))
+
+    def body(s, _):
+        new, dg = one_step(params, s)
+        return new, _observe(new, dg)
+
+    if checkpoint:
+        body = jax.checkpoint(body, prevent_cse=False)
+    final, trace = jax.lax.scan(body, state, None, length=int(n_steps))
+    per_world = lambda f, tr, ok: summarize(robot, f, tr, ok, n_steps, discard_steps)  # noqa: E731
+    return jax.vmap(per_world, in_axes=(0, 1, 0))(params.stroke.frequency, trace, final.healthy)
+
+
+#: XLA options of the sweep program on CPU. Its step is a few hundred small
+#: kernels; XLA's classic CPU emitters build them in about half the time of
+#: the MLIR fusion emitters (the compilation dominates a sweep started in a
+#: fresh process) and the kernels run at about the same speed.
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+def compiler_options(backend: str) -> dict[str, Any] | None:
+    """XLA options the sweep program is compiled with on ``backend``
+    ("cpu", "gpu", ...): :data:`CPU_COMPILER_OPTIONS` on CPU, else none."""
+    return dict(CPU_COMPILER_OPTIONS) if backend == "cpu" else None
+
+
+def _sweep_chunk(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
+    return cycle_mean(robot, params, n_steps, discard_steps, checkpoint=False, batched=True)
+
+
+@functools.cache
+def _sweep_program(backend: str) -> Callable[..., CycleMean]:
+    """The jitted sweep chunk (:func:`_sweep_chunk`) for ``backend``."""
+    return eqx.filter_jit(_sweep_chunk, compiler_options=compiler_options(backend))
+
+
 def _batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
-    return jax.vmap(lambda p: cycle_mean(robot, p, n_steps, discard_steps))(params)
+    """Cycle means of a chunk of worlds (leading axis n), one compiled program
+    per robot, step counts and chunk shape."""
+    return _sweep_program(jax.default_backend())(robot, params, n_steps, discard_steps)
 
 
 class SweepResult(eqx.Module):
@@ -245,12 +313,20 @@ def sweep_params(
     check_positive("amplitude", amps, allow_zero=True)
     plates = fit("plate", plate_a, (2,))
     check_range("plate", plates, -0.6, 0.6)
-    batched = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + jnp.shape(x)), base)
+    batched = jax.tree.map(lambda x: to_device(np.broadcast_to(np.asarray(x), (n,) + np.shape(x))), base)
     return eqx.tree_at(
         lambda p: (p.stroke.frequency, p.stroke.amplitude, p.plate),
         batched,
-        (jnp.asarray(freqs), jnp.asarray(amps), jnp.asarray(plates)),
+        (to_device(freqs), to_device(amps), to_device(plates)),
     )
+
+
+def to_device(x) -> Array:
+    """A host array on the default device in JAX's default dtype for its kind
+    (float64 -> float32 without x64), copied there by ``device_put``: no
+    program is compiled, unlike ``jnp.asarray`` / ``jnp.broadcast_to``."""
+    x = np.asarray(x)
+    return jax.device_put(x.astype(jax.dtypes.canonicalize_dtype(x.dtype), copy=False))
 
 
 def window_steps(robot: FlapperRobot, duration: float, discard: float) -> tuple[int, int]:

@@ -1,0 +1,58 @@
+"""The fixed-base sweep builds one program: no setup programs around it, the
+worlds stepped together give the per-world numbers, and the CPU compile
+options are the ones documented."""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+import numpy as np
+import pytest
+
+from flapjax.sim import flapper as fl
+
+sweep_module = importlib.import_module("flapjax.sim.flapper.sweep")
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    return fl.make_robot("fixed", "wing")
+
+
+def lowered_programs(fn) -> list[str]:
+    """Names of the programs lowered to XLA while ``fn()`` runs (a lowering
+    happens whether or not a persistent cache then serves the compilation)."""
+    names = []
+
+    def listener(event, seconds, **kwargs):
+        if event.endswith("jaxpr_to_mlir_module_duration"):
+            names.append(str(kwargs.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        jax.block_until_ready(fn().force)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return names
+
+
+def test_a_new_sweep_lowers_one_program(fixed):
+    fl.default_params(fixed)  # its own small conversions, once per process
+    # 37 steps and 3 worlds: a program no other test builds.
+    names = lowered_programs(lambda: fl.sweep([21.0, 29.0, 37.0], duration=0.0037, discard=0.001, robot=fixed,
+                                              batch_size=3))
+    assert len(names) == 1 and "_sweep_chunk" in names[0], names
+
+
+def test_worlds_stepped_together_match_one_world_at_a_time(fixed):
+    params = fl.sweep_params([24.0, 36.0], plate=np.array([[0.0, 0.0], [0.1, -0.1]]), robot=fixed)
+    together = jax.jit(lambda p: fl.cycle_mean(fixed, p, 300, 100, checkpoint=False, batched=True))(params)
+    alone = jax.jit(jax.vmap(lambda p: fl.cycle_mean(fixed, p, 300, 100)))(params)
+    for a, b in zip(jax.tree.leaves(together), jax.tree.leaves(alone)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-15)
+
+
+def test_sweep_compile_options_are_cpu_only():
+    assert sweep_module.compiler_options("cpu") == {"xla_cpu_use_fusion_emitters": False}
+    assert sweep_module.compiler_options("gpu") is None
