@@ -42,7 +42,7 @@ def test_a_new_sweep_lowers_one_program(fixed):
     # 37 steps and 3 worlds: a program no other test builds.
     names = lowered_programs(lambda: fl.sweep([21.0, 29.0, 37.0], duration=0.0037, discard=0.001, robot=fixed,
                                               batch_size=3))
-    assert len(names) == 1 and "_sweep_chunk" in names[0], names
+    assert len(names) == 1 and "sweep_chunk" in names[0], names
 
 
 def test_worlds_stepped_together_match_one_world_at_a_time(fixed):
