@@ -208,8 +208,9 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
 #: XLA options of the sweep program on CPU. Its step is a few hundred small
 #: kernels; XLA's classic CPU emitters build them in about half the time of
 #: the MLIR fusion emitters (the compilation dominates a sweep started in a
-#: fresh process), and the program runs about 15 % slower (64 worlds x 6000
-#: steps: ~3 s less to compile, ~0.3 s more to run).
+#: fresh process: 64 worlds x 6000 steps spend ~5 s of CPU time compiling
+#: instead of ~10 s), and the program runs at about the same speed (the
+#: same CPU time; up to ~15 % more wall time measured on a busy machine).
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
