@@ -2,7 +2,8 @@
 
 :func:`cycle_mean` runs one world open-loop and averages whole stroke cycles
 (:func:`cycle_window`); :func:`sweep` runs many worlds (frequencies,
-amplitudes, plate angles) through one compiled ``vmap(scan)`` in chunks
+amplitudes, plate angles) through one compiled scan of the vmapped step
+(:func:`batched_cycle_mean`, :func:`sweep_program`) in chunks
 (:func:`map_in_chunks`), so any number of rows reuses the same compilation.
 The window and the seed's reference sweep: docs/physics.md, Cycle means.
 """
@@ -188,8 +189,9 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
     of n), the worlds stepped together: one ``lax.scan`` over time whose
     step is vmapped over the worlds, so the step is traced once (a vmapped
     scan traces it, then batches its body twice to find which carries vary
-    per world). Same numbers as ``vmap(cycle_mean)``; ``checkpoint`` as
-    in :func:`flapjax.sim.rollout.rollout`. Returns a :class:`CycleMean` whose leaves have a leading axis of n."""
+    per world). The numbers of ``vmap(cycle_mean)`` up to round-off;
+    ``checkpoint`` as in :func:`flapjax.sim.rollout.rollout`. Returns a
+    :class:`CycleMean` whose leaves have a leading axis of n."""
     _check_discard(n_steps, discard_steps)
     state = jax.vmap(lambda p: init_state(robot, p))(params)
     one_step = jax.vmap(lambda p, s: step(robot, p, s))
@@ -383,7 +385,7 @@ def sweep(
 
     Frequencies, amplitudes and plate angles broadcast against each other
     (scalars / (2,) plate shared, or one value per world). Worlds run in
-    chunks of ``batch_size`` through one compiled ``vmap(scan)``, so any
+    chunks of ``batch_size`` through one compiled program (:func:`sweep_program`), so any
     number of rows reuses the same compilation (the last chunk is padded).
 
     Args:
