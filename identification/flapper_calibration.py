@@ -72,6 +72,19 @@ L-BFGS stops at step 0; errors -0.14 / +0.01 / +0.14 %, spread 0.04 %):
 
     python identification/flapper_calibration.py --start 0.7278 2.987e-4 5.3e-6 --set stop_angle=0.8819 \
         --fit lift_scale --steps 6 --check --out identification/flapper_calibration_proposal.json
+
+Why the defaults were not moved to it: flown, that robot is not one the
+cycle-averaged model predicts. With the plate tilted fore/aft by
+``roll_joint`` the cycle-mean pitch moment near the hover frequency becomes
+lopsided and, at small tilts, collapses (44 Hz, +-0.15 rad: +-2.2e-5 N m
+against +-9.0e-5 N m on the current robot; linear at 38 Hz), the pitch-rate
+damping fit finds no damping, ``flapjax identify --quick`` identifies
+k_pitch 4.99e-4 +- 2.6e-5 N m/rad (R^2 0.961) and fails two of its three
+validation flights (pitch_joint step 4.06 deg, roll_joint step 2.31 deg
+RMS), and the controller designed on those values holds none of 256
+random starts. ``--check`` looks only at the untilted fixed base at 20,
+30 and 40 Hz; a calibration that also holds the tilted plate's moments
+at 38-46 Hz is the next step.
 """
 
 import argparse
