@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test docs install clean
+.PHONY: demo test test-slow test-all docs install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m flapjax.demo
 
+# The everyday suite: every formula, bad-input check and notebook.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"
+
+# Long flights, identification runs end to end, coverage over noise seeds.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m slow
+
+test-all: test test-slow
 
 docs: $(STAMP)
 	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify.flapper flapjax.identify.multirotor flapjax.rotor flapjax.evaluate

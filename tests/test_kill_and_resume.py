@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 TINY = """
 [run]
 studies = ["lift", "moments", "validation"]
@@ -36,6 +38,7 @@ def _identify(cfg, out):
     return [sys.executable, "-m", "flapjax.cli", "identify", "--config", str(cfg), "--out", str(out), "--no-progress"]
 
 
+@pytest.mark.slow  # a whole identification run in a subprocess, killed and rerun
 def test_killed_identification_resumes_from_finished_studies(tmp_path):
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(TINY)
