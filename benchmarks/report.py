@@ -149,7 +149,7 @@ def section_baseline_a(b) -> list[str]:
                 f"{b['baseline_frequencies_measured']} frequencies, scaled linearly: the loop is serial)")
     rows = [[f"{b['n_frequencies']} frequencies x {b['duration_s']} s ({b['n_steps']} steps)",
              f"{b['flapjax_cold_s']:.1f} s", f"{b['flapjax_warm_s']:.2f} s", measured,
-             f"{b['speedup_with_compile']:.1f}x", f"{b['speedup_warm']:.0f}x", ">= 5x (with compile)",
+             f"{b['speedup_with_compile']:.1f}x", f"{b['speedup_warm']:.0f}x", f">= {b.get('goal', 5.0):g}x (with compile)",
              yes(b["goal_met"]), f"{100 * b['max_rel_diff_fz']:.3g} %",
              b["flapjax_recompilations_on_new_frequencies"]]]
     return _table(["sweep", "flapjax, cold (build + compile + run)", "flapjax, warm",
@@ -287,7 +287,8 @@ def section_goals(tp, ks, g, base, cf, rt, run) -> list[str]:
                                  yes(r >= 1.0) if name == "multirotor_rigid_exact" else
                                  ("met" if r >= 1.0 else "below (like-for-like row above)")])
     if base:
-        rows.append([f"vmapped sweep of {base['n_frequencies']} frequencies >= 5x the serial baseline, compile included",
+        rows.append([f"vmapped sweep of {base['n_frequencies']} frequencies >= {base.get('goal', 5.0):g}x the serial baseline, "
+                     "compile included",
                      f"{base['speedup_with_compile']:.2f}x ({base['speedup_warm']:.0f}x without compile)",
                      yes(base["goal_met"])])
     if tp:
@@ -410,7 +411,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                 f"frequencies ran in {warm:.1f} s with {base['flapjax_recompilations_on_new_frequencies']} "
                 f"recompilations): {base['speedup_with_compile']:.1f}x including compile, "
                 f"{base['speedup_warm']:.0f}x without."
-                + ("" if base["goal_met"] else " The 5x goal with compile needs the compile time to shrink. For "
+                + ("" if base["goal_met"] else f" The {base.get('goal', 5.0):g}x goal with compile needs the compile time to "
+                   "shrink (one program of about 390 kernels, mostly MJX's kinematics and mass-matrix scatters). For "
                    "repeated sweeps, JAX's persistent compilation cache "
                    "(`jax.config.update(\"jax_compilation_cache_dir\", path)`) removes it from every run after the "
                    "first (not measured here).")
