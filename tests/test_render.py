@@ -76,6 +76,7 @@ def test_gym_render_and_evaluate_video_need_their_settings():
         evaluate("near_ground", n_worlds=2, video=-1, out_dir=None)
 
 
+@pytest.mark.slow  # compiles the free per-wing robot's closed-loop hover
 def test_flapper_hover_gif_shows_the_free_robot_flapping(tmp_path):
     """The free flapping-wing robot in closed-loop hover: it stays up near its
     set point, its wings move between frames, the ground is drawn under it."""
