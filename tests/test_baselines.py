@@ -66,6 +66,7 @@ def test_numpy_wing_loads_and_wrench_match_flapjax(side):
     assert clipped_force >= 1 and clipped_damping >= 1
 
 
+@pytest.mark.slow  # 120 MJX steps against C MuJoCo + the NumPy baseline, step by step
 def test_baseline_step_applies_flapjax_forces():
     from flapjax.sim import flapper
 

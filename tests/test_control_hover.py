@@ -72,6 +72,7 @@ def test_averaged_free_hover_beats_the_seed(lumped):
     assert np.linalg.norm(np.asarray(rec.position[-1, :2])) < 0.005
 
 
+@pytest.mark.slow  # a per-wing MJX free flight (one compile of the closed-loop hover)
 def test_per_wing_free_flight_holds_altitude_with_the_designed_controller():
     """0.3 s of the per-wing robot from its periodic orbit under the designed
     gains (the 2 s acceptance flight is in tests/test_flapper_hover_flight.py)."""
