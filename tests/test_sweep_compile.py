@@ -47,7 +47,7 @@ def test_a_new_sweep_lowers_one_program(fixed):
 
 def test_worlds_stepped_together_match_one_world_at_a_time(fixed):
     params = fl.sweep_params([24.0, 36.0], plate=np.array([[0.0, 0.0], [0.1, -0.1]]), robot=fixed)
-    together = jax.jit(lambda p: fl.cycle_mean(fixed, p, 300, 100, checkpoint=False, batched=True))(params)
+    together = jax.jit(lambda p: sweep_module.batched_cycle_mean(fixed, p, 300, 100, checkpoint=False))(params)
     alone = jax.jit(jax.vmap(lambda p: fl.cycle_mean(fixed, p, 300, 100)))(params)
     for a, b in zip(jax.tree.leaves(together), jax.tree.leaves(alone)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-15)

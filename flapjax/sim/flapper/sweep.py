@@ -130,18 +130,11 @@ class CycleMean(eqx.Module):
 
 
 def cycle_mean(
-    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True,
-    batched: bool = False,
+    robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int, *, checkpoint: bool = True
 ) -> CycleMean:
     """Run one world open-loop from :func:`init_state` and average whole cycles
-    after ``discard_steps``. Differentiable in ``params``.
-
-    ``batched=True``: ``params`` carry a leading world axis (n) and every
-    world runs, stepped together (:func:`batched_cycle_mean`); the result's
-    leaves then have a leading axis of n.
-    """
-    if batched:
-        return batched_cycle_mean(robot, params, n_steps, discard_steps, checkpoint=checkpoint)
+    after ``discard_steps``. Differentiable in ``params``. Many worlds at
+    once: :func:`batched_cycle_mean`."""
     _check_discard(n_steps, discard_steps)
     state = init_state(robot, params)
     final, trace = simulate(robot, params, state, n_steps, observe=_observe, checkpoint=checkpoint)
@@ -223,7 +216,7 @@ def compiler_options(backend: str) -> dict[str, Any] | None:
 
 
 def _sweep_chunk(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
-    return cycle_mean(robot, params, n_steps, discard_steps, checkpoint=False, batched=True)
+    return batched_cycle_mean(robot, params, n_steps, discard_steps, checkpoint=False)
 
 
 def robot_digest(robot: FlapperRobot) -> tuple[Any, str]:
