@@ -31,6 +31,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.aero.hinge import FeatheringHinge
 from flapjax.control.stroke import StrokeSchedule
 from flapjax.sim import rigid
+from flapjax.sim import tree
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper import model as flapper_model
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_range
@@ -86,8 +87,9 @@ class FlapperState(eqx.Module):
     """State of one world.
 
     Attributes:
-      data: the MJX data (qpos, qvel, ...), or the
-        :class:`flapjax.sim.rigid.RigidState` of the rigid backend.
+      data: the MJX data (qpos, qvel, ...; also on the rigid backend's
+        fixed root), or the :class:`flapjax.sim.rigid.RigidState` of the
+        rigid backend's lumped body.
       step: () integer step counter k; t = k dt [-].
       phase_offset: () accumulated stroke-phase correction of a varying
         frequency command [cycles].
@@ -123,8 +125,9 @@ class FlapperRobot(eqx.Module):
       stroke_act, plate_act: actuator ids of the stroke and plate servos (static).
       free_q, free_v: qpos / dof address of the freejoint ``root``, -1 without (static).
       base_root, plate_root: the bodies' kinematic-tree roots (static).
-      backend: "mjx" (MuJoCo MJX) or "rigid" (the pure-JAX single-body
-        integrator of :mod:`flapjax.sim.rigid`; lumped root only) (static).
+      backend: "mjx" (MuJoCo MJX) or "rigid" (pure JAX: the single-body
+        integrator of :mod:`flapjax.sim.rigid` on the lumped root, the
+        fixed-base joint tree of :mod:`flapjax.sim.tree` on the fixed root) (static).
       rigid_body: mass properties of the lumped body for the rigid backend.
     """
 
@@ -156,6 +159,14 @@ class FlapperRobot(eqx.Module):
     @property
     def has_wings(self) -> bool:
         return self.root != "lumped"
+
+    @property
+    def dynamics(self) -> str:
+        """What integrates the bodies: "mjx", "rigid_body" (the lumped body
+        in pure JAX) or "tree" (the fixed-base joint tree in pure JAX)."""
+        if self.backend == "mjx":
+            return "mjx"
+        return "rigid_body" if self.root == "lumped" else "tree"
 
 
 # ---------------------------------------------------------------------------
@@ -248,7 +259,8 @@ def robot_from_mjmodel(
       aero_model: "wing" or "averaged".
       wing: per-wing kernel description; default :meth:`aero.Wing.flapsim`.
       dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``).
-      backend: "mjx", or "rigid" (lumped root only).
+      backend: "mjx", or "rigid" (lumped root, or a fixed base whose model
+        :func:`flapjax.sim.tree.check_model` accepts).
     """
     wing = aero.Wing.flapsim() if wing is None else wing
     base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "base")
@@ -263,9 +275,11 @@ def robot_from_mjmodel(
         idx = _wing_indices(m)
         stroke_inertia = _stroke_inertia(m, idx["stroke_v"][0], idx["stroke_act"][0])
         _check_plate_servo(m, idx["plate_v"], idx["plate_act"])
+    if backend == "rigid" and root != "lumped":
+        tree.check_model(m)
     mx = mjx.put_model(m)
     body = None
-    if backend == "rigid":
+    if backend == "rigid" and root == "lumped":
         body = rigid.RigidBody(
             float(m.body_mass[base]), m.body_inertia[base], gravity=m.opt.gravity,
             com_offset=m.body_ipos[base], inertia_quat=m.body_iquat[base],
@@ -303,15 +317,18 @@ def make_robot(
       timestep: override the MJCF timestep [s].
       dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``); default
         keeps JAX's default float type.
-      backend: "mjx", or "rigid" for the pure-JAX rigid-body integrator
-        (contact-free; root "lumped" only). The two agree to float32
-        round-off; the rigid one is many times cheaper per step.
+      backend: "mjx", or "rigid" for pure-JAX rigid-body dynamics
+        (contact-free): the single body of root "lumped", or the joint tree
+        of root "fixed" (:mod:`flapjax.sim.tree`, the fast path of
+        fixed-base sweeps). The two agree to float32 round-off; the rigid
+        one is many times cheaper per step and to compile.
     """
     check_choice("root", root, flapper_model.ROOTS)
     check_choice("aero_model", aero_model, AERO_MODELS)
     check_choice("backend", backend, BACKENDS)
-    if backend == "rigid" and root != "lumped":
-        raise ConfigError(f"backend: 'rigid' integrates one rigid body; it needs root='lumped', got root={root!r}")
+    if backend == "rigid" and root == "free":
+        raise ConfigError("backend: 'rigid' integrates the lumped body or the fixed-base joint tree; "
+                          "root='free' needs backend='mjx'")
     if root == "lumped" and aero_model == "wing":
         raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
     m = flapper_model.build(root, wing_mass=wing_mass)

@@ -67,7 +67,7 @@ def init_state(
         q = as_float_array("quat", quat, (4,))
         if np.linalg.norm(q) < 1e-9:
             raise ConfigError(f"quat: must be a non-zero quaternion [w, x, y, z] (it is normalized), got {q.tolist()}")
-    if robot.backend == "rigid":
+    if robot.dynamics == "rigid_body":
         data = _init_rigid(robot, position, quat, velocity, angular_velocity)
         dtype = data.position.dtype
     else:

@@ -2,8 +2,9 @@
 
 Per world and step (:func:`step`), top to bottom:
 
-1. **read state** (:func:`read_mjx` / :func:`read_rigid`): fresh kinematics
-   and velocities of the current state (``fwd_position``, ``fwd_velocity``),
+1. **read state** (:func:`read_mjx` / :func:`read_rigid` / :func:`read_tree`):
+   fresh kinematics and velocities of the current state (``fwd_position``,
+   ``fwd_velocity``, or their pure-JAX equivalents),
    so the aerodynamics never lag a step behind (docs/mjx_notes.md, One-step
    lag); the base frame's motion; the wing and plate joint angles
    (:func:`read_joints`); the stroke reference (:func:`stroke_targets`);
@@ -18,15 +19,17 @@ Per world and step (:func:`step`), top to bottom:
    :func:`flapjax.control.stroke.servo_setpoint`; the plate servos hold the
    commanded plate angles; the feathering stops
    (:func:`flapjax.aero.stop_torque`) are joint torques;
-4. **advance** (:func:`advance_mjx` / :func:`advance_rigid`): MJX's
-   constraint-free step (the model has no constraint rows) or the pure-JAX
-   rigid body, both semi-implicit Euler;
+4. **advance** (:func:`advance_mjx` / :func:`advance_rigid` /
+   :func:`advance_tree`): MJX's constraint-free step (the model has no
+   constraint rows), the pure-JAX rigid body, or the pure-JAX fixed-base
+   joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler;
 5. **guard**: a world whose state turns non-finite is frozen at its last
    finite state and flagged (``healthy``).
 
 The backend's read and advance stages are a pair picked by the robot's
-``backend`` (chosen once, by :func:`flapjax.sim.flapper.make_robot`); the
-stages in between are the same for both.
+``dynamics`` (its backend and root, chosen once, by
+:func:`flapjax.sim.flapper.make_robot`); the stages in between are the same
+for all.
 
 The robot has no deviation or stroke-plane joints: the kernels receive
 ``phi = Phi = 0`` and zero rates. (Were they added: the seed's stroke-plane
@@ -50,7 +53,7 @@ from flapjax import aero
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
 from flapjax.control.stroke import advance_offset, phase_cycles, servo_setpoint, stroke_reference
-from flapjax.sim import backend, rigid
+from flapjax.sim import backend, rigid, tree
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
 
@@ -197,6 +200,13 @@ def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, 
     return d, base_frame(robot, d)
 
 
+def read_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
+    """The pure-JAX tree's kinematics and velocities of the current state
+    (:func:`flapjax.sim.tree.forward`), and the base frame's motion."""
+    d = tree.forward(m, d)
+    return d, base_frame(robot, d)
+
+
 def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame]:
     """The rigid body's frame (its state already is the base's motion)."""
     body = robot.rigid_body
@@ -319,6 +329,11 @@ def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: 
     return backend.advance_rigid(robot.rigid_body, s, xfrc[robot.base_body], robot.dt)
 
 
+def advance_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation) -> mjx.Data:
+    """The pure-JAX fixed-base tree step with the applied wrenches, torques and set points."""
+    return tree.step(m, d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl))
+
+
 class Backend(NamedTuple):
     """``read(robot, m, data) -> (data, BaseFrame)``; ``advance(robot, m, data, xfrc, act) -> data``."""
 
@@ -326,7 +341,9 @@ class Backend(NamedTuple):
     advance: Callable
 
 
-STAGES = {"mjx": Backend(read_mjx, advance_mjx), "rigid": Backend(read_rigid, advance_rigid)}
+#: Read and advance stages per :attr:`FlapperRobot.dynamics`.
+STAGES = {"mjx": Backend(read_mjx, advance_mjx), "rigid_body": Backend(read_rigid, advance_rigid),
+          "tree": Backend(read_tree, advance_tree)}
 
 
 # ---------------------------------------------------------------------------
@@ -351,7 +368,7 @@ def step(
     ``params``. No batch axis: ``jax.vmap`` adds it.
     """
     command = command_from_params(params) if command is None else command
-    stages = STAGES[robot.backend]
+    stages = STAGES[robot.dynamics]
     m = model_for(robot, params)
     d, base = stages.read(robot, m, state.data)  # 1. read state
     f_cmd = jnp.asarray(command.frequency, dtype=d.qpos.dtype)
