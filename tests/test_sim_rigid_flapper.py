@@ -62,8 +62,10 @@ def test_monte_carlo_hover_settles_most_random_starts():
     assert float(jnp.median(study.final_position_error)) < 0.01
 
 
-def test_rigid_backend_needs_the_lumped_root():
-    with pytest.raises(ConfigError, match="backend: 'rigid'.*root='lumped'"):
+def test_rigid_backend_needs_the_lumped_or_the_fixed_root():
+    with pytest.raises(ConfigError, match="backend: 'rigid'.*root='free' needs backend='mjx'"):
         fl.make_robot("free", "averaged", backend="rigid")
+    assert fl.make_robot("fixed", "wing", backend="rigid").dynamics == "tree"
+    assert fl.make_robot("lumped", "averaged", backend="rigid").dynamics == "rigid_body"
     with pytest.raises(ConfigError, match="backend"):
         fl.make_robot("lumped", "averaged", backend="bullet")

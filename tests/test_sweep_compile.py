@@ -54,5 +54,6 @@ def test_worlds_stepped_together_match_one_world_at_a_time(fixed):
 
 
 def test_sweep_compile_options_are_cpu_only():
-    assert sweep_module.compiler_options("cpu") == {"xla_cpu_use_fusion_emitters": False}
+    assert sweep_module.compiler_options("cpu") == {"xla_cpu_use_fusion_emitters": False,
+                                                     "xla_cpu_experimental_ynn_fusion_type": ""}
     assert sweep_module.compiler_options("gpu") is None

@@ -201,12 +201,18 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
 
 
 #: XLA options of the sweep program on CPU. Its step is a few hundred small
-#: kernels; XLA's classic CPU emitters build them in about half the time of
-#: the MLIR fusion emitters (the compilation dominates a sweep started in a
-#: fresh process: 64 worlds x 6000 steps spend ~5 s of CPU time compiling
-#: instead of ~10 s), and the program runs at about the same speed (the
-#: same CPU time; up to ~15 % more wall time measured on a busy machine).
-CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+#: kernels (MJX) or a few dozen (the pure-JAX tree of the rigid backend):
+#:
+#: - ``xla_cpu_use_fusion_emitters: False``: XLA's classic CPU emitters build
+#:   them in about half the time of the MLIR fusion emitters (the compilation
+#:   dominates a sweep started in a fresh process: 64 worlds x 6000 steps on
+#:   MJX spend ~5 s of CPU time compiling instead of ~10 s; the tree 1.8 s
+#:   instead of 2.7 s), and the program runs at about the same speed;
+#: - ``xla_cpu_experimental_ynn_fusion_type: ""``: no reductions and small
+#:   products handed to the YNNPACK library, whose per-call cost dwarfs
+#:   arrays of a few dozen numbers (the tree step ran 2.5x slower with them:
+#:   2.5 s instead of 1.0 s for 64 worlds x 6000 steps).
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_cpu_experimental_ynn_fusion_type": ""}
 
 
 def compiler_options(backend: str) -> dict[str, Any] | None:
@@ -387,10 +393,13 @@ def sweep(
       plate: (2,) or (n, 2) plate angles (pitch_joint, roll_joint) [rad].
       amplitude: () or (n,) stroke amplitude [rad]; default from the params.
       params: shared parameters (hinge, aero options, ...).
-      robot: a fixed-base robot; default ``make_robot("fixed", "wing")``.
+      robot: a fixed-base robot; default ``make_robot("fixed", "wing",
+        backend="rigid")``: the pure-JAX joint tree, which agrees with the
+        MJX robot to float32 round-off and compiles and runs several times
+        faster (:mod:`flapjax.sim.tree`).
       batch_size: worlds per compiled chunk.
     """
-    robot = make_robot("fixed", "wing") if robot is None else robot
+    robot = make_robot("fixed", "wing", backend="rigid") if robot is None else robot
     if robot.root != "fixed":
         raise ConfigError(f"robot: sweep needs a fixed-base robot, got root={robot.root!r}")
     n_steps, discard_steps = window_steps(robot, duration, discard)
