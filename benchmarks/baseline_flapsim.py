@@ -5,7 +5,9 @@ world force) is run
 
 * by flapjax: :func:`flapjax.sim.flapper.sweep` with all frequencies in one
   vmapped batch, timed from a cold start in this process (robot build and
-  compilation included), float32;
+  compilation included), float32, on its default fixed-base robot (the
+  pure-JAX joint tree, ``backend="rigid"``), then, also cold (its own
+  program), on the MJX robot for comparison;
 * by the baseline: :mod:`benchmarks.baselines.flapsim_numpy`, one frequency
   after the other, C MuJoCo + the per-wing model in NumPy, float64.
 
@@ -89,7 +91,7 @@ def run(quick: bool, n_frequencies: int = 64, baseline_subset: int | None = None
     freqs = np.linspace(20.0, 40.0, n_frequencies)
     log = compile_log()
     t0 = time.perf_counter()
-    robot = fl.make_robot("fixed", "wing")
+    robot = fl.make_robot("fixed", "wing", backend="rigid")  # sweep's default robot
     res = fl.sweep(freqs, duration=DURATION, discard=DISCARD, robot=robot, batch_size=n_frequencies)
     fz = np.asarray(jax.block_until_ready(res.force))[:, 2]
     flapjax_cold = time.perf_counter() - t0
@@ -100,10 +102,24 @@ def run(quick: bool, n_frequencies: int = 64, baseline_subset: int | None = None
     jax.block_until_ready(res2.force)
     flapjax_warm = time.perf_counter() - t0
     recompiles = len(breakdown(log)["compilations"]) - c_first
-    C.log(f"flapjax sweep of {n_frequencies} frequencies: {flapjax_cold:.2f} s cold (build + compile + run), "
-          f"{flapjax_warm:.2f} s warm; recompilations on new frequencies: {recompiles}")
+    C.log(f"flapjax sweep of {n_frequencies} frequencies (pure-JAX joint tree): {flapjax_cold:.2f} s cold "
+          f"(build + compile + run), {flapjax_warm:.2f} s warm; recompilations on new frequencies: {recompiles}")
     C.log("cold breakdown: " + ", ".join(f"{k} {v:.2f} s" for k, v in cold["seconds"].items())
           + "; compilations: " + ", ".join(f"{n} {s:.2f} s" for n, s in cold["compilations"]))
+    n_log = len(log)
+    t0 = time.perf_counter()
+    robot_mjx = fl.make_robot("fixed", "wing")
+    res_mjx = fl.sweep(freqs, duration=DURATION, discard=DISCARD, robot=robot_mjx, batch_size=n_frequencies)
+    fz_mjx = np.asarray(jax.block_until_ready(res_mjx.force))[:, 2]
+    mjx_cold = time.perf_counter() - t0
+    mjx_breakdown = breakdown(log[n_log:])
+    t0 = time.perf_counter()
+    jax.block_until_ready(fl.sweep(freqs + 0.25, duration=DURATION, discard=DISCARD, robot=robot_mjx,
+                                   batch_size=n_frequencies).force)
+    mjx_warm = time.perf_counter() - t0
+    tree_vs_mjx = float(np.max(np.abs(fz - fz_mjx) / np.abs(fz_mjx)))
+    C.log(f"the same sweep on the MJX robot: {mjx_cold:.2f} s cold (its own program), {mjx_warm:.2f} s warm; "
+          f"max F_z difference tree vs MJX {100 * tree_vs_mjx:.2g} %")
 
     from benchmarks.baselines.flapsim_numpy import FlapperBaseline
 
@@ -120,7 +136,8 @@ def run(quick: bool, n_frequencies: int = 64, baseline_subset: int | None = None
     C.log(f"baseline (C MuJoCo + NumPy, serial): {base_time:.1f} s for {len(idx)} frequencies"
           + ("" if measured_all else f" -> {base_time_all:.1f} s for {n_frequencies} (linear, serial)"))
     speedup = base_time_all / flapjax_cold
-    C.log(f"speed-up, flapjax compile included: {speedup:.1f}x (goal >= {GOAL:g}x); "
+    C.log(f"speed-up, flapjax compile included: {speedup:.1f}x (goal >= {GOAL:g}x; MJX robot "
+          f"{base_time_all / mjx_cold:.1f}x); "
           f"max |F_z| difference flapjax(float32) vs baseline(float64): {100 * rel.max():.3f} %")
     n_steps = int(round(DURATION / robot.dt))
     return dict(
@@ -134,6 +151,10 @@ def run(quick: bool, n_frequencies: int = 64, baseline_subset: int | None = None
         baseline_steps_per_s=len(idx) * n_steps / base_time,
         flapjax_warm_steps_per_s=n_frequencies * n_steps / flapjax_warm,
         speedup_with_compile=speedup, speedup_warm=base_time_all / flapjax_warm, goal=GOAL, goal_met=speedup >= GOAL,
+        flapjax_robot="fixed-base per-wing robot, backend='rigid' (pure-JAX joint tree)",
+        mjx_cold_s=mjx_cold, mjx_warm_s=mjx_warm, mjx_cold_breakdown_s=mjx_breakdown["seconds"],
+        mjx_speedup_with_compile=base_time_all / mjx_cold, mjx_speedup_warm=base_time_all / mjx_warm,
+        max_rel_diff_fz_tree_vs_mjx=tree_vs_mjx, fz_mjx=fz_mjx.tolist(),
         max_rel_diff_fz=float(rel.max()), frequencies=freqs.tolist(), fz_flapjax=fz.tolist(),
         fz_baseline=base[:, 2].tolist(), baseline_indices=idx.tolist(),
     )
