@@ -16,7 +16,7 @@ MuJoCo's C step):
     mass matrix  M = sum_b m_b Jp_b^T Jp_b + Jr_b^T I_b Jr_b + diag(armature)
     bias         c = sum_b Jp_b^T m_b (Jp_b' qd - g) + Jr_b^T (I_b Jr_b' qd
                      + w_b x I_b w_b),  J' qd the velocity-product
-                 acceleration (a forward derivative of J(q) qd along qd)
+                 acceleration, from the rates of the joint axes and anchors
     forces       f = -k (q - q_spring) - b qd + actuators (joint transmission,
                  affine bias) + qfrc_applied + sum_b J_b^T xfrc_applied_b - c
     Euler        (M + h diag(b)) qacc = f;  qd += h qacc;  q += h qd
@@ -220,6 +220,55 @@ def forward(m: mjx.Model, d: mjx.Data) -> mjx.Data:
 # ---------------------------------------------------------------------------
 
 
+def _frame_ancestry(m: mjx.Model) -> np.ndarray:
+    """(nv, nv) 1 where dof k moves the frame that carries dof j's axis and
+    anchor: k's body is a strict ancestor of j's, or k is an earlier joint
+    of the same body (MuJoCo applies a body's joints in order)."""
+    parent, dof_body = np.asarray(m.body_parentid), np.asarray(m.dof_bodyid)
+    mask = np.zeros((m.nv, m.nv))
+    for j in range(m.nv):
+        mask[j, :j] = dof_body[:j] == dof_body[j]
+        a = parent[dof_body[j]]
+        while a > 0:
+            mask[j, dof_body == a] = 1.0
+            a = parent[a]
+    return mask
+
+
+def velocity_product_accelerations(m: mjx.Model, kin: dict[str, Array], qvel: Float[Array, " nv"],
+                                   v_com: Float[Array, "nbody 3"]) -> tuple[Array, Array]:
+    """``J'p qd`` and ``J'r qd`` (nbody, 3) [m/s^2, rad/s^2]: the accelerations
+    of every body's centre of mass and its angular acceleration when
+    ``qacc = 0``, from the rates of the joint axes and anchors.
+
+    The frame carrying dof j turns at ``W_j = sum_k F_jk a_k qd_k`` (hinges k
+    that move it, :func:`_frame_ancestry`) and moves its anchor at ``V_j``;
+    its axis turns at ``a_j' = W_j x a_j``. A hinge's Jacobian column at
+    the centre of mass c_b changes at ``a_j' x (c_b - p_j) + a_j x (v_b - V_j)``,
+    a slide's at ``a_j'``; the accelerations are those rates times ``qd``.
+    ``v_com`` (nbody, 3): velocities of the centres of mass (``Jp qd``).
+    """
+    dtype = qvel.dtype
+    dof_jnt = np.asarray(m.dof_jntid)
+    hinge = jnp.asarray(np.asarray(m.jnt_type)[dof_jnt] == HINGE, dtype)
+    frame = jnp.asarray(_frame_ancestry(m), dtype)
+    ancestry = jnp.asarray(_ancestry(m), dtype)
+    axis, anchor = kin["xaxis"][dof_jnt], kin["xanchor"][dof_jnt]  # (nv, 3)
+    rate = axis * qvel[:, None]  # (nv, 3) a_k qd_k
+    w_frame = jnp.sum(frame[:, :, None] * (hinge[:, None] * rate)[None], axis=1)  # (nv, 3)
+    point = jnp.where(hinge[None, :, None] > 0, jnp.cross(rate[None], anchor[:, None] - anchor[None]), rate[None])
+    v_anchor = jnp.sum(frame[:, :, None] * point, axis=1)  # (nv, 3)
+    axis_rate = jnp.cross(w_frame, axis)  # (nv, 3)
+    arm = kin["xipos"][:, None] - anchor[None]  # (nbody, nv, 3)
+    column_rate = jnp.where(hinge[None, :, None] > 0,
+                            jnp.cross(axis_rate[None], arm) + jnp.cross(axis[None], v_com[:, None] - v_anchor[None]),
+                            axis_rate[None])  # (nbody, nv, 3)
+    weight = ancestry * qvel[None, :]  # (nbody, nv)
+    acc = jnp.sum(weight[:, :, None] * column_rate, axis=1)
+    alpha = jnp.sum((weight * hinge[None])[:, :, None] * axis_rate[None], axis=1)
+    return acc, alpha
+
+
 def _cholesky_solve(a: Float[Array, "n n"], b: Float[Array, " n"]) -> Float[Array, " n"]:
     """Solve ``a x = b`` for a small symmetric positive-definite ``a`` by an
     unrolled Cholesky factorization (scalar arithmetic only)."""
@@ -243,15 +292,10 @@ def mass_and_bias(m: mjx.Model, qpos: Float[Array, " nq"], qvel: Float[Array, " 
     (nv,) (velocity products and gravity, MuJoCo's ``qfrc_bias``) and the
     (Jp, Jr) Jacobians at the centres of mass."""
     dtype = qpos.dtype
-
-    def jac_qd(q):
-        kin = kinematics(m, q)
-        jp, jr = jacobians(m, kin)
-        return (_mv(jp, qvel), _mv(jr, qvel)), (jp, jr, kin)
-
-    # Velocities and their velocity-product accelerations (J' qd: the
-    # derivative of J(q) qd along qd).
-    (_, w), (acc, alpha), (jp, jr, kin) = jax.jvp(jac_qd, (qpos,), (qvel,), has_aux=True)
+    kin = kinematics(m, qpos)
+    jp, jr = jacobians(m, kin)
+    w = _mv(jr, qvel)
+    acc, alpha = velocity_product_accelerations(m, kin, qvel, _mv(jp, qvel))
     ximat = kin["ximat"]
     inertia = _mm(ximat * m.body_inertia.astype(dtype)[:, None, :], jnp.swapaxes(ximat, 1, 2))
     mass = m.body_mass.astype(dtype)
