@@ -20,6 +20,8 @@ only sees a differentiable function of a parameter dict.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -250,6 +252,7 @@ def make_fit_step(
     *,
     line_search: bool | None = None,
     grad_mode: str = "auto",
+    compiler_options: dict[str, Any] | None = None,
 ):
     """One jitted optimizer step.
 
@@ -264,10 +267,13 @@ def make_fit_step(
     search such as ``make_optimizer("lbfgs", line_search="backtracking")``)
     or ``"auto"`` (:func:`choose_grad_mode`: forward for a few parameters,
     decided from the trainable's size when the step is traced).
+    ``compiler_options``: XLA options of the step's program (e.g.
+    :func:`flapjax.sim.tree.compiler_options` for losses that step the
+    pure-JAX joint tree).
     """
     check_choice("grad_mode", grad_mode, GRAD_MODES)
 
-    @eqx.filter_jit
+    @functools.partial(eqx.filter_jit, compiler_options=compiler_options)
     def step(trainable: Trainable, opt_state, nominal: Nominal, data):
         def objective(t):
             return loss_fn(combine(t, nominal), data)

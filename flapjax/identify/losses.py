@@ -135,6 +135,7 @@ def gauss_newton_uncertainty(
     trainable: Trainable,
     *,
     sigma: float | None = None,
+    compiler_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Parameter standard deviations from the curvature of a least-squares loss.
 
@@ -145,7 +146,10 @@ def gauss_newton_uncertainty(
     ``SSR / (n - p)`` (or the given ``sigma``, in residual units, when
     ``n <= p``). Log-space standard deviations are relative ones; they are
     mapped to physical units by the delta method (``std = value * std_log``).
-    J comes from forward mode (``jax.jacfwd``): one JVP per parameter.
+    J comes from forward mode (``jax.jacfwd``): one JVP per parameter, in
+    one program compiled with ``compiler_options`` when they are given
+    (e.g. :func:`flapjax.sim.tree.compiler_options` for residuals that step
+    the pure-JAX joint tree).
 
     Returns a dict: ``std`` (name -> physical std), ``relative_std``,
     ``correlation`` (p x p nested list), ``sigma`` (residual std used),
@@ -153,7 +157,10 @@ def gauss_newton_uncertainty(
     """
     flat, unravel = jax.flatten_util.ravel_pytree(trainable)
     r0 = residual_fn(trainable)
-    jac = jax.jacfwd(lambda v: residual_fn(unravel(v)))(flat)
+    jacobian = jax.jacfwd(lambda v: residual_fn(unravel(v)))
+    if compiler_options is not None:
+        jacobian = jax.jit(jacobian, compiler_options=compiler_options)
+    jac = jacobian(flat)
     cov, s2 = gauss_newton_covariance(r0, jac, sigma=sigma)
     jtj = np.asarray(jac.T @ jac, dtype=float)
     std_flat = np.sqrt(np.clip(np.diag(cov), 0.0, None))

@@ -26,14 +26,15 @@ from flapjax.validation import ConfigError
 
 
 def fixed_sweep(frequencies, plates, s: Mapping, batch_size: int, robot=None) -> fl.SweepResult:
-    """:func:`flapjax.sim.flapper.sweep` of the fixed-base per-wing robot with
-    a study section's ``duration`` and ``discard``."""
+    """:func:`flapjax.sim.flapper.sweep` of the fixed-base per-wing robot
+    (default: the sweep's, the pure-JAX joint tree) with a study section's
+    ``duration`` and ``discard``."""
     return fl.sweep(
         np.asarray(frequencies, dtype=float),
         plate=np.asarray(plates, dtype=float),
         duration=float(s["duration"]),
         discard=float(s["discard"]),
-        robot=fl.make_robot("fixed", "wing") if robot is None else robot,
+        robot=robot,
         batch_size=batch_size,
     )
 

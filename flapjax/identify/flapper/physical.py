@@ -1,5 +1,6 @@
 """The physical study: parameters inside the per-wing model, by gradient
-through the MJX rollout.
+through the fixed-base rollout (the pure-JAX joint tree by default, any
+fixed-base robot on request).
 
 :class:`LiftRollout` makes the cycle-mean world F_z of vmapped fixed-base
 worlds a differentiable function of per-wing physical parameters (feathering
@@ -32,6 +33,7 @@ from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
+from flapjax.sim import tree
 from flapjax.validation import ConfigError
 
 
@@ -62,7 +64,9 @@ def nominal_physical(robot: fl.FlapperRobot) -> dict[str, float]:
 
 class LiftRollout(eqx.Module):
     """Cycle-mean world F_z of fixed-base worlds as a differentiable function
-    of per-wing physical parameters (MJX rollout inside).
+    of per-wing physical parameters (the fixed-base rollout inside; by
+    default on the pure-JAX joint tree, :mod:`flapjax.sim.tree`, which gives
+    the MJX robot's cycle means to round-off at a fraction of the cost).
 
     Attributes:
       robot: fixed-base per-wing robot.
@@ -77,7 +81,7 @@ class LiftRollout(eqx.Module):
 
     @classmethod
     def make(cls, frequencies, *, duration: float, discard: float, robot=None) -> "LiftRollout":
-        robot = fl.make_robot("fixed", "wing") if robot is None else robot
+        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
         n_steps = int(round(duration / robot.dt))
         discard_steps = int(round(discard / robot.dt))
         if not 0 <= discard_steps < n_steps:
@@ -92,7 +96,7 @@ class LiftRollout(eqx.Module):
         return out.force[:, 2]
 
 
-@eqx.filter_jit
+@tree.filter_jit
 def _eval_lift(rollout: LiftRollout, values: Mapping[str, jax.Array]) -> jax.Array:
     return rollout(values)
 
@@ -157,13 +161,14 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     t, n = split(start, names)
     f_start = np.asarray(eval_lift(lift, start))
     optimizer = optimizer_for(s)
-    step = make_fit_step(physical_loss, optimizer, grad_mode=s["grad_mode"])
+    step = make_fit_step(physical_loss, optimizer, grad_mode=s["grad_mode"], compiler_options=tree.compiler_options())
     res = fit(
         physical_loss, t, n, data, optimizer=optimizer, convergence=convergence_for(s), step_fn=step,
         progress=progress_callback(bar),
     )
     unc = gauss_newton_uncertainty(
-        lambda tt: _physical_residuals(tt, n, data), as_step_outputs(res.trainable), sigma=1e-3
+        lambda tt: _physical_residuals(tt, n, data), as_step_outputs(res.trainable), sigma=1e-3,
+        compiler_options=tree.compiler_options(),
     )
     fitted = np.asarray(eval_lift(lift, res.params))
     values = {k: jnp.asarray(res.params[k]) for k in names}
@@ -187,7 +192,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
         metrics=metrics,
         data={"frequency": freqs, "target": targets, "start_force_z": f_start, "fitted_force_z": fitted},
         loss=res.loss,
-        notes=f"gradient through {len(freqs)} vmapped MJX rollouts ({s['duration']} s, first {s['discard']} s "
+        notes=f"gradient through {len(freqs)} vmapped fixed-base rollouts ({lift.robot.dynamics}, {s['duration']} s, first {s['discard']} s "
         f"discarded) of the fixed-base per-wing model; targets: {source}; std from the Gauss-Newton curvature "
         f"of the loss with the residual variance; fit stopped: {res.reason}",
         converged=res.converged,
@@ -236,7 +241,7 @@ class StandRollout(eqx.Module):
     @classmethod
     def make(cls, frequencies, plates, *, duration: float, discard: float, moments: bool = False,
              robot=None) -> "StandRollout":
-        robot = fl.make_robot("fixed", "wing") if robot is None else robot
+        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
         n_steps = int(round(duration / robot.dt))
         discard_steps = int(round(discard / robot.dt))
         if not 0 <= discard_steps < n_steps:
@@ -261,7 +266,7 @@ class StandRollout(eqx.Module):
         return jnp.concatenate([fz, moment[:, :2]], axis=1)
 
 
-@eqx.filter_jit
+@tree.filter_jit
 def _eval_stand(rollout: StandRollout, values: Mapping[str, jax.Array]) -> jax.Array:
     return rollout(values)
 
@@ -305,7 +310,7 @@ def fit_physical_to_stand(
         fitted in log space).
       duration, discard: rollout length and discarded transient [s].
       max_rows: at most this many rows, spread evenly over the table (each
-        row is one MJX world run for ``duration``).
+        row is one fixed-base world run for ``duration``).
       moments: fit the moments too (default: when the table has ``mx_nm``
         and ``my_nm`` and a plate angle varies).
       sigma: channel -> measurement noise std [N, N m] weighting the channels
@@ -354,11 +359,12 @@ def fit_physical_to_stand(
     t, nom = split(start_values, list(parameters))
     optimizer = optimizer_for({"optimizer": "lbfgs", "learning_rate": 0.05, "max_steps": max_steps,
                                "line_search": "backtracking"})
-    step = make_fit_step(stand_physical_loss, optimizer, grad_mode="forward")
+    step = make_fit_step(stand_physical_loss, optimizer, grad_mode="forward", compiler_options=tree.compiler_options())
     res = fit(stand_physical_loss, t, nom, meas, optimizer=optimizer,
               convergence=convergence_for({"max_steps": max_steps}), step_fn=step, progress=progress)
     unc = gauss_newton_uncertainty(
-        lambda tt: residuals(_predict_stand_rollout, combine(tt, nom), meas), as_step_outputs(res.trainable)
+        lambda tt: residuals(_predict_stand_rollout, combine(tt, nom), meas), as_step_outputs(res.trainable),
+        compiler_options=tree.compiler_options(),
     )
     fitted = np.asarray(_predict_stand_rollout(res.params, rollout))
     return {

@@ -138,7 +138,7 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     }
     # The fixed-base per-wing robot at the identified hover frequency should
     # carry the weight: k_f f_h^2 = m g by construction, the rollout is the check.
-    sw = fl.sweep([f_h], duration=0.6, discard=0.3, robot=fl.make_robot("fixed", "wing"), batch_size=1)
+    sw = fl.sweep([f_h], duration=0.6, discard=0.3, batch_size=1)
     metrics["fixed_base_lift_at_hover_over_weight"] = float(sw.force[0, 2]) / (mass * g)
     rows = {}
     for i, label in enumerate(labels):

@@ -22,6 +22,7 @@ from jaxtyping import Array, Bool, Float
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
+from flapjax.sim import tree
 from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
 from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range
 
@@ -200,25 +201,21 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
     return jax.vmap(per_world, in_axes=(0, 1, 0))(params.stroke.frequency, trace, final.healthy)
 
 
-#: XLA options of the sweep program on CPU. Its step is a few hundred small
-#: kernels (MJX) or a few dozen (the pure-JAX tree of the rigid backend):
-#:
-#: - ``xla_cpu_use_fusion_emitters: False``: XLA's classic CPU emitters build
-#:   them in about half the time of the MLIR fusion emitters (the compilation
-#:   dominates a sweep started in a fresh process: 64 worlds x 6000 steps on
-#:   MJX spend ~5 s of CPU time compiling instead of ~10 s; the tree 1.8 s
-#:   instead of 2.7 s), and the program runs at about the same speed;
-#: - ``xla_cpu_experimental_ynn_fusion_type: ""``: no reductions and small
-#:   products handed to the YNNPACK library, whose per-call cost dwarfs
-#:   arrays of a few dozen numbers (the tree step ran 2.5x slower with them:
-#:   2.5 s instead of 1.0 s for 64 worlds x 6000 steps).
-CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_cpu_experimental_ynn_fusion_type": ""}
+#: XLA options of the sweep program on CPU (:data:`flapjax.sim.tree.CPU_COMPILER_OPTIONS`).
+#: Its step is a few hundred small kernels (MJX) or a few dozen (the pure-JAX
+#: tree of the rigid backend): XLA's classic CPU emitters build them in about
+#: half the time of the MLIR fusion emitters (the compilation dominates a
+#: sweep started in a fresh process: 64 worlds x 6000 steps on MJX spend ~5 s
+#: of CPU time compiling instead of ~10 s; the tree 1.8 s instead of 2.7 s) at
+#: about the same speed, and no reductions go to the YNNPACK library, whose
+#: per-call cost made the tree's step 2.5x slower.
+CPU_COMPILER_OPTIONS = tree.CPU_COMPILER_OPTIONS
 
 
 def compiler_options(backend: str) -> dict[str, Any] | None:
     """XLA options the sweep program is compiled with on ``backend``
     ("cpu", "gpu", ...): :data:`CPU_COMPILER_OPTIONS` on CPU, else none."""
-    return dict(CPU_COMPILER_OPTIONS) if backend == "cpu" else None
+    return tree.compiler_options(backend)
 
 
 def _sweep_chunk(robot: FlapperRobot, params: FlapperParams, n_steps: int, discard_steps: int) -> CycleMean:
