@@ -65,7 +65,7 @@ def identify(
     ),
 ) -> None:
     """Identify the cycle-averaged model (k_f, k_roll, k_pitch, D_w, k_v) and a
-    per-wing physical parameter from MJX rollouts, then fly both models.
+    per-wing physical parameter from per-wing rollouts, then fly both models.
 
     Finished studies are saved as they complete; rerunning with the same
     settings resumes and reuses them (--fresh recomputes).

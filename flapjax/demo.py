@@ -1,7 +1,7 @@
 """`make demo`: ``flapjax identify --quick`` into ``./out/identify``.
 
 Identifies the cycle-averaged hover model (k_f, k_roll, k_pitch, D_w, k_v)
-from vmapped MJX rollouts of the per-wing model, fits a per-wing physical
+from vmapped rollouts of the per-wing model, fits a per-wing physical
 parameter by gradient through the rollout, flies both models, writes
 ``results.json``, ``cycle_averaged.json`` and PNG plots, and prints the
 summary. A second run resumes (reuses the finished studies); pass

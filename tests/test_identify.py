@@ -157,7 +157,7 @@ def test_uncertainty_from_curvature_matches_linear_regression():
     np.testing.assert_allclose(unc["std"]["k_f"], np.sqrt(s2 / np.sum(x**2)), rtol=1e-6)
 
 
-# --- through MJX rollouts of the per-wing model ------------------------------------
+# --- through rollouts of the per-wing model -------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_gradient_through_rollout_matches_finite_differences(lift_rollout):
 
     v0 = jnp.array([x0[k] for k in names])
     # Forward mode is what the physical study differentiates with (reverse mode
-    # through this MJX rollout is checked in tests/test_sim_flapper.py).
+    # through the MJX robot's rollout is checked in tests/test_sim_flapper.py).
     jac_fwd = np.asarray(eqx.filter_jit(jax.jacfwd(fz))(v0))
     assert np.all(np.isfinite(jac_fwd)) and np.all(np.abs(jac_fwd) > 0)
     f_eval = eqx.filter_jit(fz)

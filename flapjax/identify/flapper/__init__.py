@@ -1,6 +1,7 @@
 """Identification studies of the flapping-wing robot (``flapjax identify``).
 
-The per-wing model (MJX rollouts of the fixed-base or driven-base robot)
+The per-wing model (rollouts of the fixed-base robot on the pure-JAX joint
+tree, of the driven-base and free robots on MJX)
 produces cycle-mean "measurements"; the cycle-averaged model (seed section 10)
 is fitted to them by gradient (:mod:`flapjax.identify.fit`); then both models
 fly the same closed-loop manoeuvres and are compared.
@@ -23,7 +24,7 @@ Studies (each a function ``cfg -> StudyResult``; configs in ``identification/``)
     gives ``-k_v v``; the cross moment vs speed ``L_v v_y``, ``M_u v_x``.
 ``physical`` (:mod:`.physical`)
     Parameters inside the per-wing model (default: feathering hinge stiffness
-    and lift scale) fitted by gradient *through the MJX rollout* to cycle-mean
+    and lift scale) fitted by gradient *through the fixed-base rollout* to cycle-mean
     F_z (the seed's table 11.2 by default), with Gauss-Newton uncertainties.
 ``validation`` (:mod:`.validation`)
     The identified averaged model and the per-wing free-flight model fly the
