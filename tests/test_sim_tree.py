@@ -158,3 +158,19 @@ def test_cholesky_solve_matches_numpy():
 def test_check_model_names_what_it_cannot_integrate(xml, field):
     with pytest.raises(ConfigError, match=field):
         tree.check_model(mujoco.MjModel.from_xml_string(xml))
+
+
+def test_compiler_options_are_cpu_only_and_filter_jit_nests():
+    assert tree.compiler_options("cpu") == {"xla_cpu_use_fusion_emitters": False,
+                                            "xla_cpu_experimental_ynn_fusion_type": ""}
+    assert tree.compiler_options("gpu") is None
+
+    @tree.filter_jit
+    def square(x):
+        return x * x
+
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(np.asarray(square(x)), [0.0, 1.0, 4.0])
+    # Inside another program (options only on the top level) and under jacfwd.
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: square(x) + 1.0)(x)), [1.0, 2.0, 5.0])
+    np.testing.assert_allclose(np.asarray(jax.jacfwd(lambda x: square(x).sum())(x)), [0.0, 2.0, 4.0])
