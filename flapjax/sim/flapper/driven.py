@@ -25,6 +25,7 @@ import mujoco
 import numpy as np
 from jaxtyping import Array, Float
 
+from flapjax.sim import tree
 from flapjax.sim.flapper import model as flapper_model
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
 from flapjax.sim.flapper.state import init_state
@@ -53,11 +54,13 @@ def robot_weight() -> tuple[float, float]:
     return float(mass), float(-m.opt.gravity[2])
 
 
-def make_driven_robot(armature: float = 10.0) -> FlapperRobot:
+def make_driven_robot(armature: float = 10.0, backend: str = "rigid") -> FlapperRobot:
     """The per-wing robot on a driven base: slides along body x, y and hinges
     about body x, y, z through the centre of mass (dofs 0..4, in that order),
     each with ``armature`` [kg or kg m^2], so a velocity set at t = 0 stays
-    (nearly) constant: an imposed body velocity or angular velocity."""
+    (nearly) constant: an imposed body velocity or angular velocity.
+    ``backend``: "rigid" (the pure-JAX joint tree, :mod:`flapjax.sim.tree`;
+    a fixed base with slide and hinge joints) or "mjx"."""
     check_positive("damping.armature", armature)
     spec = flapper_model.load_spec()
     rel = _com_offset(spec.compile())
@@ -69,7 +72,7 @@ def make_driven_robot(armature: float = 10.0) -> FlapperRobot:
         base.add_joint(name=name, type=kind, axis=axis, pos=rel, armature=float(armature))
     m = spec.compile()
     assert [int(m.jnt_dofadr[m.joint(n).id]) for n in DRIVE_JOINTS] == list(range(5))
-    return robot_from_mjmodel(m, root="fixed", aero_model="wing")
+    return robot_from_mjmodel(m, root="fixed", aero_model="wing", backend=backend)
 
 
 class DrivenMean(eqx.Module):
@@ -113,7 +116,7 @@ def driven_cycle_mean(
     return DrivenMean(force=force, moment=moment, drive=drive)
 
 
-@eqx.filter_jit
+@tree.filter_jit
 def _driven_batch(robot, worlds, n_steps: int, discard_steps: int, com_offset):
     params, drives = worlds
     return jax.vmap(lambda p, d: driven_cycle_mean(robot, p, d, n_steps, discard_steps, com_offset))(params, drives)
