@@ -62,10 +62,10 @@ def test_monte_carlo_hover_settles_most_random_starts():
     assert float(jnp.median(study.final_position_error)) < 0.01
 
 
-def test_rigid_backend_needs_the_lumped_or_the_fixed_root():
-    with pytest.raises(ConfigError, match="backend: 'rigid'.*root='free' needs backend='mjx'"):
-        fl.make_robot("free", "averaged", backend="rigid")
+def test_rigid_backend_picks_the_body_or_the_joint_tree():
     assert fl.make_robot("fixed", "wing", backend="rigid").dynamics == "tree"
+    assert fl.make_robot("free", "wing", backend="rigid").dynamics == "tree"
     assert fl.make_robot("lumped", "averaged", backend="rigid").dynamics == "rigid_body"
+    assert fl.make_robot("free", "wing").dynamics == "mjx"
     with pytest.raises(ConfigError, match="backend"):
         fl.make_robot("lumped", "averaged", backend="bullet")

@@ -32,7 +32,7 @@ EXTRA_XML = """<mujoco><option timestep="2e-3" integrator="Euler"><flag contact=
 
 
 def _models():
-    return {"flapper_fixed": fm.build("fixed"), "flapper_driven": _driven_mjmodel(),
+    return {"flapper_fixed": fm.build("fixed"), "flapper_free": fm.build("free"), "flapper_driven": _driven_mjmodel(),
             "extra": mujoco.MjModel.from_xml_string(EXTRA_XML)}
 
 
@@ -54,6 +54,9 @@ def _random_data(m, seed):
     d = mujoco.MjData(m)
     d.qpos[:] = rng.uniform(-0.8, 0.8, m.nq)
     d.qvel[:] = rng.uniform(-30, 30, m.nv)
+    for j in np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE):  # a unit attitude quaternion
+        a = m.jnt_qposadr[j] + 3
+        d.qpos[a : a + 4] /= np.linalg.norm(d.qpos[a : a + 4])
     d.ctrl[:] = rng.uniform(-1, 1, m.nu)
     scale = float(m.body_mass.sum())
     d.qfrc_applied[:] = rng.normal(0, 1e-3 * scale, m.nv)
@@ -61,7 +64,7 @@ def _random_data(m, seed):
     return d
 
 
-@pytest.mark.parametrize("name", ["flapper_fixed", "flapper_driven", "extra"])
+@pytest.mark.parametrize("name", ["flapper_fixed", "flapper_free", "flapper_driven", "extra"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_forward_mass_bias_and_step_match_mujoco(name, seed):
     m = _models()[name]
@@ -144,7 +147,8 @@ def test_cholesky_solve_matches_numpy():
 
 
 @pytest.mark.parametrize("xml, field", [
-    ('<mujoco><worldbody><body><freejoint/><geom size="0.1"/></body></worldbody></mujoco>', "joint types"),
+    ('<mujoco><worldbody><body><joint type="free" stiffness="1"/><geom size="0.1" contype="0" conaffinity="0"/>'
+     '</body></worldbody></mujoco>', "no spring on a free joint"),
     ('<mujoco><worldbody><body><joint type="ball"/><geom size="0.1"/></body></worldbody></mujoco>', "joint types"),
     ('<mujoco><option integrator="RK4"/><worldbody><body><joint/><geom size="0.1" contype="0" conaffinity="0"/>'
      '</body></worldbody></mujoco>', "integrator"),

@@ -47,10 +47,12 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 from mujoco import mjx
 
+from flapjax.math import quat_integrate
 from flapjax.validation import ConfigError
 
 HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
 SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
+FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 
 #: XLA options for programs that step the tree on CPU:
 #:
@@ -100,9 +102,17 @@ def check_model(m: mujoco.MjModel) -> None:
     """Raise :class:`ConfigError` naming the first feature of ``m`` that the
     tree step does not integrate."""
     jt = np.asarray(m.jnt_type)
-    if m.njnt == 0 or np.any((jt != HINGE) & (jt != SLIDE)):
-        raise ConfigError("backend: the pure-JAX tree step needs a fixed base with hinge and slide joints only "
-                          f"(joint types {jt.tolist()}); use backend='mjx'")
+    if m.njnt == 0 or np.any((jt != HINGE) & (jt != SLIDE) & (jt != FREE)):
+        raise ConfigError("backend: the pure-JAX tree step needs hinge and slide joints and at most a free joint "
+                          f"on a root body (joint types {jt.tolist()}); use backend='mjx'")
+    for j in np.flatnonzero(jt == FREE):
+        b = int(m.jnt_bodyid[j])
+        if m.body_parentid[b] != 0 or int(np.sum(m.jnt_bodyid == b)) != 1:
+            raise ConfigError("backend: the pure-JAX tree step takes a free joint only as the one joint of a body "
+                              f"attached to the world (joint types {jt.tolist()}); use backend='mjx'")
+        if m.jnt_stiffness[j] != 0:
+            raise ConfigError(f"backend: the pure-JAX tree step has no spring on a free joint (joint {j} has "
+                              f"stiffness {m.jnt_stiffness[j]:g}); use backend='mjx'")
     if m.opt.integrator != mujoco.mjtIntegrator.mjINT_EULER:
         raise ConfigError(f"backend: the pure-JAX tree step integrates MuJoCo's Euler only, the model's integrator is "
                           f"{mujoco.mjtIntegrator(m.opt.integrator).name}; use backend='mjx'")
@@ -164,39 +174,69 @@ def _axis_rotation(axis, angle) -> Array:
 
 
 def kinematics(m: mjx.Model, qpos: Float[Array, " nq"]) -> dict[str, Array]:
-    """Body frames and joint axes at ``qpos`` (MuJoCo's ``mj_kinematics`` and
+    """Body frames and dof axes at ``qpos`` (MuJoCo's ``mj_kinematics`` and
     ``mj_comPos`` frames): ``xpos`` (nbody, 3) [m], ``xmat`` (nbody, 3, 3),
-    ``xipos`` (nbody, 3) [m] (centres of mass), ``ximat`` (nbody, 3, 3),
-    ``xanchor`` (njnt, 3) [m] and ``xaxis`` (njnt, 3), world frame."""
+    ``xipos`` (nbody, 3) [m] (centres of mass), ``ximat`` (nbody, 3, 3), and
+    per dof ``dof_axis`` (nv, 3) and ``dof_anchor`` (nv, 3) [m], world frame
+    (a free joint: the world axes at the body origin for its translations,
+    the body's axes there for its rotations)."""
     dtype = qpos.dtype
     parent = np.asarray(m.body_parentid)
     jnt_body, jnt_type = np.asarray(m.jnt_bodyid), np.asarray(m.jnt_type)
-    adr = np.asarray(m.jnt_qposadr)
+    adr, dof_adr = np.asarray(m.jnt_qposadr), np.asarray(m.jnt_dofadr)
     body_mat = _quat_mat(m.body_quat.astype(dtype))
     xpos = [jnp.zeros(3, dtype)]
     xmat = [jnp.eye(3, dtype=dtype)]
-    xanchor = [None] * m.njnt
-    xaxis = [None] * m.njnt
+    dof_axis = [None] * m.nv
+    dof_anchor = [None] * m.nv
     for b in range(1, m.nbody):
         p = parent[b]
         pos = xpos[p] + _mv(xmat[p], m.body_pos[b].astype(dtype))
         rot = _mm(xmat[p], body_mat[b])
         for j in np.flatnonzero(jnt_body == b):
+            a, v = adr[j], dof_adr[j]
+            if jnt_type[j] == FREE:
+                quat = qpos[a + 3 : a + 7]
+                pos, rot = qpos[a : a + 3], _quat_mat(quat / jnp.linalg.norm(quat))
+                eye = jnp.eye(3, dtype=dtype)
+                for i in range(3):
+                    dof_axis[v + i], dof_anchor[v + i] = eye[i], pos
+                    dof_axis[v + 3 + i], dof_anchor[v + 3 + i] = rot[:, i], pos
+                continue
             jpos, jax_ = m.jnt_pos[j].astype(dtype), m.jnt_axis[j].astype(dtype)
-            xanchor[j] = _mv(rot, jpos) + pos
-            xaxis[j] = _mv(rot, jax_)
-            dq = qpos[adr[j]] - m.qpos0[adr[j]].astype(dtype)
+            dof_anchor[v] = _mv(rot, jpos) + pos
+            dof_axis[v] = _mv(rot, jax_)
+            dq = qpos[a] - m.qpos0[a].astype(dtype)
             if jnt_type[j] == SLIDE:
-                pos = pos + xaxis[j] * dq
+                pos = pos + dof_axis[v] * dq
             else:
                 rot = _mm(rot, _axis_rotation(jax_, dq))
-                pos = xanchor[j] - _mv(rot, jpos)
+                pos = dof_anchor[v] - _mv(rot, jpos)
         xpos.append(pos)
         xmat.append(rot)
     xpos, xmat = jnp.stack(xpos), jnp.stack(xmat)
     xipos = xpos + _mv(xmat, m.body_ipos.astype(dtype))
     ximat = _mm(xmat, _quat_mat(m.body_iquat.astype(dtype)))
-    return dict(xpos=xpos, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=jnp.stack(xanchor), xaxis=jnp.stack(xaxis))
+    return dict(xpos=xpos, xmat=xmat, xipos=xipos, ximat=ximat, dof_axis=jnp.stack(dof_axis),
+                dof_anchor=jnp.stack(dof_anchor))
+
+
+def _scalar_dofs(m: mjx.Model) -> tuple[np.ndarray, np.ndarray]:
+    """Dofs of hinge and slide joints and their qpos addresses (one each)."""
+    kind = np.asarray(m.jnt_type)
+    joints = np.flatnonzero((kind == HINGE) | (kind == SLIDE))
+    return np.asarray(m.jnt_dofadr)[joints], np.asarray(m.jnt_qposadr)[joints]
+
+
+def _rotational(m: mjx.Model) -> np.ndarray:
+    """(nv,) 1 for dofs that rotate (hinges, a free joint's last three), 0 for translations."""
+    out = np.zeros(m.nv)
+    for j, (kind, v) in enumerate(zip(np.asarray(m.jnt_type), np.asarray(m.jnt_dofadr))):
+        if kind == HINGE:
+            out[v] = 1.0
+        elif kind == FREE:
+            out[v + 3 : v + 6] = 1.0
+    return out
 
 
 def _ancestry(m: mjx.Model) -> np.ndarray:
@@ -227,14 +267,13 @@ def _descendants(m: mjx.Model) -> np.ndarray:
 
 def jacobians(m: mjx.Model, kin: dict[str, Array]) -> tuple[Array, Array]:
     """Translational Jacobians at every body's centre of mass and rotational
-    Jacobians, (nbody, 3, nv) each (hinge and slide dofs: one joint per dof)."""
-    dof_jnt = np.asarray(m.dof_jntid)
-    hinge = (np.asarray(m.jnt_type)[dof_jnt] == HINGE).astype(float)
+    Jacobians, (nbody, 3, nv) each."""
+    rotational = _rotational(m)
     mask = jnp.asarray(_ancestry(m), dtype=kin["xpos"].dtype)
-    axis, anchor = kin["xaxis"][dof_jnt], kin["xanchor"][dof_jnt]  # (nv, 3)
+    axis, anchor = kin["dof_axis"], kin["dof_anchor"]  # (nv, 3)
     arm = kin["xipos"][:, None, :] - anchor[None, :, :]  # (nbody, nv, 3)
-    lin = jnp.where(hinge[None, :, None] > 0, jnp.cross(axis[None], arm), axis[None])
-    rot = axis[None] * hinge[None, :, None]
+    lin = jnp.where(rotational[None, :, None] > 0, jnp.cross(axis[None], arm), axis[None])
+    rot = axis[None] * rotational[None, :, None]
     jp = jnp.swapaxes(lin * mask[:, :, None], 1, 2)
     jr = jnp.swapaxes(jnp.broadcast_to(rot, lin.shape) * mask[:, :, None], 1, 2)
     return jp, jr
@@ -269,12 +308,19 @@ def forward(m: mjx.Model, d: mjx.Data) -> mjx.Data:
 
 def _frame_ancestry(m: mjx.Model) -> np.ndarray:
     """(nv, nv) 1 where dof k moves the frame that carries dof j's axis and
-    anchor: k's body is a strict ancestor of j's, or k is an earlier joint
-    of the same body (MuJoCo applies a body's joints in order)."""
-    parent, dof_body = np.asarray(m.body_parentid), np.asarray(m.dof_bodyid)
+    anchor: k's body is a strict ancestor of j's, k is an earlier joint of
+    the same body (MuJoCo applies a body's joints in order), or j and k
+    rotate the same free joint (its rotation axes are the body's own)."""
+    parent, dof_body, dof_jnt = np.asarray(m.body_parentid), np.asarray(m.dof_bodyid), np.asarray(m.dof_jntid)
+    rotational = _rotational(m)
+    free = np.asarray(m.jnt_type)[dof_jnt] == FREE
     mask = np.zeros((m.nv, m.nv))
     for j in range(m.nv):
         mask[j, :j] = dof_body[:j] == dof_body[j]
+        if free[j] and rotational[j]:
+            mask[j, (dof_jnt == dof_jnt[j]) & (rotational > 0)] = 1.0
+        if free[j] and not rotational[j]:
+            mask[j, :] = 0.0  # the world axes of a free translation do not turn
         a = parent[dof_body[j]]
         while a > 0:
             mask[j, dof_body == a] = 1.0
@@ -296,11 +342,10 @@ def velocity_product_accelerations(m: mjx.Model, kin: dict[str, Array], qvel: Fl
     ``v_com`` (nbody, 3): velocities of the centres of mass (``Jp qd``).
     """
     dtype = qvel.dtype
-    dof_jnt = np.asarray(m.dof_jntid)
-    hinge = jnp.asarray(np.asarray(m.jnt_type)[dof_jnt] == HINGE, dtype)
+    hinge = jnp.asarray(_rotational(m), dtype)
     frame = jnp.asarray(_frame_ancestry(m), dtype)
     ancestry = jnp.asarray(_ancestry(m), dtype)
-    axis, anchor = kin["xaxis"][dof_jnt], kin["xanchor"][dof_jnt]  # (nv, 3)
+    axis, anchor = kin["dof_axis"], kin["dof_anchor"]  # (nv, 3)
     rate = axis * qvel[:, None]  # (nv, 3) a_k qd_k
     w_frame = jnp.sum(frame[:, :, None] * (hinge[:, None] * rate)[None], axis=1)  # (nv, 3)
     point = jnp.where(hinge[None, :, None] > 0, jnp.cross(rate[None], anchor[:, None] - anchor[None]), rate[None])
@@ -399,10 +444,11 @@ def step(m: mjx.Model, d: mjx.Data) -> mjx.Data:
     h = jnp.asarray(m.opt.timestep, dtype)
     q, qd = d.qpos, d.qvel
     big_m, bias, (jp, jr) = mass_and_bias(m, q, qd)
-    dof_q = np.asarray(m.jnt_qposadr)[np.asarray(m.dof_jntid)]
+    dofs, qadr = _scalar_dofs(m)
     damping = m.dof_damping.astype(dtype)
-    stiffness = m.jnt_stiffness.astype(dtype)[np.asarray(m.dof_jntid)]
-    passive = -stiffness * (q[dof_q] - m.qpos_spring[dof_q].astype(dtype)) - damping * qd
+    stiffness = m.jnt_stiffness.astype(dtype)[np.asarray(m.dof_jntid)[dofs]]
+    spring = jnp.zeros_like(qd).at[dofs].set(-stiffness * (q[qadr] - m.qpos_spring[qadr].astype(dtype)))
+    passive = spring - damping * qd
     xfrc = d.xfrc_applied.astype(dtype)
     applied = _wrench_to_joints(jp, jr, xfrc[:, :3], xfrc[:, 3:])
     force = passive - bias + d.qfrc_applied.astype(dtype) + actuator_force(m, q, qd, d.ctrl) + applied
@@ -410,5 +456,9 @@ def step(m: mjx.Model, d: mjx.Data) -> mjx.Data:
     system = big_m + jnp.diag(h * damping) if eulerdamp else big_m
     qacc = _cholesky_solve(system, force)
     qvel = qd + h * qacc
-    qpos = q.at[dof_q].add(h * qvel)
+    qpos = q.at[qadr].add(h * qvel[dofs])
+    for j in np.flatnonzero(np.asarray(m.jnt_type) == FREE):  # MuJoCo's mj_integratePos
+        a, v = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        qpos = qpos.at[a : a + 3].add(h * qvel[v : v + 3])
+        qpos = qpos.at[a + 3 : a + 7].set(quat_integrate(q[a + 3 : a + 7], qvel[v + 3 : v + 6], h))
     return d.replace(qpos=qpos, qvel=qvel, time=d.time + h)

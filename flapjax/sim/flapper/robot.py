@@ -88,8 +88,8 @@ class FlapperState(eqx.Module):
 
     Attributes:
       data: the MJX data (qpos, qvel, ...; also on the rigid backend's
-        fixed root), or the :class:`flapjax.sim.rigid.RigidState` of the
-        rigid backend's lumped body.
+        fixed and free roots), or the :class:`flapjax.sim.rigid.RigidState`
+        of the rigid backend's lumped body.
       step: () integer step counter k; t = k dt [-].
       phase_offset: () accumulated stroke-phase correction of a varying
         frequency command [cycles].
@@ -127,7 +127,7 @@ class FlapperRobot(eqx.Module):
       base_root, plate_root: the bodies' kinematic-tree roots (static).
       backend: "mjx" (MuJoCo MJX) or "rigid" (pure JAX: the single-body
         integrator of :mod:`flapjax.sim.rigid` on the lumped root, the
-        fixed-base joint tree of :mod:`flapjax.sim.tree` on the fixed root) (static).
+        joint tree of :mod:`flapjax.sim.tree` on the fixed and free roots) (static).
       rigid_body: mass properties of the lumped body for the rigid backend.
     """
 
@@ -163,7 +163,8 @@ class FlapperRobot(eqx.Module):
     @property
     def dynamics(self) -> str:
         """What integrates the bodies: "mjx", "rigid_body" (the lumped body
-        in pure JAX) or "tree" (the fixed-base joint tree in pure JAX)."""
+        in pure JAX) or "tree" (the joint tree of the fixed or free robot in
+        pure JAX)."""
         if self.backend == "mjx":
             return "mjx"
         return "rigid_body" if self.root == "lumped" else "tree"
@@ -259,7 +260,7 @@ def robot_from_mjmodel(
       aero_model: "wing" or "averaged".
       wing: per-wing kernel description; default :meth:`aero.Wing.flapsim`.
       dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``).
-      backend: "mjx", or "rigid" (lumped root, or a fixed base whose model
+      backend: "mjx", or "rigid" (lumped root, or a model that
         :func:`flapjax.sim.tree.check_model` accepts).
     """
     wing = aero.Wing.flapsim() if wing is None else wing
@@ -319,16 +320,13 @@ def make_robot(
         keeps JAX's default float type.
       backend: "mjx", or "rigid" for pure-JAX rigid-body dynamics
         (contact-free): the single body of root "lumped", or the joint tree
-        of root "fixed" (:mod:`flapjax.sim.tree`, the fast path of
-        fixed-base sweeps). The two agree to float32 round-off; the rigid
-        one is many times cheaper per step and to compile.
+        of roots "fixed" and "free" (:mod:`flapjax.sim.tree`, the fast path
+        of fixed-base sweeps and per-wing free flight). The two agree to
+        round-off; the rigid one is cheaper per step and to compile.
     """
     check_choice("root", root, flapper_model.ROOTS)
     check_choice("aero_model", aero_model, AERO_MODELS)
     check_choice("backend", backend, BACKENDS)
-    if backend == "rigid" and root == "free":
-        raise ConfigError("backend: 'rigid' integrates the lumped body or the fixed-base joint tree; "
-                          "root='free' needs backend='mjx'")
     if root == "lumped" and aero_model == "wing":
         raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
     m = flapper_model.build(root, wing_mass=wing_mass)
