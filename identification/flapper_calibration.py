@@ -54,8 +54,11 @@ the other levers: the robot's defaults have no place for them.
 Run: python identification/flapper_calibration.py [--start LIFT_SCALE K_H B_H] [--stop-angle THETA_S]
      [--set NAME=VALUE ...] [--fit NAME ...] [--steps N] [--check] [--out PATH] [--apply]
 
-The robot's defaults came from two runs, the second restarted (fresh L-BFGS
-memory) from the values the first printed:
+The robot's first calibration came from two runs, the second restarted
+(fresh L-BFGS memory) from the values the first printed (the defaults have
+since moved to a flat calibration found by ``flapper_flat_search.py`` and
+``flapper_damped_search.py``, which check what this script's ``--check``
+does not: the tilted plate's moments and the driven base's rate damping):
 
     python identification/flapper_calibration.py --start 0.85 1e-4 6.4e-6 --stop-angle 0.62 --steps 15
     python identification/flapper_calibration.py --start 0.7257359584672469 0.00010049852197143221 \\

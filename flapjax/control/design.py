@@ -70,10 +70,10 @@ class LinearHoverModel:
     mass: float = 0.03
     gravity: float = 9.81
     inertia: tuple[float, float] = (4.14e-6, 4.99e-6)
-    control_gain: tuple[float, float] = (5.46e-4, 5.54e-4)
-    rate_damping: tuple[float, float] = (1.70e-5, 5.40e-5)
-    coupling: tuple[float, float] = (-2.62e-4, -2.13e-4)
-    horizontal_damping: tuple[float, float] = (0.0200, 0.0200)
+    control_gain: tuple[float, float] = (5.48e-4, 5.53e-4)
+    rate_damping: tuple[float, float] = (1.70e-5, 4.86e-5)
+    coupling: tuple[float, float] = (-1.97e-4, -1.96e-4)
+    horizontal_damping: tuple[float, float] = (0.0187, 0.0187)
     plate_lag: float = 0.002
     estimate_lag: float = 0.0
 
@@ -97,9 +97,9 @@ class LinearHoverModel:
         the MJCF about the centre of mass; control moments (about the moving
         centre of mass), rate damping, horizontal damping and the
         speed-to-moment coupling identified by flapjax identify --quick on
-        the stiff-plate robot (k_pitch = 5.46e-4, k_roll = 5.54e-4 N m/rad;
-        D_x = 5.40e-5, D_y = 1.70e-5 N m s/rad; k_v = 0.0200 N s/m;
-        M_u = -2.62e-4, L_v = +2.13e-4 N m per m/s)."""
+        the stiff-plate robot (k_pitch = 5.48e-4, k_roll = 5.53e-4 N m/rad;
+        D_x = 4.86e-5, D_y = 1.70e-5 N m s/rad; k_v = 0.0187 N s/m;
+        M_u = -1.97e-4, L_v = +1.96e-4 N m per m/s)."""
         return dataclasses.replace(cls(), **changes)
 
     @classmethod
