@@ -21,6 +21,7 @@ from flapjax.control.hover import HoverGains, body_tilt, hover_command, hover_st
 from flapjax.math import quat_mul, quat_to_mat
 from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
+from flapjax.sim.rollout import remat
 from flapjax.sim.flapper.step import step
 from flapjax.validation import ConfigError, check_choice, check_positive
 
@@ -188,9 +189,7 @@ def hover_rollout(
     g = params.averaged.gravity if gravity is None else gravity
     one = _hover_step(robot, params, gains, target, f_h, g, plate_step)
     if checkpoint:
-        # prevent_cse=False: the scan already keeps the rematerialized step
-        # apart (JAX's recommendation inside scan; a cheaper reverse pass).
-        one = jax.checkpoint(one, prevent_cse=False)
+        one = remat(one)
 
     def block(carry, _):
         start = carry[0]

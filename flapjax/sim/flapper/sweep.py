@@ -23,7 +23,7 @@ from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_param
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
 from flapjax.sim import tree
-from flapjax.sim.rollout import pad_worlds, slice_worlds, window_mean, world_count
+from flapjax.sim.rollout import pad_worlds, remat, slice_worlds, window_mean, world_count
 from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range
 
 Scalar = Float[Array, ""]
@@ -195,7 +195,7 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
         return new, _observe(new, dg)
 
     if checkpoint:
-        body = jax.checkpoint(body, prevent_cse=False)
+        body = remat(body)
     final, trace = jax.lax.scan(body, state, None, length=int(n_steps))
     per_world = lambda f, tr, ok: summarize(robot, f, tr, ok, n_steps, discard_steps)  # noqa: E731
     return jax.vmap(per_world, in_axes=(0, 1, 0))(params.stroke.frequency, trace, final.healthy)

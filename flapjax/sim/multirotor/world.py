@@ -39,6 +39,7 @@ from flapjax.sim.multirotor import model as mm
 from flapjax.sim.multirotor import step as st
 from flapjax.sim.multirotor.backends import PHYSICS, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
+from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
 from flapjax.validation import ConfigError, check_choice, check_int, check_positive, is_traced
 
@@ -309,9 +310,7 @@ class MultirotorWorld(eqx.Module):
             return self.step(prepared, s, ref if timed else reference)
 
         if checkpoint:
-            # prevent_cse=False: the scan already keeps the rematerialized
-            # step apart (JAX's recommendation inside scan).
-            body = jax.checkpoint(body, prevent_cse=False)
+            body = remat(body)
         return jax.lax.scan(body, state, reference if timed else None, length=n_steps)
 
     @functools.cached_property
