@@ -64,8 +64,11 @@ def identify(
         "fixed-base rollout (slow)."
     ),
 ) -> None:
-    """Identify the cycle-averaged model (k_f, k_roll, k_pitch, D_w, k_v) and a
-    per-wing physical parameter from per-wing rollouts, then fly both models.
+    """Identify the flapper's models from simulations, or fit a measured data file.
+
+    Without --data: the cycle-averaged model (k_f, k_roll, k_pitch, D_w, k_v)
+    and per-wing physical parameters from per-wing rollouts, then both models
+    fly the same validation flights.
 
     Finished studies are saved as they complete; rerunning with the same
     settings resumes and reuses them (--fresh recomputes).
