@@ -57,3 +57,16 @@ def test_sweep_compile_options_are_cpu_only():
     assert sweep_module.compiler_options("cpu") == {"xla_cpu_use_fusion_emitters": False,
                                                      "xla_cpu_experimental_ynn_fusion_type": ""}
     assert sweep_module.compiler_options("gpu") is None
+
+
+def test_sweep_programs_are_bounded_least_recently_used_first(fixed, monkeypatch):
+    # Building a program object compiles nothing (jax.jit is lazy).
+    monkeypatch.setattr(sweep_module, "_SWEEP_PROGRAMS", type(sweep_module._SWEEP_PROGRAMS)())
+    monkeypatch.setattr(sweep_module, "SWEEP_PROGRAM_LIMIT", 2)
+    a = sweep_module.sweep_program(fixed, 10, 2)
+    b = sweep_module.sweep_program(fixed, 11, 2)
+    assert sweep_module.sweep_program(fixed, 10, 2) is a  # kept, and now the most recent
+    sweep_module.sweep_program(fixed, 12, 2)  # evicts b, the least recently used
+    assert len(sweep_module._SWEEP_PROGRAMS) == 2
+    assert sweep_module.sweep_program(fixed, 10, 2) is a
+    assert sweep_module.sweep_program(fixed, 11, 2) is not b

@@ -10,6 +10,8 @@ The window and the seed's reference sweep: docs/physics.md, Cycle means.
 
 from __future__ import annotations
 
+import collections
+
 import hashlib
 from typing import Any, Callable
 
@@ -235,8 +237,11 @@ def robot_digest(robot: FlapperRobot) -> tuple[Any, str]:
     return treedef, h.hexdigest()
 
 
-#: Jitted sweep chunks, one per (robot digest, n_steps, discard_steps, backend).
-_SWEEP_PROGRAMS: dict[Any, Callable[[FlapperParams], CycleMean]] = {}
+#: Jitted sweep chunks, one per (robot digest, n_steps, discard_steps, backend),
+#: the least recently used dropped beyond :data:`SWEEP_PROGRAM_LIMIT`: a
+#: script sweeping many different robots does not accumulate programs.
+_SWEEP_PROGRAMS: collections.OrderedDict[Any, Callable[[FlapperParams], CycleMean]] = collections.OrderedDict()
+SWEEP_PROGRAM_LIMIT = 8
 
 
 def sweep_program(robot: FlapperRobot, n_steps: int, discard_steps: int) -> Callable[[FlapperParams], CycleMean]:
@@ -247,12 +252,16 @@ def sweep_program(robot: FlapperRobot, n_steps: int, discard_steps: int) -> Call
     program per robot values, step counts and chunk shape."""
     backend = jax.default_backend()
     key = (robot_digest(robot), int(n_steps), int(discard_steps), backend)
-    if key not in _SWEEP_PROGRAMS:
+    if key in _SWEEP_PROGRAMS:
+        _SWEEP_PROGRAMS.move_to_end(key)
+        return _SWEEP_PROGRAMS[key]
 
-        def sweep_chunk(params: FlapperParams) -> CycleMean:
-            return _sweep_chunk(robot, params, n_steps, discard_steps)
+    def sweep_chunk(params: FlapperParams) -> CycleMean:
+        return _sweep_chunk(robot, params, n_steps, discard_steps)
 
-        _SWEEP_PROGRAMS[key] = jax.jit(sweep_chunk, compiler_options=compiler_options(backend))
+    _SWEEP_PROGRAMS[key] = jax.jit(sweep_chunk, compiler_options=compiler_options(backend))
+    while len(_SWEEP_PROGRAMS) > SWEEP_PROGRAM_LIMIT:
+        _SWEEP_PROGRAMS.popitem(last=False)
     return _SWEEP_PROGRAMS[key]
 
 
