@@ -94,6 +94,26 @@ def test_forward_mass_bias_and_step_match_mujoco(name, seed):
     assert float(new.time) == pytest.approx(d.time)
 
 
+def test_frames_computed_once_give_the_same_forward_and_step():
+    """The flapper bridge hands the frames its aerodynamics read to the step;
+    forward and step with them equal those that compute their own."""
+    m = _models()["extra"]
+    d = _random_data(m, 3)
+    mx, dx = mjx.put_model(m), mjx.put_data(m, d)
+
+    @jax.jit
+    def both(dx):
+        fr = tree.frames(mx, dx.qpos)
+        stale = tree.frames(mx, dx.qpos + 0.1)  # of another configuration: must show
+        return ((tree.forward(mx, dx), tree.step(mx, dx)), (tree.forward(mx, dx, fr), tree.step(mx, dx, fr)),
+                tree.step(mx, dx, stale).qvel)
+
+    own, shared, stale_qvel = both(dx)
+    for a, b in zip(jax.tree.leaves(own), jax.tree.leaves(shared)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-12, atol=1e-15)
+    assert np.max(np.abs(np.asarray(stale_qvel) - np.asarray(own[1].qvel))) > 1e-6
+
+
 def test_a_trajectory_matches_mujoco_and_a_batch_matches_its_worlds():
     """200 steps of the extra model under a varying control: the jitted
     tree step stays on MuJoCo's trajectory; a vmapped batch equals its

@@ -49,7 +49,8 @@ from mujoco import mjx
 
 from flapjax.math import quat_integrate
 from flapjax.sim.tree_kinematics import (  # noqa: F401 (forward, kinematics, jacobians: part of this module's API)
-    FREE, HINGE, SLIDE, forward, jacobians, kinematics, mat_mul, mat_vec, scalar_dofs, velocity_product_accelerations,
+    FREE, HINGE, SLIDE, Frames, forward, frames, jacobians, kinematics, mat_mul, mat_vec, scalar_dofs,
+    velocity_product_accelerations,
 )
 from flapjax.validation import ConfigError
 
@@ -161,13 +162,14 @@ def _cholesky_solve(a: Float[Array, "n n"], b: Float[Array, " n"]) -> Float[Arra
     return jnp.stack(x)
 
 
-def mass_and_bias(m: mjx.Model, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"]) -> tuple[Array, Array, tuple]:
+def mass_and_bias(m: mjx.Model, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"],
+                  fr: Frames | None = None) -> tuple[Array, Array, tuple]:
     """Joint-space inertia ``M`` (nv, nv) [kg m^2 or kg], bias forces ``c``
     (nv,) (velocity products and gravity, MuJoCo's ``qfrc_bias``) and the
-    (Jp, Jr) Jacobians at the centres of mass."""
+    (Jp, Jr) Jacobians at the centres of mass. ``fr``: :func:`frames` of
+    ``qpos`` when the caller has them (computed here otherwise)."""
     dtype = qpos.dtype
-    kin = kinematics(m, qpos)
-    jp, jr = jacobians(m, kin)
+    kin, jp, jr = frames(m, qpos) if fr is None else fr
     w = mat_vec(jr, qvel)
     acc, alpha = velocity_product_accelerations(m, kin, qvel, mat_vec(jp, qvel))
     ximat = kin["ximat"]
@@ -216,16 +218,18 @@ def actuator_force(m: mjx.Model, qpos: Float[Array, " nq"], qvel: Float[Array, "
     return jnp.zeros_like(qvel).at[dadr].add(gear * force)
 
 
-def step(m: mjx.Model, d: mjx.Data) -> mjx.Data:
+def step(m: mjx.Model, d: mjx.Data, fr: Frames | None = None) -> mjx.Data:
     """One Euler step of length ``m.opt.timestep`` under ``d.ctrl``,
     ``d.qfrc_applied`` and ``d.xfrc_applied`` (world frame, about each body's
     CoM); returns ``d`` with ``qpos``, ``qvel``
     and ``time`` advanced (``qacc`` and the kinematic fields are left as they
-    were, as after ``mjx.step``: call :func:`forward`)."""
+    were, as after ``mjx.step``: call :func:`forward`). ``fr``:
+    :func:`frames` of ``d.qpos`` when the caller has them already (the
+    flapper bridge computes them for its aerodynamics)."""
     dtype = d.qpos.dtype
     h = jnp.asarray(m.opt.timestep, dtype)
     q, qd = d.qpos, d.qvel
-    big_m, bias, (jp, jr) = mass_and_bias(m, q, qd)
+    big_m, bias, (jp, jr) = mass_and_bias(m, q, qd, fr)
     dofs, qadr = scalar_dofs(m)
     damping = m.dof_damping.astype(dtype)
     stiffness = m.jnt_stiffness.astype(dtype)[np.asarray(m.dof_jntid)[dofs]]

@@ -10,6 +10,9 @@ they may be traced.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -162,14 +165,40 @@ def jacobians(m: mjx.Model, kin: dict[str, Array]) -> tuple[Array, Array]:
     return jp, jr
 
 
-def forward(m: mjx.Model, d: mjx.Data) -> mjx.Data:
+class Frames(NamedTuple):
+    """What the kinematics of one ``qpos`` give both the bridge's fields
+    (:func:`forward`) and the dynamics (:func:`flapjax.sim.tree.step`).
+
+    Attributes:
+      kin: :func:`kinematics` (body frames, dof axes and anchors).
+      jp, jr: :func:`jacobians` at the centres of mass, (nbody, 3, nv) each.
+    """
+
+    kin: dict[str, Array]
+    jp: Array
+    jr: Array
+
+
+def frames(m: mjx.Model, qpos: Float[Array, " nq"]) -> Frames:
+    """:class:`Frames` of ``qpos``, computed once and materialized (an
+    optimization barrier): a step that reads them for its forces and again
+    for its dynamics computes them once, and XLA does not copy the chain of
+    frame products into each of their many consumers (measured on the
+    fixed-base flapper: forward-mode gradients through its rollout 15 %
+    faster, the forward pass within a few per cent)."""
+    kin = kinematics(m, qpos)
+    jp, jr = jacobians(m, kin)
+    return Frames(*jax.lax.optimization_barrier((kin, jp, jr)))
+
+
+def forward(m: mjx.Model, d: mjx.Data, fr: Frames | None = None) -> mjx.Data:
     """``d`` with the kinematic and velocity fields of its ``qpos``, ``qvel``
     that the flapper bridge reads: ``xpos``, ``xmat``, ``xipos``, ``ximat``,
     ``subtree_com`` (nbody, 3) and ``cvel`` (nbody, 6) ``[w; v]``, ``v`` the
     velocity of the point at the subtree CoM of the body's root (MJX's
-    convention, docs/mjx_notes.md, Velocities)."""
-    kin = kinematics(m, d.qpos)
-    jp, jr = jacobians(m, kin)
+    convention, docs/mjx_notes.md, Velocities). ``fr``: :func:`frames` of
+    ``d.qpos`` when the caller has them (computed here otherwise)."""
+    kin, jp, jr = frames(m, d.qpos) if fr is None else fr
     dtype = d.qpos.dtype
     mass = m.body_mass.astype(dtype)
     desc = jnp.asarray(_descendants(m), dtype=dtype)

@@ -194,24 +194,26 @@ def base_frame(robot: FlapperRobot, d: mjx.Data) -> BaseFrame:
     return BaseFrame(rot_world_body=rot, origin=d.xpos[b], com=d.xipos[b], v_com=v_com, w_body=rot.T @ w_w)
 
 
-def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
+def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame, None]:
     """Fresh kinematics and velocities of the current state, and the base frame's motion."""
     d = mjx.fwd_velocity(m, mjx.fwd_position(m, d))
-    return d, base_frame(robot, d)
+    return d, base_frame(robot, d), None
 
 
-def read_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame]:
+def read_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame, tree.Frames]:
     """The pure-JAX tree's kinematics and velocities of the current state
-    (:func:`flapjax.sim.tree.forward`), and the base frame's motion."""
-    d = tree.forward(m, d)
-    return d, base_frame(robot, d)
+    (:func:`flapjax.sim.tree.forward`), the base frame's motion, and the
+    frames and Jacobians, which :func:`advance_tree` reuses."""
+    fr = tree.frames(m, d.qpos)
+    d = tree.forward(m, d, fr)
+    return d, base_frame(robot, d), fr
 
 
-def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame]:
+def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame, None]:
     """The rigid body's frame (its state already is the base's motion)."""
     body = robot.rigid_body
     return s, BaseFrame(rot_world_body=s.rotation, origin=s.position, com=rigid.com_position(body, s),
-                        v_com=rigid.com_velocity(body, s), w_body=s.angular_velocity)
+                        v_com=rigid.com_velocity(body, s), w_body=s.angular_velocity), None
 
 
 def read_joints(robot: FlapperRobot, qpos: Float[Array, " nq"], command: FlapperCommand) -> Joints:
@@ -318,24 +320,30 @@ def servo(robot: FlapperRobot, params: FlapperParams, m: mjx.Model, ref: StrokeT
 # ---------------------------------------------------------------------------
 
 
-def advance_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation) -> mjx.Data:
+def advance_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation, frames=None) -> mjx.Data:
     """MJX's constraint-free step with the applied wrenches, torques and set points."""
     d = d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl)
     return backend.advance_mjx_smooth(m, d)
 
 
-def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: Array, act: Actuation) -> rigid.RigidState:
+def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: Array, act: Actuation,
+                  frames=None) -> rigid.RigidState:
     """The pure-JAX rigid step under the base body's wrench (no joints, no servos)."""
     return backend.advance_rigid(robot.rigid_body, s, xfrc[robot.base_body], robot.dt)
 
 
-def advance_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation) -> mjx.Data:
-    """The pure-JAX fixed-base tree step with the applied wrenches, torques and set points."""
-    return tree.step(m, d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl))
+def advance_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation,
+                 frames: tree.Frames | None = None) -> mjx.Data:
+    """The pure-JAX joint-tree step with the applied wrenches, torques and
+    set points (``frames``: those :func:`read_tree` computed for this state)."""
+    return tree.step(m, d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl), frames)
 
 
 class Backend(NamedTuple):
-    """``read(robot, m, data) -> (data, BaseFrame)``; ``advance(robot, m, data, xfrc, act) -> data``."""
+    """``read(robot, m, data) -> (data, BaseFrame, frames)``;
+    ``advance(robot, m, data, xfrc, act, frames) -> data``. ``frames`` is
+    what the read computed that the advance needs again (the joint tree's
+    :class:`flapjax.sim.tree.Frames`; None for the other backends)."""
 
     read: Callable
     advance: Callable
@@ -370,7 +378,7 @@ def step(
     command = command_from_params(params) if command is None else command
     stages = STAGES[robot.dynamics]
     m = model_for(robot, params)
-    d, base = stages.read(robot, m, state.data)  # 1. read state
+    d, base, frames = stages.read(robot, m, state.data)  # 1. read state
     f_cmd = jnp.asarray(command.frequency, dtype=d.qpos.dtype)
     joints = read_joints(robot, d.qpos, command)
     ref = stroke_targets(robot, params, state, f_cmd)
@@ -379,7 +387,7 @@ def step(
     else:
         loads = averaged_aero(robot, params, base, f_cmd, joints.plate)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
-    d_new = stages.advance(robot, m, d, loads.xfrc, act)  # 4. advance
+    d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
     healthy = state.healthy & backend.is_finite_state(d_new.qpos, d_new.qvel)  # 5. guard
     new_state = FlapperState(
         data=backend.keep_good(healthy, d_new, state.data),
