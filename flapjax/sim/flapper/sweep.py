@@ -11,7 +11,6 @@ The window and the seed's reference sweep: docs/physics.md, Cycle means.
 from __future__ import annotations
 
 import collections
-
 import hashlib
 from typing import Any, Callable
 
