@@ -19,6 +19,8 @@ import numpy as np
 from jaxtyping import Array, Float
 from mujoco import mjx
 
+from flapjax.math import quat_to_mat, skew
+
 HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
 SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
 FREE = int(mujoco.mjtJoint.mjJNT_FREE)
@@ -29,14 +31,8 @@ FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 # ---------------------------------------------------------------------------
 
 
-def _quat_mat(q) -> Array:
-    """(..., 3, 3) rotation of unit quaternions (..., 4) ``[w, x, y, z]``."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    return jnp.stack([
-        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
+#: (..., 4) unit quaternions ``[w, x, y, z]`` -> (..., 3, 3) rotations.
+_quat_mat = jnp.vectorize(quat_to_mat, signature="(4)->(3,3)")
 
 
 def mat_mul(a: Array, b: Array) -> Array:
@@ -54,9 +50,8 @@ def mat_vec(a: Array, v: Array) -> Array:
 def _axis_rotation(axis, angle) -> Array:
     """(3, 3) rotation by ``angle`` [rad] about the unit ``axis`` (3,) (Rodrigues:
     ``cos a I + sin a [axis]x + (1 - cos a) axis axis^T``)."""
-    k = jnp.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]], dtype=axis.dtype)
     c, s = jnp.cos(angle), jnp.sin(angle)
-    return c * jnp.eye(3, dtype=axis.dtype) + s * k + (1 - c) * (axis[:, None] * axis[None, :])
+    return c * jnp.eye(3, dtype=axis.dtype) + s * skew(axis) + (1 - c) * (axis[:, None] * axis[None, :])
 
 
 def kinematics(m: mjx.Model, qpos: Float[Array, " nq"]) -> dict[str, Array]:
@@ -83,7 +78,7 @@ def kinematics(m: mjx.Model, qpos: Float[Array, " nq"]) -> dict[str, Array]:
             a, v = adr[j], dof_adr[j]
             if jnt_type[j] == FREE:
                 quat = qpos[a + 3 : a + 7]
-                pos, rot = qpos[a : a + 3], _quat_mat(quat / jnp.linalg.norm(quat))
+                pos, rot = qpos[a : a + 3], quat_to_mat(quat)
                 eye = jnp.eye(3, dtype=dtype)
                 for i in range(3):
                     dof_axis[v + i], dof_anchor[v + i] = eye[i], pos
