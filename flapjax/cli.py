@@ -74,8 +74,10 @@ def identify(
     settings resumes and reuses them (--fresh recomputes).
 
     With --data FILE the parameters are fitted to measured data instead: a
-    thrust-stand table (frequency_hz, fz_n, ...), a flapper flight log
-    (time_s, frequency_hz, ...) or, with --robot, a multirotor hover log;
+    thrust-stand table of cycle means (frequency_hz, fz_n, ...), a
+    phase-resolved stand record (frequency_hz, phase_rad, fz_n, ...: lift
+    scale, hinge stiffness, wing inertia), a flapper flight log (time_s,
+    frequency_hz, ...) or, with --robot, a multirotor hover log;
     results.json holds each value and its standard deviation.
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

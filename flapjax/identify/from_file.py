@@ -1,6 +1,10 @@
 """Identification from a measured data file: the study is picked from the
 file's columns (``flapjax identify --data FILE``).
 
+- ``frequency_hz``, ``phase_rad`` and ``fz_n``, no ``time_s``: a
+  phase-resolved stand record of the flapping-wing robot, fitted for its
+  per-wing physical parameters
+  (:func:`flapjax.identify.flapper.waveform_report.run_waveform_identification`);
 - ``frequency_hz`` and ``fz_n``, no ``time_s``: a thrust-stand table of the
   flapping-wing robot (:func:`flapjax.identify.flapper.stand.run_stand_identification`);
 - ``time_s`` and a ``robot`` (preset name or profile ``.toml``): a multirotor
@@ -46,13 +50,15 @@ def study_columns() -> dict[str, str]:
     return {
         "stand table": "frequency_hz, fz_n (no time_s); optional pitch_plate_rad, roll_plate_rad, fx_n, fy_n, "
                        "mx_nm, my_nm",
+        "phase-resolved stand record": "frequency_hz, phase_rad, fz_n (no time_s); optional pitch_plate_rad, "
+                                       "roll_plate_rad, fx_n, fy_n",
         "multirotor hover log": hover,
         "flapper flight log": flight,
     }
 
 
 def pick_study(names, robot: str | None, path: str | Path = "") -> str:
-    """``"stand"``, ``"hover"`` or ``"flight"`` from a file's column names
+    """``"waveform"``, ``"stand"``, ``"hover"`` or ``"flight"`` from a file's column names
 (compared by quantity, so ``frequency_rpm`` still picks the stand study,
 whose loader then reports the unit).
 
@@ -63,6 +69,8 @@ whose loader then reports the unit).
     # by quantity, whatever the unit suffix: the study's loader then names a wrong unit
     quantities = {split_unit(n)[0] for n in cols}
     timed = "time" in quantities
+    if not timed and {"frequency", "phase", "fz"} <= quantities:
+        return "waveform"
     if not timed and {"frequency", "fz"} <= quantities:
         return "stand"
     if timed and robot:
@@ -95,8 +103,15 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
     """
     study = pick_study(column_names(path), robot, path)
     if physical and study != "stand":
-        raise DataError(f"{path}: --physical applies to stand tables only (this file is a "
-                        f"{'multirotor hover log' if study == 'hover' else 'flapper flight log'})")
+        what = {"hover": "multirotor hover log", "flight": "flapper flight log",
+                "waveform": "phase-resolved stand record, whose study fits the physical parameters anyway"}[study]
+        raise DataError(f"{path}: --physical applies to stand tables of cycle means only (this file is a {what})")
+    if study == "waveform":
+        from flapjax.identify.flapper.waveform_report import run_waveform_identification
+
+        if robot:
+            echo(f"note: --robot {robot} is ignored for a stand record (flapping-wing robot)")
+        return run_waveform_identification(path, out_dir, echo=echo)
     if study == "stand":
         from flapjax.identify.flapper.stand import run_stand_identification
 

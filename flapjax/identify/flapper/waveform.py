@@ -1,0 +1,401 @@
+"""Per-wing physical parameters from a phase-resolved stand record.
+
+Cycle means hide what the wing's pitch dynamics do within a cycle: over 15 to
+45 Hz the cycle-mean F_z changes by 0.2-2.6 % of itself per unit of log hinge
+stiffness and its shape in frequency is nearly that of a lift scale plus a
+sensor offset, so a table of cycle means with a millinewton of noise leaves
+the hinge stiffness and the wing inertia undetermined (relative standard
+deviations of several hundred and tens of percent). The force a sensor under
+the fixed robot reads *within* the cycle is another matter: the passive pitch
+sets the phase and height of the lift peaks, the wings' inertia the shape of
+the reaction between them; phase-averaged into bins, a few conditions fix the
+lift scale, the hinge stiffness and the wings' rotational inertia to a few
+percent or better.
+
+:class:`WaveformRollout` is that reading as a differentiable function of the
+parameters: fixed-base worlds (one per condition) run from a periodic start;
+at every step the sensor reads the aerodynamic force minus the rate of change
+of the robot's linear momentum (``F_aero - dP/dt``, ``P = sum_i m_i v_i``, what a
+tared force sensor under the robot measures); the readings are averaged in
+the record's phase bins over the whole cycles after a transient.
+:func:`fit_waveform` fits the parameters (log space) and one sensor offset per
+channel by Levenberg-Marquardt with forward-mode Jacobians, weighting each
+channel by its residual standard deviation, with Gauss-Newton standard
+deviations and the prediction error on held-out conditions.
+:func:`run_waveform_identification` is ``flapjax identify --data FILE`` for
+such a record.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.identify.data import DataError
+from flapjax.identify.flapper.flight_lm import levenberg_marquardt
+from flapjax.identify.flapper.physical import nominal_physical, with_physical, with_wing_inertia
+from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
+from flapjax.identify.losses import gauss_newton_covariance
+from flapjax.sim import flapper as fl
+from flapjax.sim import tree
+from flapjax.sim.rollout import remat
+from flapjax.validation import ConfigError
+
+__all__ = [
+    "WAVEFORM_PARAMETERS",
+    "WaveformRollout",
+    "fit_waveform",
+    "run_waveform_identification",
+    "sensor_waveform",
+]
+
+#: Parameters :func:`fit_waveform` can fit (positive, fitted in log space):
+#: the per-wing model's lift scale, hinge stiffness and damping, moment scale
+#: and ``wing_inertia_scale``, a factor on the wings' rotational inertia [-].
+WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
+
+#: Units of the parameters in reports.
+UNITS = {"lift_scale": "-", "hinge_stiffness": "N m/rad", "wing_inertia_scale": "-",
+         "hinge_damping": "N m s/rad", "moment_scale": "-"}
+
+
+class WaveformRollout(eqx.Module):
+    """Phase-binned sensor force of fixed-base worlds as a differentiable
+    function of per-wing physical parameters.
+
+    Attributes:
+      robot: fixed-base per-wing robot.
+      params: batched FlapperParams, one world per condition (m).
+      centres: (m, B) phase-bin centres per condition [rad]; NaN pads
+        conditions with fewer bins.
+      mass: (nbody,) body masses [kg].
+      n_steps, discard_steps: run length and transient (static).
+    """
+
+    robot: fl.FlapperRobot
+    params: fl.FlapperParams
+    centres: jax.Array
+    mass: jax.Array
+    n_steps: int = eqx.field(static=True)
+    discard_steps: int = eqx.field(static=True)
+
+    @classmethod
+    def make(cls, frequencies, plates, centres, *, duration: float, discard: float, robot=None) -> "WaveformRollout":
+        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
+        n_steps = int(round(duration / robot.dt))
+        discard_steps = int(round(discard / robot.dt))
+        if not 1 <= discard_steps < n_steps:
+            raise ConfigError(f"discard: must lie in (0, duration={duration}) s, got {discard}")
+        params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
+                                 robot=robot)
+        return cls(robot=robot, params=params, centres=jnp.asarray(centres, dtype=robot.model.body_mass.dtype),
+                   mass=robot.model.body_mass, n_steps=n_steps, discard_steps=discard_steps)
+
+    def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
+        """(m, B, 3) bin means of the sensor force (x, y, z; body axes at
+        rest) [N]; NaN where a condition has no bin."""
+        values = dict(values)
+        robot = self.robot
+        if "wing_inertia_scale" in values:
+            robot = with_wing_inertia(robot, values.pop("wing_inertia_scale"))
+        params = with_physical(self.params, values)
+        return sensor_waveform(robot, params, self.centres, self.mass, self.n_steps, self.discard_steps)
+
+
+def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: jax.Array, mass: jax.Array,
+                    n_steps: int, discard_steps: int) -> jax.Array:
+    """(m, B, 3) phase-bin means of the force a tared sensor under the fixed
+    robot reads, ``F_aero - dP/dt`` with ``P = sum_i m_i v_i`` the bodies'
+    linear momentum [N], for the m worlds of
+    ``params`` (leading axis m) and bin centres ``centres`` (m, B) [rad].
+
+    Step k stands for the stroke drive phases ``theta_k +- pi f dt``
+    (``theta_k = 2 pi frac(f dt k + offset) + phase``), shared among the
+    bins (:func:`bin_edges`) it overlaps, so a bin mean is the average over
+    the bin's phase interval, not over the steps that happen to fall in it;
+    only the whole cycles after ``discard_steps`` count (:func:`whole_cycles`).
+    ``dP/dt`` is the central difference of the momentum; over a periodic
+    cycle it averages to zero, so the bins average to the cycle-mean
+    aerodynamic force.
+    """
+    dt = robot.dt
+    state = jax.vmap(lambda p: fl.init_state(robot, p))(params)
+    one_step = jax.vmap(lambda p, s: fl.step(robot, p, s))
+
+    root = np.asarray(robot.model.body_rootid)
+
+    def momentum(d) -> jax.Array:
+        """(3,) linear momentum sum_i m_i v_i of the bodies' centres of mass
+        [kg m/s] from ``cvel`` (velocity at the root's subtree CoM)."""
+        w, v = d.cvel[:, :3], d.cvel[:, 3:]
+        v_com = v + jnp.cross(w, d.xipos - d.subtree_com[root])
+        return mass @ v_com
+
+    def body(s, _):
+        new, dg = one_step(params, s)
+        # new.data holds the kinematics and velocities of the step's start, when the force was computed
+        return new, (dg.force_world, jax.vmap(momentum)(new.data))
+
+    _, (force, p) = jax.lax.scan(remat(body), state, None, length=n_steps + 1)
+    dp_dt = (p[2:] - p[:-2]) / (2.0 * dt)  # steps 1 .. n_steps - 1
+    reading = force[1:n_steps] - dp_dt
+    reading = jnp.concatenate([jnp.zeros_like(reading[:1]), reading], axis=0)  # step 0: outside the window
+    k = jnp.arange(n_steps)
+    lo, hi = bin_edges(centres)
+
+    def bins(f, phase0, offset, lo_b, hi_b, r):
+        theta = 2.0 * jnp.pi * jnp.mod(f * dt * k + offset, 1.0) + phase0
+        half = jnp.pi * f * dt  # each step stands for the phase interval theta +- half
+        w = sum(jnp.clip(jnp.minimum(hi_b[None], theta[:, None] + s + half)
+                         - jnp.maximum(lo_b[None], theta[:, None] + s - half), 0.0, None)
+                for s in (-2.0 * jnp.pi, 0.0, 2.0 * jnp.pi))  # (T, B) phase overlap [rad]
+        w = w * whole_cycles(f, n_steps, discard_steps, dt).astype(r.dtype)[:, None]
+        count = jnp.sum(w, axis=0)
+        mean = (w.T @ r) / jnp.where(count > 0, count, 1.0)[:, None]
+        return jnp.where((count > 0)[:, None], mean, jnp.nan)
+
+    return jax.vmap(bins, in_axes=(0, 0, 0, 0, 0, 1))(params.stroke.frequency, params.stroke.phase,
+                                                      state.phase_offset, lo, hi, reading)
+
+
+def whole_cycles(frequency: jax.Array, n_steps: int, discard_steps: int, dt: float) -> jax.Array:
+    """(n_steps,) weights in [0, 1] of the steps inside the last
+    ``floor((n_steps - discard_steps) dt f)`` whole cycles: step k stands for
+    ``[t_k - dt/2, t_k + dt/2]`` and weighs the fraction of it inside the
+    window, so the window spans whole cycles exactly (a 0/1 window is off by
+    up to a step, which a few-cycle phase average feels)."""
+    t = jnp.arange(n_steps) * dt
+    end = (n_steps - 0.5) * dt
+    n_cycles = jnp.maximum(jnp.floor((n_steps - discard_steps) * dt * frequency + 1e-9), 1.0)
+    start = end - n_cycles / frequency
+    return jnp.clip((jnp.minimum(t + 0.5 * dt, end) - jnp.maximum(t - 0.5 * dt, start)) / dt, 0.0, 1.0)
+
+
+def bin_edges(centres: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(lo, hi)``, each (m, B): the phase bins around ``centres`` (m, B)
+    [rad] (NaN: no bin): each bin reaches halfway to its neighbours on the
+    circle (equal-width bins for equally spaced centres); ``lo`` may be
+    negative and ``hi`` above 2 pi where a bin straddles 0. A missing bin
+    gets ``lo = hi``."""
+    c = jnp.asarray(centres)
+    order = jnp.argsort(jnp.where(jnp.isnan(c), jnp.inf, c), axis=1)
+    sc = jnp.take_along_axis(c, order, axis=1)
+    n = jnp.sum(~jnp.isnan(c), axis=1, keepdims=True)
+    idx = jnp.arange(c.shape[1])[None]
+    valid = idx < n
+    # neighbours on the circle among the valid sorted centres
+    prev = jnp.take_along_axis(sc, jnp.where(idx == 0, n - 1, idx - 1), axis=1) - jnp.where(idx == 0, 2 * jnp.pi, 0.0)
+    nxt = jnp.take_along_axis(sc, jnp.where(idx == n - 1, 0, idx + 1), axis=1) + jnp.where(idx == n - 1, 2 * jnp.pi, 0.0)
+    lo_s = jnp.where(valid, 0.5 * (prev + sc), 0.0)
+    hi_s = jnp.where(valid, 0.5 * (sc + nxt), 0.0)
+    inverse = jnp.argsort(order, axis=1)
+    return jnp.take_along_axis(lo_s, inverse, axis=1), jnp.take_along_axis(hi_s, inverse, axis=1)
+
+
+# ---------------------------------------------------------------------------
+# The fit
+# ---------------------------------------------------------------------------
+
+
+class _Problem(eqx.Module):
+    """What the residuals need: the rollout, where each row sits, the data."""
+
+    rollout: WaveformRollout
+    cond: jax.Array      # (n,) condition of each row
+    slot: jax.Array      # (n,) bin of each row within its condition
+    channel: jax.Array   # (C,) output column (x, y, z) of each channel
+    targets: jax.Array   # (n, C) [N]
+    fit_rows: jax.Array  # (n,) bool
+    names: tuple = eqx.field(static=True)
+    nominal: dict
+
+    def predict(self, log_values: jax.Array) -> jax.Array:
+        """(n, C) model readings (no offsets) at log-space parameters."""
+        values = {k: self.nominal[k] * jnp.exp(log_values[i]) for i, k in enumerate(self.names)}
+        out = self.rollout(values)
+        return out[self.cond, self.slot][:, self.channel]
+
+
+@eqx.filter_jit
+def _predict(x: jax.Array, prob: _Problem) -> jax.Array:
+    return prob.predict(x)
+
+
+@eqx.filter_jit
+def _predict_jacobian(x: jax.Array, prob: _Problem) -> tuple[jax.Array, jax.Array]:
+    return prob.predict(x), jax.jacfwd(prob.predict)(x)
+
+
+def _split_rows(cond: np.ndarray, n_conditions: int, holdout_every: int) -> np.ndarray:
+    """(n,) bool: rows of the fitted conditions; every ``holdout_every``-th
+    condition (counting from 1) is held out when at least one stays."""
+    if holdout_every < 1 or n_conditions < 2:
+        return np.ones(cond.shape, dtype=bool)
+    held = [c for c in range(n_conditions) if (c + 1) % holdout_every == 0]
+    if len(held) == n_conditions:
+        held = []
+    return ~np.isin(cond, held)
+
+
+def fit_waveform(
+    data: StandWaveform,
+    *,
+    parameters=("lift_scale", "hinge_stiffness", "wing_inertia_scale"),
+    duration: float = 0.35,
+    discard: float = 0.15,
+    holdout_every: int = 4,
+    max_iterations: int = 20,
+    start: Mapping[str, float] | None = None,
+    robot=None,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Fit per-wing physical parameters and the sensor offsets to a
+    phase-resolved stand record.
+
+    Args:
+      data: the record (:func:`~flapjax.identify.flapper.waveform_format.load_stand_waveform`).
+      parameters: names from :data:`WAVEFORM_PARAMETERS` (positive, log space).
+      duration, discard: rollout length and discarded transient per
+        condition [s] (after the model's periodic start).
+      holdout_every: every this-many-th condition is held out of the fit
+        and predicted (0: none).
+      max_iterations: Levenberg-Marquardt iterations per pass (two passes:
+        channels weighted by their spread, then by their residual standard
+        deviation).
+      start: start values (default: the model's nominal ones, 1 for
+        ``wing_inertia_scale``).
+      robot: fixed-base per-wing robot (default: the pure-JAX joint tree).
+      echo: progress messages.
+
+    Returns a dict with ``values``, ``std``, ``relative_std`` (per
+    parameter), ``offsets`` and ``offsets_std`` (per channel, ``fz_offset``
+    ...), ``correlation``, ``residual_std`` (per channel, [N]),
+    ``validation`` (held-out conditions: RMS error per channel, also relative
+    to the residual standard deviation and to the measured RMS), the
+    measured and fitted readings, ``iterations``, ``reason``, ``seconds``.
+    """
+    t0 = time.perf_counter()
+    say = echo or (lambda s: None)
+    parameters = tuple(parameters)
+    for p in parameters:
+        if p not in WAVEFORM_PARAMETERS:
+            raise ConfigError(f"parameters: unknown {p!r}; allowed: {list(WAVEFORM_PARAMETERS)}")
+    if not parameters or len(set(parameters)) != len(parameters):
+        raise ConfigError(f"parameters: need distinct names, got {list(parameters)}")
+    freqs, plates = data.conditions()
+    m = freqs.shape[0]
+    slots = np.zeros(data.n, dtype=np.int64)
+    n_bins = max(int(np.sum(data.condition == c)) for c in range(m))
+    centres = np.full((m, n_bins), np.nan)
+    for c in range(m):
+        rows = np.nonzero(data.condition == c)[0]
+        slots[rows] = np.arange(rows.size)
+        centres[c, :rows.size] = data.phase[rows]
+    fit_rows = _split_rows(data.condition, m, holdout_every)
+    channels = data.channel_names
+    y = data.targets()
+    n_fit = int(fit_rows.sum()) * len(channels)
+    n_unknown = len(parameters) + len(channels)
+    if n_fit <= n_unknown:
+        raise DataError(f"{data.source}: {n_fit} fitted value(s) for {n_unknown} unknowns (parameters and offsets); "
+                        f"column 'phase_rad' needs more bins or conditions")
+    rollout = WaveformRollout.make(freqs, plates, centres, duration=duration, discard=discard, robot=robot)
+    nominal = nominal_physical(rollout.robot)
+    nominal["wing_inertia_scale"] = 1.0
+    nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
+    for k in parameters:
+        if not nominal[k] > 0:
+            raise ConfigError(f"start: {k} must be > 0, got {nominal[k]!r}")
+    column = {"fx_n": 0, "fy_n": 1, "fz_n": 2}
+    prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
+                    channel=jnp.asarray([column[c] for c in channels]), targets=jnp.asarray(y),
+                    fit_rows=jnp.asarray(fit_rows), names=parameters,
+                    nominal={k: jnp.asarray(nominal[k]) for k in parameters})
+    p = len(parameters)
+    fy = y[fit_rows]
+    E = np.kron(np.ones((fy.shape[0], 1)), np.eye(len(channels)))  # d residual / d offset, before scaling
+
+    def residual_fn(x, scale):
+        pred = np.asarray(_predict(jnp.asarray(x[:p]), prob))[fit_rows]
+        return jnp.asarray(((pred + np.asarray(x[p:]) - fy) / scale).ravel())
+
+    def jac_fn(x, scale):
+        _, jac = _predict_jacobian(jnp.asarray(x[:p]), prob)
+        jac = np.asarray(jac)[fit_rows] / scale[None, :, None]  # (n_fit, C, p)
+        return jnp.asarray(np.concatenate([jac.reshape(-1, p), E / np.tile(scale, fy.shape[0])[:, None]], axis=1))
+
+    x = np.concatenate([np.zeros(p), np.mean(fy, axis=0) - np.mean(np.asarray(_predict(jnp.zeros(p), prob))[fit_rows], axis=0)])
+    scale = np.maximum(np.std(fy, axis=0), 1e-12)
+    iterations, reasons = 0, []
+    for pass_ in (1, 2):
+        x, r, J, it, _, reason = levenberg_marquardt(residual_fn, jnp.asarray(x), max_iterations=max_iterations,
+                                                     args=(scale,), jac_fn=jac_fn)
+        x = np.asarray(x, dtype=float)
+        iterations += it
+        reasons.append(reason)
+        res = (np.asarray(r).reshape(fy.shape) * scale)
+        dof_share = 1.0 - n_unknown / n_fit
+        sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * dof_share))
+        say(f"  pass {pass_}: {it} iteration(s), residual std " +
+            ", ".join(f"{c} {s:.2e} N" for c, s in zip(channels, sigma)))
+        scale = np.maximum(sigma, 1e-12)
+    # curvature at the optimum with the final weights
+    r = residual_fn(x, scale)
+    J = jac_fn(x, scale)
+    cov, s2 = gauss_newton_covariance(r, J)
+    std_x = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    denom = np.outer(std_x, std_x)
+    corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
+    values = {k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)}
+    std = {k: values[k] * float(std_x[i]) for i, k in enumerate(parameters)}
+    offset_names = [f"{c.split('_')[0]}_offset" for c in channels]
+    offsets = {k: float(x[p + j]) for j, k in enumerate(offset_names)}
+    offsets_std = {k: float(std_x[p + j]) for j, k in enumerate(offset_names)}
+    fitted = np.asarray(_predict(jnp.asarray(x[:p]), prob)) + x[p:]
+    validation = {}
+    held = ~fit_rows
+    if held.any():
+        err = fitted[held] - y[held]
+        for j, c in enumerate(channels):
+            rms = float(np.sqrt(np.mean(err[:, j] ** 2)))
+            meas = float(np.sqrt(np.mean(y[held, j] ** 2)))
+            validation[c] = {"rms": rms, "relative_to_sigma": rms / float(sigma[j]),
+                             "relative_to_measured": rms / meas if meas > 0 else float("nan")}
+    return {
+        "parameters": list(parameters),
+        "values": values,
+        "std": std,
+        "relative_std": {k: float(std_x[i]) for i, k in enumerate(parameters)},
+        "offsets": offsets,
+        "offsets_std": offsets_std,
+        "correlation": {"names": list(parameters) + offset_names, "matrix": corr.tolist()},
+        "residual_std": {c: float(s) for c, s in zip(channels, sigma)},
+        "residual_scale": float(math.sqrt(s2)),
+        "channels": list(channels),
+        "conditions": [{"frequency_hz": float(f), "pitch_plate_rad": float(pl[0]), "roll_plate_rad": float(pl[1]),
+                        "held_out": bool(not fit_rows[data.condition == c][0])}
+                       for c, (f, pl) in enumerate(zip(freqs, plates))],
+        "validation": validation,
+        "phase": data.phase.tolist(),
+        "condition": data.condition.tolist(),
+        "measured": y.tolist(),
+        "fitted": fitted.tolist(),
+        "start": {k: float(nominal[k]) for k in parameters},
+        "duration": float(duration),
+        "discard": float(discard),
+        "iterations": int(iterations),
+        "reason": "; ".join(reasons),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+@eqx.filter_jit
+def _predict_clean(rollout: WaveformRollout, values: Mapping[str, Any]) -> jax.Array:
+    return rollout({k: jnp.asarray(v) for k, v in values.items()})

@@ -1,0 +1,149 @@
+"""The phase-resolved stand record: a force sensor's reading under the
+fixed robot averaged in bins of the stroke phase (its columns
+:data:`WAVEFORM_COLUMNS`, documented in ``docs/data_formats.md``), the
+checked :class:`StandWaveform` and reading it from a file or from arrays.
+
+One row per (condition, phase bin): a condition is a frequency and a pair of
+plate angles held while the sensor records; ``phase_rad`` is the centre of
+the bin of the stroke drive's phase ``theta`` (the commanded stroke of the
+left wing is ``A sin(theta)``), in [0, 2 pi).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from flapjax.identify.data import Column, DataError, read_table
+
+WAVEFORM_COLUMNS = (
+    Column("frequency_hz", True, "flapping frequency [Hz]"),
+    Column("phase_rad", True, "stroke drive phase at the bin centre, in [0, 2 pi) [rad]"),
+    Column("fz_n", True, "phase-averaged vertical force [N]"),
+    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]"),
+    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]"),
+    Column("fx_n", False, "phase-averaged force along body x [N]"),
+    Column("fy_n", False, "phase-averaged force along body y [N]"),
+)
+
+#: Measured channels, in the order of the model's output columns.
+WAVEFORM_CHANNELS = ("fz_n", "fx_n", "fy_n")
+
+#: Fewest phase bins a condition may have (fewer cannot show a waveform).
+MIN_BINS = 4
+
+
+@dataclass(frozen=True)
+class StandWaveform:
+    """A checked phase-resolved stand record.
+
+    Attributes:
+      frequency: (n,) [Hz].
+      phase: (n,) bin centres of the stroke drive phase, in [0, 2 pi) [rad].
+      plate: (n, 2) plate angles (delta_p, delta_r) [rad] (0 where the file
+        has no plate column).
+      channels: channel name -> (n,) phase-averaged force [N] (``fz_n``
+        always; ``fx_n``, ``fy_n`` when the file holds them).
+      condition: (n,) index of each row's condition (see :attr:`conditions`).
+      source: where the record came from.
+    """
+
+    frequency: np.ndarray
+    phase: np.ndarray
+    plate: np.ndarray
+    channels: dict[str, np.ndarray]
+    condition: np.ndarray
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(self.frequency.shape[0])
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        return tuple(c for c in WAVEFORM_CHANNELS if c in self.channels)
+
+    @property
+    def n_conditions(self) -> int:
+        return int(self.condition.max()) + 1
+
+    def conditions(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(frequency (m,) [Hz], plate (m, 2) [rad])`` of the m conditions,
+        in the order they first appear in the record."""
+        first = np.array([np.nonzero(self.condition == c)[0][0] for c in range(self.n_conditions)])
+        return self.frequency[first], self.plate[first]
+
+    def targets(self) -> np.ndarray:
+        """(n, C) measured channels in :attr:`channel_names` order."""
+        return np.stack([self.channels[c] for c in self.channel_names], axis=1)
+
+
+def _condition_index(frequency: np.ndarray, plate: np.ndarray) -> np.ndarray:
+    """(n,) index of each row's (frequency, plate) condition, by first appearance."""
+    keys: dict[tuple[float, float, float], int] = {}
+    out = np.empty(frequency.shape[0], dtype=np.int64)
+    for i, key in enumerate(zip(frequency.tolist(), plate[:, 0].tolist(), plate[:, 1].tolist())):
+        out[i] = keys.setdefault(key, len(keys))
+    return out
+
+
+def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, source: str = "",
+                   **channels) -> StandWaveform:
+    """A :class:`StandWaveform` from arrays, with the checks a file gets:
+    equal lengths, finite values, positive frequencies, phases in
+    [0, 2 pi), no phase twice within a condition, at least :data:`MIN_BINS`
+    bins per condition. ``channels``: ``fx_n``, ``fy_n``."""
+    where = source or "stand waveform"
+    unknown = sorted(set(channels) - set(WAVEFORM_CHANNELS))
+    if unknown:
+        raise DataError(f"{where}: unknown channel(s) {unknown}; known: {list(WAVEFORM_CHANNELS)}")
+    f = np.asarray(frequency, dtype=float).reshape(-1)
+    n = f.shape[0]
+    theta = np.asarray(phase, dtype=float).reshape(-1)
+    cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
+    cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
+    plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
+    named = [("frequency_hz", f), ("phase_rad", theta), ("pitch_plate_rad", plates[0]),
+             ("roll_plate_rad", plates[1]), *cols.items()]
+    for name, arr in named:
+        if arr.shape[0] != n:
+            raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column 'frequency_hz' has {n}")
+        bad = np.nonzero(~np.isfinite(arr))[0]
+        if bad.size:
+            raise DataError(f"{where}: column {name!r}, row {bad[0] + 1}: NaN or inf")
+    if n == 0:
+        raise DataError(f"{where}: empty record: column 'frequency_hz', row 1 missing")
+    bad = np.nonzero(f <= 0)[0]
+    if bad.size:
+        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {f[bad[0]]!r}")
+    bad = np.nonzero((theta < 0) | (theta >= 2 * math.pi))[0]
+    if bad.size:
+        raise DataError(f"{where}: column 'phase_rad', row {bad[0] + 1}: the stroke phase must lie in [0, 2 pi), "
+                        f"got {theta[bad[0]]!r} (wrap it: phase mod 2 pi)")
+    plate = np.stack(plates, axis=1)
+    cond = _condition_index(f, plate)
+    for c in range(int(cond.max()) + 1):
+        rows = np.nonzero(cond == c)[0]
+        label = f"frequency {f[rows[0]]:g} Hz, plates ({plate[rows[0], 0]:g}, {plate[rows[0], 1]:g}) rad"
+        if rows.size < MIN_BINS:
+            raise DataError(f"{where}: column 'phase_rad': the condition of row {rows[0] + 1} ({label}) has "
+                            f"{rows.size} phase bin(s); at least {MIN_BINS} are needed")
+        order = np.argsort(theta[rows], kind="stable")
+        same = np.nonzero(np.diff(theta[rows][order]) <= 1e-9)[0]
+        if same.size:
+            r = rows[order[same[0] + 1]]
+            raise DataError(f"{where}: column 'phase_rad', row {r + 1}: phase {theta[r]!r} appears twice in the "
+                            f"condition {label}")
+    return StandWaveform(f, theta, plate, cols, cond, source)
+
+
+def load_stand_waveform(path: str | Path) -> StandWaveform:
+    """Read and check a phase-resolved stand record (CSV or NPZ; columns
+    :data:`WAVEFORM_COLUMNS`)."""
+    t = read_table(path, WAVEFORM_COLUMNS)
+    extra = {k: t[k] for k in WAVEFORM_CHANNELS[1:] if k in t}
+    return stand_waveform(t["frequency_hz"], t["phase_rad"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),
+                          roll_plate=t.get("roll_plate_rad"), source=str(path), **extra)
