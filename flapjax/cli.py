@@ -61,7 +61,8 @@ def identify(
     ),
     physical: bool = typer.Option(
         False, "--physical", help="With --data STAND.csv: also fit per-wing physical parameters through the "
-        "fixed-base rollout (slow)."
+        "fixed-base rollout (slow; cycle means fix the lift scale, barely the hinge stiffness and wing inertia: "
+        "a phase-resolved record with phase_rad fixes all three)."
     ),
 ) -> None:
     """Identify the flapper's models from simulations, or fit a measured data file.

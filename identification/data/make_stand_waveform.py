@@ -6,8 +6,9 @@ phase-averaged against the stroke drive: five conditions (25, 30, 35 and
 bins each, channels F_z, F_x, F_y, from the per-wing model
 (:func:`flapjax.identify.flapper.waveform.sensor_waveform`: aerodynamic force
 minus the rate of change of the robot's momentum) with the hidden values
-:data:`HIDDEN`, run longer than the fit runs (0.6 s, the last 0.3 s
-averaged), plus
+:data:`HIDDEN`, averaged over a longer steady stretch than the fit
+averages (1.2 s runs, the last 0.6 s averaged: 15 to 24 cycles, against the
+fit's 0.2 s), plus
 
 - a sensor offset per channel, drawn once per record (what is left of the
   zero after taring), standard deviation :data:`BIAS_STD`;
@@ -67,7 +68,7 @@ def clean_record(hidden: dict | None = None) -> dict[str, np.ndarray]:
     if key not in _CLEAN:
         cond = np.asarray(CONDITIONS)
         centres = np.tile((np.arange(N_BINS) + 0.5) * 2 * math.pi / N_BINS, (len(cond), 1))
-        ro = WaveformRollout.make(cond[:, 0], cond[:, 1:], centres, duration=0.6, discard=0.3)
+        ro = WaveformRollout.make(cond[:, 0], cond[:, 1:], centres, duration=1.2, discard=0.6)
         out = np.asarray(_predict_clean(ro, hidden))  # (m, B, 3): x, y, z
         cols = {"frequency_hz": np.repeat(cond[:, 0], N_BINS), "phase_rad": centres.ravel(),
                 "pitch_plate_rad": np.repeat(cond[:, 1], N_BINS), "roll_plate_rad": np.repeat(cond[:, 2], N_BINS),

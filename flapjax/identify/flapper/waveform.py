@@ -22,16 +22,16 @@ the record's phase bins over the whole cycles after a transient.
 channel by Levenberg-Marquardt with forward-mode Jacobians, weighting each
 channel by its residual standard deviation, with Gauss-Newton standard
 deviations and the prediction error on held-out conditions.
-:func:`run_waveform_identification` is ``flapjax identify --data FILE`` for
-such a record.
+:func:`flapjax.identify.flapper.waveform_report.run_waveform_identification`
+is ``flapjax identify --data FILE`` for such a record.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -39,21 +39,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.data import DataError
-from flapjax.identify.flapper.flight_lm import levenberg_marquardt
-from flapjax.identify.flapper.physical import nominal_physical, with_physical, with_wing_inertia
-from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
+from flapjax.identify.flapper.physical import (
+    nominal_physical,
+    with_physical,
+    with_wing_inertia,
+)
+from flapjax.identify.flapper.waveform_format import StandWaveform
 from flapjax.identify.losses import gauss_newton_covariance
 from flapjax.sim import flapper as fl
-from flapjax.sim import tree
 from flapjax.sim.rollout import remat
 from flapjax.validation import ConfigError
 
 __all__ = [
     "WAVEFORM_PARAMETERS",
     "WaveformRollout",
+    "bin_edges",
     "fit_waveform",
-    "run_waveform_identification",
+    "linear_momentum",
     "sensor_waveform",
+    "whole_cycles",
 ]
 
 #: Parameters :func:`fit_waveform` can fit (positive, fitted in log space):
@@ -75,19 +79,17 @@ class WaveformRollout(eqx.Module):
       params: batched FlapperParams, one world per condition (m).
       centres: (m, B) phase-bin centres per condition [rad]; NaN pads
         conditions with fewer bins.
-      mass: (nbody,) body masses [kg].
       n_steps, discard_steps: run length and transient (static).
     """
 
     robot: fl.FlapperRobot
     params: fl.FlapperParams
     centres: jax.Array
-    mass: jax.Array
     n_steps: int = eqx.field(static=True)
     discard_steps: int = eqx.field(static=True)
 
     @classmethod
-    def make(cls, frequencies, plates, centres, *, duration: float, discard: float, robot=None) -> "WaveformRollout":
+    def make(cls, frequencies, plates, centres, *, duration: float, discard: float, robot=None) -> WaveformRollout:
         robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
         n_steps = int(round(duration / robot.dt))
         discard_steps = int(round(discard / robot.dt))
@@ -95,8 +97,8 @@ class WaveformRollout(eqx.Module):
             raise ConfigError(f"discard: must lie in (0, duration={duration}) s, got {discard}")
         params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
                                  robot=robot)
-        return cls(robot=robot, params=params, centres=jnp.asarray(centres, dtype=robot.model.body_mass.dtype),
-                   mass=robot.model.body_mass, n_steps=n_steps, discard_steps=discard_steps)
+        return cls(robot=robot, params=params, centres=jnp.asarray(centres, dtype=robot.model.body_mass.dtype), n_steps=n_steps,
+                   discard_steps=discard_steps)
 
     def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
         """(m, B, 3) bin means of the sensor force (x, y, z; body axes at
@@ -106,11 +108,11 @@ class WaveformRollout(eqx.Module):
         if "wing_inertia_scale" in values:
             robot = with_wing_inertia(robot, values.pop("wing_inertia_scale"))
         params = with_physical(self.params, values)
-        return sensor_waveform(robot, params, self.centres, self.mass, self.n_steps, self.discard_steps)
+        return sensor_waveform(robot, params, self.centres, self.n_steps, self.discard_steps)
 
 
-def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: jax.Array, mass: jax.Array,
-                    n_steps: int, discard_steps: int) -> jax.Array:
+def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: jax.Array, n_steps: int,
+                    discard_steps: int) -> jax.Array:
     """(m, B, 3) phase-bin means of the force a tared sensor under the fixed
     robot reads, ``F_aero - dP/dt`` with ``P = sum_i m_i v_i`` the bodies'
     linear momentum [N], for the m worlds of
@@ -129,19 +131,10 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
     state = jax.vmap(lambda p: fl.init_state(robot, p))(params)
     one_step = jax.vmap(lambda p, s: fl.step(robot, p, s))
 
-    root = np.asarray(robot.model.body_rootid)
-
-    def momentum(d) -> jax.Array:
-        """(3,) linear momentum sum_i m_i v_i of the bodies' centres of mass
-        [kg m/s] from ``cvel`` (velocity at the root's subtree CoM)."""
-        w, v = d.cvel[:, :3], d.cvel[:, 3:]
-        v_com = v + jnp.cross(w, d.xipos - d.subtree_com[root])
-        return mass @ v_com
-
     def body(s, _):
         new, dg = one_step(params, s)
         # new.data holds the kinematics and velocities of the step's start, when the force was computed
-        return new, (dg.force_world, jax.vmap(momentum)(new.data))
+        return new, (dg.force_world, jax.vmap(lambda d: linear_momentum(robot.model, d))(new.data))
 
     _, (force, p) = jax.lax.scan(remat(body), state, None, length=n_steps + 1)
     dp_dt = (p[2:] - p[:-2]) / (2.0 * dt)  # steps 1 .. n_steps - 1
@@ -163,6 +156,16 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
 
     return jax.vmap(bins, in_axes=(0, 0, 0, 0, 0, 1))(params.stroke.frequency, params.stroke.phase,
                                                       state.phase_offset, lo, hi, reading)
+
+
+def linear_momentum(m, d) -> jax.Array:
+    """(3,) linear momentum ``sum_i m_i v_i`` of the bodies' centres of mass
+    [kg m/s], world frame, from ``d.cvel`` (``[w; v]``, ``v`` the velocity at
+    the subtree CoM of the body's root, MJX's convention) and ``d.xipos``."""
+    root = np.asarray(m.body_rootid)
+    w, v = d.cvel[:, :3], d.cvel[:, 3:]
+    v_com = v + jnp.cross(w, d.xipos - d.subtree_com[root])
+    return m.body_mass.astype(v_com.dtype) @ v_com
 
 
 def whole_cycles(frequency: jax.Array, n_steps: int, discard_steps: int, dt: float) -> jax.Array:
@@ -231,6 +234,45 @@ def _predict(x: jax.Array, prob: _Problem) -> jax.Array:
 @eqx.filter_jit
 def _predict_jacobian(x: jax.Array, prob: _Problem) -> tuple[jax.Array, jax.Array]:
     return prob.predict(x), jax.jacfwd(prob.predict)(x)
+
+
+def _gauss_newton(model, model_jacobian, y, scale, lv, *, max_iterations: int, max_tries: int = 8):
+    """Levenberg-Marquardt on the channel-weighted residuals ``(model(lv) +
+    offset - y) / scale`` with the offsets profiled out (each channel's
+    offset is its mean residual, so the steps use the Jacobian with its
+    channel means removed); host float64 arithmetic on the model's
+    predictions. Returns ``(lv, iterations, reason)``; stops when every step
+    component is below 1e-3 of its standard deviation."""
+
+    def cost(pred):
+        r = (y - pred) / scale
+        return 0.5 * float(np.sum((r - r.mean(axis=0)) ** 2))
+
+    lam, reason = 1e-3, f"max_iterations={max_iterations}"
+    pred, jac = model_jacobian(lv)
+    c = cost(pred)
+    for it in range(max_iterations):
+        r = (pred - y) / scale
+        r = (r - r.mean(axis=0)).ravel()
+        jc = jac / scale[None, :, None]
+        jc = (jc - jc.mean(axis=0, keepdims=True)).reshape(-1, lv.size)
+        jtj, g = jc.T @ jc, jc.T @ r
+        std = np.sqrt(np.clip(np.diag(np.linalg.pinv(jtj)), 1e-300, None))
+        for _ in range(max_tries):
+            step = np.linalg.solve(jtj + lam * np.diag(np.maximum(np.diag(jtj), 1e-300)), -g)
+            c_new = cost(model(lv + step))
+            if math.isfinite(c_new) and c_new <= c:
+                break
+            lam *= 10.0
+        else:
+            return lv, it, f"no decrease at iteration {it} (at the cost's resolution)"
+        lv = lv + step
+        lam = max(lam / 10.0, 1e-9)
+        pred, jac = model_jacobian(lv)
+        c = cost(pred)
+        if np.all(np.abs(step) < 1e-3 * std):
+            return lv, it + 1, f"converged in {it + 1} iteration(s) (steps below 1e-3 sigma)"
+    return lv, max_iterations, reason
 
 
 def _split_rows(cond: np.ndarray, n_conditions: int, holdout_every: int) -> np.ndarray:
@@ -320,35 +362,33 @@ def fit_waveform(
                     nominal={k: jnp.asarray(nominal[k]) for k in parameters})
     p = len(parameters)
     fy = y[fit_rows]
-    E = np.kron(np.ones((fy.shape[0], 1)), np.eye(len(channels)))  # d residual / d offset, before scaling
 
-    def residual_fn(x, scale):
-        pred = np.asarray(_predict(jnp.asarray(x[:p]), prob))[fit_rows]
-        return jnp.asarray(((pred + np.asarray(x[p:]) - fy) / scale).ravel())
+    def model(lv):
+        return np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float)[fit_rows]
 
-    def jac_fn(x, scale):
-        _, jac = _predict_jacobian(jnp.asarray(x[:p]), prob)
-        jac = np.asarray(jac)[fit_rows] / scale[None, :, None]  # (n_fit, C, p)
-        return jnp.asarray(np.concatenate([jac.reshape(-1, p), E / np.tile(scale, fy.shape[0])[:, None]], axis=1))
+    def model_jacobian(lv):
+        pred, jac = _predict_jacobian(jnp.asarray(lv, dtype=jnp.float32), prob)
+        return np.asarray(pred, dtype=float)[fit_rows], np.asarray(jac, dtype=float)[fit_rows]
 
-    x = np.concatenate([np.zeros(p), np.mean(fy, axis=0) - np.mean(np.asarray(_predict(jnp.zeros(p), prob))[fit_rows], axis=0)])
     scale = np.maximum(np.std(fy, axis=0), 1e-12)
-    iterations, reasons = 0, []
+    lv, iterations, reasons = np.zeros(p), 0, []
     for pass_ in (1, 2):
-        x, r, J, it, _, reason = levenberg_marquardt(residual_fn, jnp.asarray(x), max_iterations=max_iterations,
-                                                     args=(scale,), jac_fn=jac_fn)
-        x = np.asarray(x, dtype=float)
+        lv, it, reason = _gauss_newton(model, model_jacobian, fy, scale, lv, max_iterations=max_iterations)
         iterations += it
         reasons.append(reason)
-        res = (np.asarray(r).reshape(fy.shape) * scale)
-        dof_share = 1.0 - n_unknown / n_fit
-        sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * dof_share))
+        res = fy - model(lv)
+        res -= res.mean(axis=0)  # the offsets take the channel means
+        sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * (1.0 - n_unknown / n_fit)))
         say(f"  pass {pass_}: {it} iteration(s), residual std " +
             ", ".join(f"{c} {s:.2e} N" for c, s in zip(channels, sigma)))
         scale = np.maximum(sigma, 1e-12)
-    # curvature at the optimum with the final weights
-    r = residual_fn(x, scale)
-    J = jac_fn(x, scale)
+    # curvature at the optimum with the final weights, offsets as parameters
+    pred, jac = model_jacobian(lv)
+    off = np.mean(fy - pred, axis=0)
+    x = np.concatenate([lv, off])
+    r = ((pred + off - fy) / scale).ravel()
+    E = np.kron(np.ones((fy.shape[0], 1)), np.diag(1.0 / scale))  # d r / d offset
+    J = np.concatenate([(jac / scale[None, :, None]).reshape(-1, p), E], axis=1)
     cov, s2 = gauss_newton_covariance(r, J)
     std_x = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     denom = np.outer(std_x, std_x)
@@ -358,7 +398,7 @@ def fit_waveform(
     offset_names = [f"{c.split('_')[0]}_offset" for c in channels]
     offsets = {k: float(x[p + j]) for j, k in enumerate(offset_names)}
     offsets_std = {k: float(std_x[p + j]) for j, k in enumerate(offset_names)}
-    fitted = np.asarray(_predict(jnp.asarray(x[:p]), prob)) + x[p:]
+    fitted = np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float) + off
     validation = {}
     held = ~fit_rows
     if held.any():

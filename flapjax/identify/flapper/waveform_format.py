@@ -118,11 +118,11 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
         raise DataError(f"{where}: empty record: column 'frequency_hz', row 1 missing")
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
-        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {f[bad[0]]!r}")
+        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {float(f[bad[0]])!r}")
     bad = np.nonzero((theta < 0) | (theta >= 2 * math.pi))[0]
     if bad.size:
         raise DataError(f"{where}: column 'phase_rad', row {bad[0] + 1}: the stroke phase must lie in [0, 2 pi), "
-                        f"got {theta[bad[0]]!r} (wrap it: phase mod 2 pi)")
+                        f"got {float(theta[bad[0]])!r} (wrap it: phase mod 2 pi)")
     plate = np.stack(plates, axis=1)
     cond = _condition_index(f, plate)
     for c in range(int(cond.max()) + 1):
@@ -135,7 +135,7 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
         same = np.nonzero(np.diff(theta[rows][order]) <= 1e-9)[0]
         if same.size:
             r = rows[order[same[0] + 1]]
-            raise DataError(f"{where}: column 'phase_rad', row {r + 1}: phase {theta[r]!r} appears twice in the "
+            raise DataError(f"{where}: column 'phase_rad', row {r + 1}: phase {float(theta[r])!r} appears twice in the "
                             f"condition {label}")
     return StandWaveform(f, theta, plate, cols, cond, source)
 

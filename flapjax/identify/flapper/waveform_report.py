@@ -5,9 +5,9 @@ record (:func:`~flapjax.identify.flapper.waveform.fit_waveform`) and write
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
