@@ -187,3 +187,23 @@ def test_hidden_values_are_covered_over_noise_seeds():
     assert np.all(z < 3.5), z  # no estimate far outside its interval
     assert np.mean(z <= 2.0) >= 0.75, z
     assert np.sqrt(np.mean(z**2)) > 0.3, z  # the intervals are not inflated
+
+
+def test_identified_values_apply_to_robot_and_params():
+    from flapjax.identify.flapper.physical import apply_physical
+    from flapjax.sim import flapper as fl
+
+    robot = fl.make_robot("fixed", "wing", backend="rigid")
+    params = fl.default_params(robot)
+    r2, p2 = apply_physical(robot, params, {"lift_scale": 0.75, "hinge_stiffness": 3.3e-4, "wing_inertia_scale": 0.85})
+    wings = np.asarray(robot.wing_bodies)
+    np.testing.assert_allclose(np.asarray(r2.model.body_inertia)[wings], 0.85 * np.asarray(robot.model.body_inertia)[wings],
+                               rtol=1e-6)
+    others = np.setdiff1d(np.arange(robot.model.nbody), wings)
+    np.testing.assert_array_equal(np.asarray(r2.model.body_inertia)[others], np.asarray(robot.model.body_inertia)[others])
+    assert float(p2.aero.lift_scale) == pytest.approx(0.75) and float(p2.hinge.stiffness) == pytest.approx(3.3e-4)
+    assert float(p2.hinge.damping) == float(params.hinge.damping)
+    with pytest.raises(Exception, match="unknown per-wing parameter 'k_f'"):
+        apply_physical(robot, params, {"k_f": 1.6e-4})
+    with pytest.raises(Exception, match="hinge_stiffness must be > 0"):
+        apply_physical(robot, params, {"hinge_stiffness": -1.0})

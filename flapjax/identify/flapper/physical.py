@@ -219,6 +219,25 @@ def with_wing_inertia(robot: fl.FlapperRobot, scale: jax.Array) -> fl.FlapperRob
     return eqx.tree_at(lambda r: r.model.body_inertia, robot, new)
 
 
+def apply_physical(robot: fl.FlapperRobot, params: fl.FlapperParams,
+                   values: Mapping[str, float]) -> tuple[fl.FlapperRobot, fl.FlapperParams]:
+    """``(robot, params)`` with identified per-wing values applied:
+    ``wing_inertia_scale`` on the robot's wing inertia, the others
+    (:func:`with_physical`: lift and moment scale, hinge stiffness and
+    damping) on ``params``; e.g. the ``per_wing.json`` that ``flapjax
+    identify --data RECORD.csv`` writes for a phase-resolved stand record.
+    Raises :class:`ConfigError` for an unknown name or a non-positive value."""
+    values = dict(values)
+    for name, v in values.items():
+        if name not in STAND_PHYSICAL_PARAMETERS:
+            raise ConfigError(f"values: unknown per-wing parameter {name!r}; known: {list(STAND_PHYSICAL_PARAMETERS)}")
+        if not float(v) > 0:
+            raise ConfigError(f"values: {name} must be > 0, got {v!r}")
+    if "wing_inertia_scale" in values:
+        robot = with_wing_inertia(robot, jnp.asarray(float(values.pop("wing_inertia_scale"))))
+    return robot, with_physical(params, {k: float(v) for k, v in values.items()})
+
+
 class StandRollout(eqx.Module):
     """Cycle-mean loads of fixed-base worlds at a stand table's conditions as
     a differentiable function of per-wing physical parameters.

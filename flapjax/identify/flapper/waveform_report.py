@@ -63,7 +63,9 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
     record at ``path`` (options: :func:`fit_waveform`) and write
     ``out_dir/results.json`` (every value ``name`` with ``name_std``, the
     sensor offsets, the held-out conditions' prediction error, residual
-    standard deviations, correlations) and ``waveform_fit.png``."""
+    standard deviations, correlations), ``per_wing.json`` (the fitted values
+    alone, for :func:`flapjax.identify.flapper.physical.apply_physical`) and
+    ``waveform_fit.png``."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     with lock_output_dir(out, name="out"):
@@ -89,6 +91,7 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
         results.update({k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
                                             "conditions", "channels", "iterations", "reason", "duration",
                                             "discard", "start")})
+        write_json(out / "per_wing.json", res["values"])
         results["plots"] = [plot.name]
         results["seconds"] = time.perf_counter() - t0
         results["versions"] = versions()
