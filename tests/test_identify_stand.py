@@ -188,3 +188,19 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     assert abs(est - truth) < max(3 * std, 0.01 * truth), (est, truth, std)
     assert phys["channels"] == ["fz_n"] and len(phys["fitted"]) == 2
     assert json.loads((tmp_path / "out" / "results.json").read_text())["physical"]["values"]["lift_scale"] == est
+    assert "notes" not in phys  # a well-determined lift scale draws no warning
+
+
+@pytest.mark.slow
+def test_cycle_means_leave_hinge_stiffness_and_inertia_open(tmp_path):
+    """The sample table's per-wing fit: the lift scale to about a percent,
+    the hinge stiffness and the wing inertia with standard deviations above
+    half their values, and a note that says so and names the record that
+    determines them."""
+    said = []
+    res = S.run_stand_identification(SAMPLE, tmp_path / "out", echo=said.append, physical=True)
+    phys = res["physical"]
+    assert phys["relative_std"]["lift_scale"] < 0.05
+    assert phys["relative_std"]["hinge_stiffness"] > 0.5 and phys["relative_std"]["wing_inertia_scale"] > 0.5
+    assert "hinge_stiffness, wing_inertia_scale" in phys["notes"][0] and "phase_rad" in phys["notes"][0]
+    assert any(line.startswith("note: hinge_stiffness") for line in said)

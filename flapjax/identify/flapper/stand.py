@@ -152,6 +152,12 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             results["physical"] = phys
             for n, v in phys["values"].items():
                 echo(f"  {n:<16} {v:.5e} +- {phys['std'][n]:.2e}")
+            loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
+            if loose:
+                phys["notes"] = [f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
+                                 "not determine it. A phase-resolved stand record (a phase_rad column, see "
+                                 "docs/data_formats.md) does."]
+                echo(f"note: {phys['notes'][0]}")
         results["seconds"] = time.perf_counter() - t0
         results["versions"] = versions()
         write_json(out / "results.json", results)
