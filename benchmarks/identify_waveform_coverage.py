@@ -65,8 +65,8 @@ def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
         seconds.append(time.perf_counter() - t0)
         values = {**res["values"], **res["offsets"]}
         std = {**res["std"], **res["offsets_std"]}
-        for name in values:
-            zi = (values[name] - truth[name]) / std[name]
+        for name, value in values.items():
+            zi = (value - truth[name]) / std[name]
             z.setdefault(name, []).append(float(zi))
             hits[name] = hits.get(name, 0) + int(abs(zi) <= k_sigma)
         for ch, v in res["validation"].items():

@@ -91,14 +91,14 @@ class WaveformRollout(eqx.Module):
     @classmethod
     def make(cls, frequencies, plates, centres, *, duration: float, discard: float, robot=None) -> WaveformRollout:
         robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
-        n_steps = int(round(duration / robot.dt))
-        discard_steps = int(round(discard / robot.dt))
+        n_steps = round(duration / robot.dt)
+        discard_steps = round(discard / robot.dt)
         if not 1 <= discard_steps < n_steps:
             raise ConfigError(f"discard: must lie in (0, duration={duration}) s, got {discard}")
         params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
                                  robot=robot)
-        return cls(robot=robot, params=params, centres=jnp.asarray(centres, dtype=robot.model.body_mass.dtype), n_steps=n_steps,
-                   discard_steps=discard_steps)
+        centres = jnp.asarray(centres, dtype=robot.model.body_mass.dtype)
+        return cls(robot=robot, params=params, centres=centres, n_steps=n_steps, discard_steps=discard_steps)
 
     def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
         """(m, B, 3) bin means of the sensor force (x, y, z; body axes at
@@ -251,6 +251,9 @@ def _gauss_newton(model, model_jacobian, y, scale, lv, *, max_iterations: int, m
     lam, reason = 1e-3, f"max_iterations={max_iterations}"
     pred, jac = model_jacobian(lv)
     c = cost(pred)
+    if not (math.isfinite(c) and np.all(np.isfinite(jac))):
+        raise ConfigError("start: the fixed-base rollout gives non-finite readings at the start values "
+                          f"{np.exp(lv).tolist()} x nominal; choose other start values (start=...)")
     for it in range(max_iterations):
         r = (pred - y) / scale
         r = (r - r.mean(axis=0)).ravel()
