@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import math
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from benchmarks.coverage import Coverage, report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_PARAMETERS = ("k_f", "k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")
@@ -48,10 +46,7 @@ def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
     from flapjax.identify.flapper.stand import fit_stand, stand_data
 
     gen = load_generator()
-    hits: dict[str, int] = {}
-    z: dict[str, list[float]] = {}
-    val_sigma: dict[str, list[float]] = {}
-    seconds = []
+    cov = Coverage(k_sigma=k_sigma)
     for seed in seeds:
         cols, truth = gen.make_stand_table(seed)
         data = stand_data(cols["frequency_hz"], cols["fz_n"], pitch_plate=cols["pitch_plate_rad"],
@@ -59,25 +54,11 @@ def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
                           **{k: cols[k] for k in ("fx_n", "fy_n", "mx_nm", "my_nm")})
         t0 = time.perf_counter()
         res = fit_stand(data)
-        seconds.append(time.perf_counter() - t0)
-        for name in res.names:
-            zi = (res.values[name] - truth[name]) / res.std[name]
-            z.setdefault(name, []).append(float(zi))
-            hits[name] = hits.get(name, 0) + int(abs(zi) <= k_sigma)
+        cov.seconds.append(time.perf_counter() - t0)
+        cov.add({n: res.values[n] for n in res.names}, res.std, truth)
         for ch, v in res.validation.items():
-            val_sigma.setdefault(ch, []).append(v["rms_over_sigma"])
-    n = len(list(seeds))
-    return {
-        "seeds": n,
-        "k_sigma": k_sigma,
-        "covered": hits,
-        "z_rms": {k: float(np.sqrt(np.mean(np.square(v)))) for k, v in z.items()},
-        "z": z,
-        "validation_rms_over_sigma_mean": {k: float(np.mean(v)) for k, v in val_sigma.items()},
-        "pooled_coverage": float(sum(hits.values()) / (n * len(hits))),
-        "fit_seconds_first": seconds[0],
-        "fit_seconds_median_after_first": float(np.median(seconds[1:])) if n > 1 else math.nan,
-    }
+            cov.add_validation(ch, v["rms_over_sigma"])
+    return cov.summary()
 
 
 def main(argv=None) -> int:
@@ -87,31 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = ap.parse_args(argv)
     out = coverage(range(args.first, args.first + args.seeds))
-    need = math.ceil(0.95 * args.seeds)
-    print(f"stand fit, {out['seeds']} noise seeds, hidden value within +-{out['k_sigma']:g} sigma:")
-    print(f"{'parameter':<16}{'covered':>10}{'z rms':>8}")
-    for name, h in out["covered"].items():
-        print(f"{name:<16}{h:>6} / {out['seeds']:<3}{out['z_rms'][name]:>8.2f}")
-    print(f"pooled coverage {100 * out['pooled_coverage']:.1f} % (nominal 95.4 %)")
-    print("held-out error / residual std, mean over seeds: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in out["validation_rms_over_sigma_mean"].items()))
-    print(f"fit time: first {out['fit_seconds_first']:.1f} s (compilation), then "
-          f"{out['fit_seconds_median_after_first']:.2f} s per table")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
-    short = [k for k in MODEL_PARAMETERS if k in out["covered"] and out["covered"][k] < need]
-    if short:
-        print(f"per-parameter: {short} covered in fewer than {need} of {args.seeds} seeds")
-    else:
-        print(f"per-parameter: every model parameter covered in at least {need} of {args.seeds} seeds")
-    from scipy.stats import chi2
-
-    lo, hi = (math.sqrt(chi2.ppf(q, args.seeds) / args.seeds) for q in (0.0005, 0.9995))
-    off = [k for k, v in out["z_rms"].items() if not lo <= v <= hi]
-    ok = out["pooled_coverage"] >= 0.90 and not off
-    print(f"calibration: pooled coverage {100 * out['pooled_coverage']:.1f} % (>= 90 %), z rms band "
-          f"[{lo:.2f}, {hi:.2f}]{'' if not off else f', outside: {off}'} -> {'ok' if ok else 'FAIL'}")
-    return 0 if ok else 1
+    return report(out, title="stand fit", per_parameter=MODEL_PARAMETERS, json_path=args.json)
 
 
 if __name__ == "__main__":

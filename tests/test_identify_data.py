@@ -168,3 +168,29 @@ def test_duplicate_header_column(tmp_path):
     p = _write(tmp_path, "frequency_hz,fz_n,fz_n\n20,1,1\n")
     msg = _raises(p)
     assert "column 'fz_n' appears twice" in msg
+
+
+def test_written_tables_read_back(tmp_path):
+    from flapjax.identify.data import write_table
+
+    cols = {"frequency_hz": np.array([20.0, 30.5]), "phase_rad": np.array([0.1, 6.2]),
+            "fz_n": np.array([0.0661234567891, -1.5e-4])}
+    path = tmp_path / "t.csv"
+    write_table(path, cols, comment="made here\nsecond line")
+    text = path.read_text()
+    assert text.startswith("# made here\n# second line\nfrequency_hz,phase_rad,fz_n\n")
+    back = read_table(path, [Column("frequency_hz"), Column("phase_rad"), Column("fz_n")])
+    for k, v in cols.items():
+        np.testing.assert_allclose(back[k], v, rtol=1e-8)
+
+
+def test_arrays_are_checked_like_files():
+    from flapjax.identify.data import check_arrays
+
+    assert check_arrays("here", [("a_s", np.zeros(3)), ("b_m", np.ones(3))]) == 3
+    with pytest.raises(DataError, match=r"here: column 'b_m' has 2 rows, column 'a_s' has 3"):
+        check_arrays("here", [("a_s", np.zeros(3)), ("b_m", np.ones(2))])
+    with pytest.raises(DataError, match=r"here: column 'b_m', row 2: NaN or inf"):
+        check_arrays("here", [("a_s", np.zeros(3)), ("b_m", np.array([0.0, np.inf, 1.0]))])
+    with pytest.raises(DataError, match=r"here: empty table: column 'a_s', row 1 missing"):
+        check_arrays("here", [("a_s", np.zeros(0))])

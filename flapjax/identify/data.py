@@ -28,15 +28,15 @@ import csv
 import io
 import math
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from flapjax.validation import ConfigError
 
-__all__ = ["Column", "DataError", "column_names", "read_table", "split_unit"]
+__all__ = ["Column", "DataError", "check_arrays", "column_names", "read_table", "split_unit", "write_table"]
 
 
 class DataError(ConfigError):
@@ -277,3 +277,36 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
     if time_column is not None:
         _check_time(p, time_column, table[time_column], lines)
     return table
+
+
+def check_arrays(where: str, named: Sequence[tuple[str, np.ndarray]]) -> int:
+    """Check columns given as arrays the way a file's are: every array as
+    long as the first, all finite, at least one row. ``named``: ``(column
+    name, 1-D array)`` pairs, the first the reference. Returns the row
+    count; raises :class:`DataError` naming ``where``, the column and the
+    1-based row."""
+    first, ref = named[0]
+    n = ref.shape[0]
+    for name, arr in named:
+        if arr.shape[0] != n:
+            raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column {first!r} has {n}")
+        bad = np.nonzero(~np.isfinite(arr))[0]
+        if bad.size:
+            raise DataError(f"{where}: column {name!r}, row {bad[0] + 1}: NaN or inf")
+    if n == 0:
+        raise DataError(f"{where}: empty table: column {first!r}, row 1 missing")
+    return n
+
+
+def write_table(path: str | Path, columns: dict[str, np.ndarray], comment: str = "") -> None:
+    """Write ``columns`` (name -> (N,) values, file order) as a CSV table
+    that :func:`read_table` reads: ``comment`` as ``#`` lines, the header,
+    one row per sample; angles and frequencies (``_rad``, ``_hz``) with 8
+    significant digits, other values in exponent form with 9."""
+    names = list(columns)
+    lines = [f"# {line}" for line in comment.splitlines()]
+    lines.append(",".join(names))
+    for i in range(len(columns[names[0]])):
+        lines.append(",".join(f"{columns[k][i]:.8g}" if k.endswith(("_hz", "_rad")) else f"{columns[k][i]:.8e}"
+                              for k in names))
+    Path(path).write_text("\n".join(lines) + "\n")

@@ -82,19 +82,9 @@ def make_stand_table(seed: int = 0, hidden: dict | None = None) -> tuple[dict[st
     return columns, truth
 
 
-def write_csv(path: str | Path, columns: dict[str, np.ndarray], comment: str = "") -> None:
-    """Write ``columns`` as a stand CSV (``#`` comment lines first)."""
-    names = list(columns)
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines.append(",".join(names))
-    n = len(columns[names[0]])
-    for i in range(n):
-        lines.append(",".join(f"{columns[k][i]:.6g}" if k.endswith(("_hz", "_rad")) else f"{columns[k][i]:.8e}"
-                              for k in names))
-    Path(path).write_text("\n".join(lines) + "\n")
-
-
 def main(argv=None) -> None:
+    from flapjax.identify.data import write_table
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("stand_sample.csv"))
@@ -103,7 +93,7 @@ def main(argv=None) -> None:
     comment = (f"Sample thrust-stand table made by identification/data/make_stand_data.py --seed {args.seed}.\n"
                "One row per condition: cycle means of a six-axis force/torque sensor; moments about the\n"
                "robot's centre of mass, body axes. Hidden values, offsets and noise levels: the .hidden.json file.")
-    write_csv(args.out, columns, comment)
+    write_table(args.out, columns, comment)
     sidecar = args.out.with_name(args.out.stem + ".hidden.json")
     sidecar.write_text(json.dumps(truth, indent=1) + "\n")
     print(f"wrote {args.out} ({len(columns['frequency_hz'])} rows) and {sidecar}")

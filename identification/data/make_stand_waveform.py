@@ -92,18 +92,9 @@ def make_waveform_record(seed: int = 0, hidden: dict | None = None) -> tuple[dic
     return cols, truth
 
 
-def write_csv(path: str | Path, columns: dict[str, np.ndarray], comment: str = "") -> None:
-    """Write ``columns`` as a CSV (``#`` comment lines first)."""
-    names = list(columns)
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines.append(",".join(names))
-    for i in range(len(columns[names[0]])):
-        lines.append(",".join(f"{columns[k][i]:.8g}" if k.endswith(("_hz", "_rad")) else f"{columns[k][i]:.8e}"
-                              for k in names))
-    Path(path).write_text("\n".join(lines) + "\n")
-
-
 def main(argv=None) -> None:
+    from flapjax.identify.data import write_table
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("stand_waveform_sample.csv"))
@@ -113,7 +104,7 @@ def main(argv=None) -> None:
                "One row per (condition, phase bin): the force sensor's reading under the fixed robot averaged in\n"
                "bins of the stroke drive phase (stroke of the left wing = A sin(phase)), body axes, tared.\n"
                "Hidden values, offsets and noise levels: the .hidden.json file.")
-    write_csv(args.out, columns, comment)
+    write_table(args.out, columns, comment)
     sidecar = args.out.with_name(args.out.stem + ".hidden.json")
     sidecar.write_text(json.dumps(truth, indent=1) + "\n")
     print(f"wrote {args.out} ({len(columns['frequency_hz'])} rows) and {sidecar}")

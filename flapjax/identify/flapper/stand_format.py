@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, read_table
+from flapjax.identify.data import Column, DataError, check_arrays, read_table
 
 STAND_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -76,15 +76,8 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
     plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
     where = source or "stand data"
-    named = [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]), *cols.items()]
-    for name, arr in named:
-        if arr.shape[0] != n:
-            raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column 'frequency_hz' has {n}")
-        bad = np.nonzero(~np.isfinite(arr))[0]
-        if bad.size:
-            raise DataError(f"{where}: column {name!r}, row {bad[0] + 1}: NaN or inf")
-    if n == 0:
-        raise DataError(f"{where}: empty table: column 'frequency_hz', row 1 missing")
+    check_arrays(where, [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]),
+                         *cols.items()])
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
         raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, read_table
+from flapjax.identify.data import Column, DataError, check_arrays, read_table
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -106,16 +106,8 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
     cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
     cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
     plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
-    named = [("frequency_hz", f), ("phase_rad", theta), ("pitch_plate_rad", plates[0]),
-             ("roll_plate_rad", plates[1]), *cols.items()]
-    for name, arr in named:
-        if arr.shape[0] != n:
-            raise DataError(f"{where}: column {name!r} has {arr.shape[0]} rows, column 'frequency_hz' has {n}")
-        bad = np.nonzero(~np.isfinite(arr))[0]
-        if bad.size:
-            raise DataError(f"{where}: column {name!r}, row {bad[0] + 1}: NaN or inf")
-    if n == 0:
-        raise DataError(f"{where}: empty record: column 'frequency_hz', row 1 missing")
+    check_arrays(where, [("frequency_hz", f), ("phase_rad", theta), ("pitch_plate_rad", plates[0]),
+                         ("roll_plate_rad", plates[1]), *cols.items()])
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
         raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {float(f[bad[0]])!r}")
