@@ -13,12 +13,26 @@ nor too wide).
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_generator(name: str):
+    """The sample-data script ``identification/data/<name>.py`` as a module
+    (it is a file, not a package)."""
+    path = ROOT / "identification" / "data" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @dataclass
@@ -88,3 +102,16 @@ def report(out: dict, *, title: str, per_parameter: tuple[str, ...], json_path: 
     print(f"calibration: pooled coverage {100 * out['pooled_coverage']:.1f} % (>= 90 %), z rms band "
           f"[{lo:.2f}, {hi:.2f}]{'' if not off else f', outside: {off}'} -> {'ok' if ok else 'FAIL'}")
     return 0 if ok else 1
+
+
+def main(coverage, argv=None, *, description: str, title: str, per_parameter: tuple[str, ...],
+         unit: str = "table") -> int:
+    """Command line of a coverage benchmark: ``--seeds N --first K --json
+    FILE``; ``coverage(seeds)`` returns a :meth:`Coverage.summary`."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first", type=int, default=0, help="first noise seed")
+    ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    args = ap.parse_args(argv)
+    out = coverage(range(args.first, args.first + args.seeds))
+    return report(out, title=title, per_parameter=per_parameter, json_path=args.json, unit=unit)

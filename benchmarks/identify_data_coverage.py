@@ -20,32 +20,20 @@ neither too narrow nor too wide).
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
-from benchmarks.coverage import Coverage, report
+from benchmarks.coverage import Coverage, load_generator
+from benchmarks.coverage import main as coverage_main
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL_PARAMETERS = ("k_f", "k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")
-
-
-def load_generator():
-    """The sample-data script as a module (it is a file, not a package)."""
-    path = ROOT / "identification" / "data" / "make_stand_data.py"
-    spec = importlib.util.spec_from_file_location("make_stand_data", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
     """Per-parameter coverage, z-scores and the held-out errors over ``seeds``."""
     from flapjax.identify.flapper.stand import fit_stand, stand_data
 
-    gen = load_generator()
+    gen = load_generator("make_stand_data")
     cov = Coverage(k_sigma=k_sigma)
     for seed in seeds:
         cols, truth = gen.make_stand_table(seed)
@@ -62,13 +50,8 @@ def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="2-sigma coverage of the stand fit over noise seeds")
-    ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--first", type=int, default=0, help="first noise seed")
-    ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
-    args = ap.parse_args(argv)
-    out = coverage(range(args.first, args.first + args.seeds))
-    return report(out, title="stand fit", per_parameter=MODEL_PARAMETERS, json_path=args.json)
+    return coverage_main(coverage, argv, description="2-sigma coverage of the stand fit over noise seeds",
+                         title="stand fit", per_parameter=MODEL_PARAMETERS)
 
 
 if __name__ == "__main__":

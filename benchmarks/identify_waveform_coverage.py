@@ -17,25 +17,13 @@ one, which sets the exit code.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
-from benchmarks.coverage import Coverage, report
+from benchmarks.coverage import Coverage, load_generator
+from benchmarks.coverage import main as coverage_main
 
-ROOT = Path(__file__).resolve().parent.parent
 PHYSICAL = ("lift_scale", "hinge_stiffness", "wing_inertia_scale")
-
-
-def load_generator():
-    """The sample-record script as a module (it is a file, not a package)."""
-    path = ROOT / "identification" / "data" / "make_stand_waveform.py"
-    spec = importlib.util.spec_from_file_location("make_stand_waveform", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
@@ -44,7 +32,7 @@ def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
     from flapjax.identify.flapper.waveform_format import stand_waveform
     from flapjax.sim import flapper as fl
 
-    gen = load_generator()
+    gen = load_generator("make_stand_waveform")
     robot = fl.make_robot("fixed", "wing", backend="rigid")
     cov = Coverage(k_sigma=k_sigma)
     for seed in seeds:
@@ -64,14 +52,8 @@ def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="2-sigma coverage of the phase-resolved stand fit over noise seeds")
-    ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--first", type=int, default=0, help="first noise seed")
-    ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
-    args = ap.parse_args(argv)
-    out = coverage(range(args.first, args.first + args.seeds))
-    return report(out, title="phase-resolved stand fit", per_parameter=PHYSICAL, json_path=args.json,
-                  unit="record")
+    return coverage_main(coverage, argv, title="phase-resolved stand fit", per_parameter=PHYSICAL, unit="record",
+                         description="2-sigma coverage of the phase-resolved stand fit over noise seeds")
 
 
 if __name__ == "__main__":

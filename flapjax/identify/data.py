@@ -36,7 +36,8 @@ import numpy as np
 
 from flapjax.validation import ConfigError
 
-__all__ = ["Column", "DataError", "check_arrays", "column_names", "read_table", "split_unit", "write_table"]
+__all__ = ["ChannelTable", "Column", "DataError", "check_arrays", "column_names", "read_table", "split_unit",
+           "write_sample", "write_table"]
 
 
 class DataError(ConfigError):
@@ -51,6 +52,26 @@ class Column:
     name: str
     required: bool = True
     description: str = ""
+
+
+class ChannelTable:
+    """What the checked measured tables share: ``frequency`` (n,) and
+    ``channels`` (name -> (n,) values), measured channels listed in the
+    class's :attr:`CHANNEL_ORDER`."""
+
+    CHANNEL_ORDER: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return int(self.frequency.shape[0])
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        return tuple(c for c in self.CHANNEL_ORDER if c in self.channels)
+
+    def targets(self) -> np.ndarray:
+        """(n, C) measured channels in :attr:`channel_names` order."""
+        return np.stack([self.channels[c] for c in self.channel_names], axis=1)
 
 
 def split_unit(name: str) -> tuple[str, str]:
@@ -310,3 +331,17 @@ def write_table(path: str | Path, columns: dict[str, np.ndarray], comment: str =
         lines.append(",".join(f"{columns[k][i]:.8g}" if k.endswith(("_hz", "_rad")) else f"{columns[k][i]:.8e}"
                               for k in names))
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+def write_sample(path: str | Path, columns: dict[str, np.ndarray], hidden: dict, comment: str = "") -> Path:
+    """Write a generated sample: the table (:func:`write_table`) and beside
+    it ``<stem>.hidden.json`` with the values the fit must not read (the
+    hidden parameters, drawn offsets, noise levels, seed). Returns the
+    sidecar's path."""
+    import json
+
+    path = Path(path)
+    write_table(path, columns, comment)
+    sidecar = path.with_name(path.stem + ".hidden.json")
+    sidecar.write_text(json.dumps(hidden, indent=1) + "\n")
+    return sidecar

@@ -29,7 +29,6 @@ load this file by path).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +82,7 @@ def make_stand_table(seed: int = 0, hidden: dict | None = None) -> tuple[dict[st
 
 
 def main(argv=None) -> None:
-    from flapjax.identify.data import write_table
+    from flapjax.identify.data import write_sample
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")
@@ -93,9 +92,7 @@ def main(argv=None) -> None:
     comment = (f"Sample thrust-stand table made by identification/data/make_stand_data.py --seed {args.seed}.\n"
                "One row per condition: cycle means of a six-axis force/torque sensor; moments about the\n"
                "robot's centre of mass, body axes. Hidden values, offsets and noise levels: the .hidden.json file.")
-    write_table(args.out, columns, comment)
-    sidecar = args.out.with_name(args.out.stem + ".hidden.json")
-    sidecar.write_text(json.dumps(truth, indent=1) + "\n")
+    sidecar = write_sample(args.out, columns, truth, comment)
     print(f"wrote {args.out} ({len(columns['frequency_hz'])} rows) and {sidecar}")
 
 

@@ -30,7 +30,6 @@ tests load this file by path).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -93,7 +92,7 @@ def make_waveform_record(seed: int = 0, hidden: dict | None = None) -> tuple[dic
 
 
 def main(argv=None) -> None:
-    from flapjax.identify.data import write_table
+    from flapjax.identify.data import write_sample
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")
@@ -104,9 +103,7 @@ def main(argv=None) -> None:
                "One row per (condition, phase bin): the force sensor's reading under the fixed robot averaged in\n"
                "bins of the stroke drive phase (stroke of the left wing = A sin(phase)), body axes, tared.\n"
                "Hidden values, offsets and noise levels: the .hidden.json file.")
-    write_table(args.out, columns, comment)
-    sidecar = args.out.with_name(args.out.stem + ".hidden.json")
-    sidecar.write_text(json.dumps(truth, indent=1) + "\n")
+    sidecar = write_sample(args.out, columns, truth, comment)
     print(f"wrote {args.out} ({len(columns['frequency_hz'])} rows) and {sidecar}")
 
 

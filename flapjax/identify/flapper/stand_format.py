@@ -9,7 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, check_arrays, read_table
+from flapjax.identify.data import (
+    ChannelTable,
+    Column,
+    DataError,
+    check_arrays,
+    read_table,
+)
 
 STAND_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -28,7 +34,7 @@ CHANNELS = ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
 
 
 @dataclass(frozen=True)
-class StandData:
+class StandData(ChannelTable):
     """A checked stand table.
 
     Attributes:
@@ -45,17 +51,7 @@ class StandData:
     channels: dict[str, np.ndarray]
     source: str = ""
 
-    @property
-    def n(self) -> int:
-        return int(self.frequency.shape[0])
-
-    @property
-    def channel_names(self) -> tuple[str, ...]:
-        return tuple(c for c in CHANNELS if c in self.channels)
-
-    def targets(self) -> np.ndarray:
-        """(n, C) measured channels in :attr:`channel_names` order."""
-        return np.stack([self.channels[c] for c in self.channel_names], axis=1)
+    CHANNEL_ORDER = CHANNELS
 
     def rows(self, index) -> StandData:
         """The table restricted to ``index`` (bool mask or integer rows)."""

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, check_arrays, read_table
+from flapjax.identify.data import (
+    ChannelTable,
+    Column,
+    DataError,
+    check_arrays,
+    read_table,
+)
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -37,7 +43,7 @@ MIN_BINS = 4
 
 
 @dataclass(frozen=True)
-class StandWaveform:
+class StandWaveform(ChannelTable):
     """A checked phase-resolved stand record.
 
     Attributes:
@@ -58,13 +64,7 @@ class StandWaveform:
     condition: np.ndarray
     source: str = ""
 
-    @property
-    def n(self) -> int:
-        return int(self.frequency.shape[0])
-
-    @property
-    def channel_names(self) -> tuple[str, ...]:
-        return tuple(c for c in WAVEFORM_CHANNELS if c in self.channels)
+    CHANNEL_ORDER = WAVEFORM_CHANNELS
 
     @property
     def n_conditions(self) -> int:
@@ -76,9 +76,6 @@ class StandWaveform:
         first = np.array([np.nonzero(self.condition == c)[0][0] for c in range(self.n_conditions)])
         return self.frequency[first], self.plate[first]
 
-    def targets(self) -> np.ndarray:
-        """(n, C) measured channels in :attr:`channel_names` order."""
-        return np.stack([self.channels[c] for c in self.channel_names], axis=1)
 
 
 def _condition_index(frequency: np.ndarray, plate: np.ndarray) -> np.ndarray:
