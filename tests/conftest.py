@@ -33,6 +33,7 @@ HEAVY_FIRST = (
     "tests/test_render.py",
     "tests/test_evaluate.py",
     "notebooks/03_identification.ipynb",
+    "notebooks/06_identify_from_data.ipynb",
     "tests/test_flapper_periodic_start.py",
     "tests/test_baselines.py",
     "tests/test_divergence.py",
