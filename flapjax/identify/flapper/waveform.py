@@ -208,14 +208,12 @@ def bin_edges(centres: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 class _Problem(eqx.Module):
-    """What the residuals need: the rollout, where each row sits, the data."""
+    """What the model's predictions need: the rollout and where each row sits."""
 
     rollout: WaveformRollout
     cond: jax.Array      # (n,) condition of each row
     slot: jax.Array      # (n,) bin of each row within its condition
     channel: jax.Array   # (C,) output column (x, y, z) of each channel
-    targets: jax.Array   # (n, C) [N]
-    fit_rows: jax.Array  # (n,) bool
     names: tuple = eqx.field(static=True)
     nominal: dict
 
@@ -360,8 +358,7 @@ def fit_waveform(
             raise ConfigError(f"start: {k} must be > 0, got {nominal[k]!r}")
     column = {"fx_n": 0, "fy_n": 1, "fz_n": 2}
     prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
-                    channel=jnp.asarray([column[c] for c in channels]), targets=jnp.asarray(y),
-                    fit_rows=jnp.asarray(fit_rows), names=parameters,
+                    channel=jnp.asarray([column[c] for c in channels]), names=parameters,
                     nominal={k: jnp.asarray(nominal[k]) for k in parameters})
     p = len(parameters)
     fy = y[fit_rows]
