@@ -186,8 +186,8 @@ def _check_time(path: Path, name: str, t: np.ndarray, lines: Sequence[int] | Non
     if bad.size:
         i = int(bad[0]) + 1  # 0-based index of the offending row
         where = f"row {i + 1}" + (f" (line {lines[i]})" if lines is not None else "")
-        raise DataError(f"{path}: column {name!r}, {where}: time {t[i]!r} is not greater than the previous "
-                        f"row's {t[i - 1]!r}; the time column must be strictly increasing")
+        raise DataError(f"{path}: column {name!r}, {where}: time {float(t[i]):.9g} is not greater than the previous "
+                        f"row's {float(t[i - 1]):.9g}; the time column must be strictly increasing")
 
 
 def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarray], list[int]]:

@@ -1,6 +1,6 @@
 """The flight-log fit: multiple shooting of the cycle-averaged model over the
 logged commands (:mod:`.flight_shooting`), minimized by
-Levenberg-Marquardt (:mod:`.flight_lm`), with Gauss-Newton standard
+Levenberg-Marquardt (:mod:`flapjax.identify.levenberg_marquardt`), with Gauss-Newton standard
 deviations and the held-out prediction (see :mod:`.flight_log`)."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper.flight_dynamics import robot_body
 from flapjax.identify.flapper.flight_format import noise_levels
-from flapjax.identify.flapper.flight_lm import levenberg_marquardt
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
     decode,
@@ -35,6 +34,7 @@ from flapjax.identify.flapper.flight_shooting import (
     start_jacobian,
     start_residuals,
 )
+from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.losses import gauss_newton_covariance
 from flapjax.validation import ConfigError, check_range
 
@@ -49,8 +49,15 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
     x = jnp.zeros(n_x)
     iters, history = 0, []
     for _ in range(2):
-        x, r, _, it, hist, reason = levenberg_marquardt(fit_residuals, x, max_iterations=max_iterations,
-                                                        args=(jnp.asarray(sigma), prob), jac_fn=fit_jacobian)
+        sig = jnp.asarray(sigma)
+        try:
+            x, r, _, it, hist, reason = levenberg_marquardt(lambda z: fit_residuals(z, sig, prob),
+                                                            lambda z: fit_jacobian(z, sig, prob), x,
+                                                            max_iterations=max_iterations)
+        except FloatingPointError:
+            raise DataError("the averaged model's rollouts over the log's segments are not finite at the start "
+                            "values; try shorter segments (flight.segment) or start values closer to the robot "
+                            "(base=...)") from None
         iters, history = iters + it, history + hist
         sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6) ** 2, axis=0))
     return x, sigma, iters, history, reason
@@ -65,8 +72,15 @@ def _held_out(hold: Segments, n_init: int, sig, models: dict) -> tuple[dict, dic
     validation, pred_hold = {}, {}
     for label, (model, offset) in models.items():
         off = jnp.asarray(offset)
-        dz, *_ = levenberg_marquardt(start_residuals, jnp.zeros(12 * m), max_iterations=15,
-                                     args=(sig, hold, model, off), jac_fn=start_jacobian)
+        try:
+            dz, *_ = levenberg_marquardt(lambda z: start_residuals(z, sig, hold, model, off),
+                                         lambda z: start_jacobian(z, sig, hold, model, off), jnp.zeros(12 * m),
+                                         max_iterations=15)
+        except FloatingPointError:  # this model does not fly the held-out segments: no prediction
+            validation[label] = {"position_rms": math.nan, "attitude_rms_deg": math.nan,
+                                 "note": "the model's rollouts over the held-out segments are not finite"}
+            pred_hold[label] = np.full(np.shape(hold.meas), np.nan)
+            continue
         pred = np.asarray(predict_segments(dz, sig, hold, model, off))
         after = np.arange(seg_len) >= n_init
         err = np.asarray(hold.meas)[:, after] - pred[:, after]

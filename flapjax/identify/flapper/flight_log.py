@@ -34,7 +34,7 @@ Modules: :mod:`.flight_format` (the log: columns, reading, writing, noise
 levels), :mod:`.flight_dynamics` (the rigid body under the averaged model),
 :mod:`.flight_parameters` (the identified parameters and their normalized
 form), :mod:`.flight_shooting` (segments, compiled residuals and
-Jacobians), :mod:`.flight_lm` (Levenberg-Marquardt), :mod:`.flight_fit`
+Jacobians), :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
 (:func:`identify_flight_log`), :mod:`.flight_report` (plots, summary),
 :mod:`.flight_synthetic` (synthetic logs); this module re-exports their
 public names and holds the driver :func:`run_flight_identification`.
@@ -67,7 +67,6 @@ from flapjax.identify.flapper.flight_format import (
     read_flight_log,
     write_flight_log,
 )
-from flapjax.identify.flapper.flight_lm import levenberg_marquardt
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_report import summary, write_flight_plots
 from flapjax.identify.flapper.flight_synthetic import (
@@ -87,7 +86,6 @@ __all__ = [
     "euler_to_quat",
     "fly",
     "identify_flight_log",
-    "levenberg_marquardt",
     "measure",
     "noise_levels",
     "quat_mul",

@@ -77,7 +77,7 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
         raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, "
-                        f"got {f[bad[0]]!r}")
+                        f"got {float(f[bad[0]]):g}")
     return StandData(f, np.stack(plates, axis=1), cols, source)
 
 

@@ -45,6 +45,7 @@ from flapjax.identify.flapper.physical import (
     with_wing_inertia,
 )
 from flapjax.identify.flapper.waveform_format import StandWaveform
+from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.losses import gauss_newton_covariance
 from flapjax.sim import flapper as fl
 from flapjax.sim.rollout import remat
@@ -234,48 +235,6 @@ def _predict_jacobian(x: jax.Array, prob: _Problem) -> tuple[jax.Array, jax.Arra
     return prob.predict(x), jax.jacfwd(prob.predict)(x)
 
 
-def _gauss_newton(model, model_jacobian, y, scale, lv, *, max_iterations: int, max_tries: int = 8):
-    """Levenberg-Marquardt on the channel-weighted residuals ``(model(lv) +
-    offset - y) / scale`` with the offsets profiled out (each channel's
-    offset is its mean residual, so the steps use the Jacobian with its
-    channel means removed); host float64 arithmetic on the model's
-    predictions. Returns ``(lv, iterations, reason)``; stops when every step
-    component is below 1e-3 of its standard deviation."""
-
-    def cost(pred):
-        r = (y - pred) / scale
-        return 0.5 * float(np.sum((r - r.mean(axis=0)) ** 2))
-
-    lam, reason = 1e-3, f"max_iterations={max_iterations}"
-    pred, jac = model_jacobian(lv)
-    c = cost(pred)
-    if not (math.isfinite(c) and np.all(np.isfinite(jac))):
-        raise ConfigError("start: the fixed-base rollout gives non-finite readings at the start values "
-                          f"{np.exp(lv).tolist()} x nominal; choose other start values (start=...)")
-    for it in range(max_iterations):
-        r = (pred - y) / scale
-        r = (r - r.mean(axis=0)).ravel()
-        jc = jac / scale[None, :, None]
-        jc = (jc - jc.mean(axis=0, keepdims=True)).reshape(-1, lv.size)
-        jtj, g = jc.T @ jc, jc.T @ r
-        std = np.sqrt(np.clip(np.diag(np.linalg.pinv(jtj)), 1e-300, None))
-        for _ in range(max_tries):
-            step = np.linalg.solve(jtj + lam * np.diag(np.maximum(np.diag(jtj), 1e-300)), -g)
-            c_new = cost(model(lv + step))
-            if math.isfinite(c_new) and c_new <= c:
-                break
-            lam *= 10.0
-        else:
-            return lv, it, f"no decrease at iteration {it} (at the cost's resolution)"
-        lv = lv + step
-        lam = max(lam / 10.0, 1e-9)
-        pred, jac = model_jacobian(lv)
-        c = cost(pred)
-        if np.all(np.abs(step) < 1e-3 * std):
-            return lv, it + 1, f"converged in {it + 1} iteration(s) (steps below 1e-3 sigma)"
-    return lv, max_iterations, reason
-
-
 def _split_rows(cond: np.ndarray, n_conditions: int, holdout_every: int) -> np.ndarray:
     """(n,) bool: rows of the fitted conditions; every ``holdout_every``-th
     condition (counting from 1) is held out when at least one stays."""
@@ -355,7 +314,7 @@ def fit_waveform(
     nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
     for k in parameters:
         if not nominal[k] > 0:
-            raise ConfigError(f"start: {k} must be > 0, got {nominal[k]!r}")
+            raise ConfigError(f"start: {k} must be > 0, got {float(nominal[k]):g}")
     column = {"fx_n": 0, "fy_n": 1, "fz_n": 2}
     prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
                     channel=jnp.asarray([column[c] for c in channels]), names=parameters,
@@ -370,10 +329,28 @@ def fit_waveform(
         pred, jac = _predict_jacobian(jnp.asarray(lv, dtype=jnp.float32), prob)
         return np.asarray(pred, dtype=float)[fit_rows], np.asarray(jac, dtype=float)[fit_rows]
 
+    # The offsets are profiled out: each channel's offset is its mean
+    # residual, so the residuals and the Jacobian have their channel means
+    # removed and the steps move the physical parameters only.
+    def residual(lv, scale):
+        r = (model(lv) - fy) / scale
+        return (r - r.mean(axis=0)).ravel()
+
+    def jacobian(lv, scale):
+        jc = model_jacobian(lv)[1] / scale[None, :, None]
+        return (jc - jc.mean(axis=0, keepdims=True)).reshape(-1, p)
+
     scale = np.maximum(np.std(fy, axis=0), 1e-12)
     lv, iterations, reasons = np.zeros(p), 0, []
     for pass_ in (1, 2):
-        lv, it, reason = _gauss_newton(model, model_jacobian, fy, scale, lv, max_iterations=max_iterations)
+        try:
+            lv, _, _, it, _, reason = levenberg_marquardt(
+                lambda z: residual(z, scale), lambda z: jacobian(z, scale), lv,
+                max_iterations=max_iterations, cost_tol=None, step_tol=1e-3)
+        except FloatingPointError:
+            raise ConfigError("start: the fixed-base rollout gives non-finite readings at the start values "
+                              f"{[float(nominal[k] * math.exp(v)) for k, v in zip(parameters, lv)]}; "
+                              "choose other start values (start=...)") from None
         iterations += it
         reasons.append(reason)
         res = fy - model(lv)
