@@ -105,15 +105,6 @@ def test_bin_edges_split_the_circle_halfway_between_centres():
     np.testing.assert_allclose([lo[2], hi[2]], [4.25, 0.5 * (5.5 + 0.5 + 2 * np.pi)], rtol=1e-6)
 
 
-@pytest.mark.parametrize("f", [25.0, 35.0, 45.0])
-def test_whole_cycles_span_an_exact_number_of_cycles(f):
-    dt, n, disc = 1e-4, 3500, 1500
-    w = np.asarray(W.whole_cycles(jnp.asarray(f), n, disc, dt), dtype=float)
-    cycles = math.floor((n - disc) * dt * f + 1e-9)
-    np.testing.assert_allclose(w.sum() * dt, cycles / f, rtol=1e-5)
-    assert np.all((w >= 0) & (w <= 1)) and w[-1] == pytest.approx(1.0) and w[: disc - 1].sum() == 0.0
-
-
 def test_linear_momentum_is_the_mass_weighted_centre_of_mass_velocity():
     """P from cvel against a finite difference of sum m_i x_i on the flapping
     fixed-base robot: the velocity transfer and the CoM convention."""

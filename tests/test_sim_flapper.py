@@ -314,3 +314,27 @@ def test_lift_gradient_wrt_hinge_stiffness_matches_finite_difference(fixed):
     fd = (float(f(1.0 + h)) - float(f(1.0 - h))) / (2 * h)
     assert abs(fd) > 1e-4 * float(f(1.0))  # a real sensitivity, not noise
     assert g == pytest.approx(fd, rel=0.02)
+
+
+@pytest.mark.parametrize("f", [15.0, 25.0, 33.3, 35.0, 45.0])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_cycle_window_spans_an_exact_number_of_cycles(f, dtype):
+    """The window is floor(span f) cycles long to float32 resolution at any
+    frequency (a 0/1 window is off by up to a step: 1e-4 of a cycle mean at
+    33.3 Hz), so a sinusoid averages to zero over it."""
+    dt, n, disc = 1e-4, 3500, 1500
+    w = np.asarray(fl.cycle_window(jnp.asarray(f, dtype), n, disc, dt), dtype=float)
+    cycles = np.floor((n - disc) * dt * f + 1e-9)
+    np.testing.assert_allclose(w.sum() * dt, cycles / f, rtol=1e-6)
+    assert np.all((w >= 0) & (w <= 1)) and w[-1] == 1.0 and w[: disc - 1].sum() == 0.0
+    assert np.count_nonzero((w > 0) & (w < 1)) <= 1  # only the first step is fractional
+    t = np.arange(n) * dt
+    for phase in (0.0, 0.3, 1.9):
+        assert abs(w @ np.sin(2 * np.pi * f * t + phase)) / w.sum() < 1e-6
+
+
+def test_cycle_window_without_a_whole_cycle_spans_the_window():
+    dt, n, disc = 1e-3, 100, 40
+    for f in (0.0, 10.0):  # f = 0 (no cycle) and 0.6 cycles in the span
+        w = np.asarray(fl.cycle_window(jnp.asarray(f), n, disc, dt))
+        np.testing.assert_array_equal(w, (np.arange(n) >= disc).astype(float))

@@ -236,13 +236,15 @@ class FlapperBaseline:
 
 
 def cycle_window(frequency, n_steps, discard_steps, dt):
-    """0/1 weights of the whole cycles in ``[discard_steps, n_steps)``."""
-    t = np.arange(n_steps) * dt
-    t_end = n_steps * dt
-    span = (n_steps - discard_steps) * dt
-    n_cycles = math.floor(span * frequency + 1e-9)
-    start = t_end - n_cycles / frequency if n_cycles > 0 else t_end - span
-    return ((t >= start - 0.5 * dt) & (t < t_end)).astype(float)
+    """Weights in [0, 1] of the whole cycles in ``[discard_steps, n_steps)``:
+    step k stands for ``[t_k - dt/2, t_k + dt/2]`` and weighs its fraction
+    inside the window of ``floor(span f)`` cycles ending with the last step."""
+    k = np.arange(n_steps, dtype=float)
+    end = n_steps - 0.5
+    span = n_steps - discard_steps
+    n_cycles = math.floor(span * dt * frequency + 1e-9)
+    start = end - n_cycles / (frequency * dt) if n_cycles > 0 else end - span
+    return np.clip(np.minimum(k + 0.5, end) - np.maximum(k - 0.5, start), 0.0, 1.0)
 
 
 def sweep(frequencies, duration=0.6, discard=0.3):

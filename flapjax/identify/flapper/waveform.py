@@ -58,7 +58,6 @@ __all__ = [
     "fit_waveform",
     "linear_momentum",
     "sensor_waveform",
-    "whole_cycles",
 ]
 
 #: Parameters :func:`fit_waveform` can fit (positive, fitted in log space):
@@ -123,7 +122,8 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
     (``theta_k = 2 pi frac(f dt k + offset) + phase``), shared among the
     bins (:func:`bin_edges`) it overlaps, so a bin mean is the average over
     the bin's phase interval, not over the steps that happen to fall in it;
-    only the whole cycles after ``discard_steps`` count (:func:`whole_cycles`).
+    only the whole cycles after ``discard_steps`` count
+    (:func:`flapjax.sim.flapper.cycle_window`).
     ``dP/dt`` is the central difference of the momentum; over a periodic
     cycle it averages to zero, so the bins average to the cycle-mean
     aerodynamic force.
@@ -150,7 +150,7 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
         w = sum(jnp.clip(jnp.minimum(hi_b[None], theta[:, None] + s + half)
                          - jnp.maximum(lo_b[None], theta[:, None] + s - half), 0.0, None)
                 for s in (-2.0 * jnp.pi, 0.0, 2.0 * jnp.pi))  # (T, B) phase overlap [rad]
-        w = w * whole_cycles(f, n_steps, discard_steps, dt).astype(r.dtype)[:, None]
+        w = w * fl.cycle_window(f, n_steps, discard_steps, dt).astype(r.dtype)[:, None]
         count = jnp.sum(w, axis=0)
         mean = (w.T @ r) / jnp.where(count > 0, count, 1.0)[:, None]
         return jnp.where((count > 0)[:, None], mean, jnp.nan)
@@ -167,19 +167,6 @@ def linear_momentum(m, d) -> jax.Array:
     w, v = d.cvel[:, :3], d.cvel[:, 3:]
     v_com = v + jnp.cross(w, d.xipos - d.subtree_com[root])
     return m.body_mass.astype(v_com.dtype) @ v_com
-
-
-def whole_cycles(frequency: jax.Array, n_steps: int, discard_steps: int, dt: float) -> jax.Array:
-    """(n_steps,) weights in [0, 1] of the steps inside the last
-    ``floor((n_steps - discard_steps) dt f)`` whole cycles: step k stands for
-    ``[t_k - dt/2, t_k + dt/2]`` and weighs the fraction of it inside the
-    window, so the window spans whole cycles exactly (a 0/1 window is off by
-    up to a step, which a few-cycle phase average feels)."""
-    t = jnp.arange(n_steps) * dt
-    end = (n_steps - 0.5) * dt
-    n_cycles = jnp.maximum(jnp.floor((n_steps - discard_steps) * dt * frequency + 1e-9), 1.0)
-    start = end - n_cycles / frequency
-    return jnp.clip((jnp.minimum(t + 0.5 * dt, end) - jnp.maximum(t - 0.5 * dt, start)) / dt, 0.0, 1.0)
 
 
 def bin_edges(centres: jax.Array) -> tuple[jax.Array, jax.Array]:

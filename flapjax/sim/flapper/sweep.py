@@ -34,20 +34,26 @@ SEED_SWEEP = {20.0: 0.0661819985, 30.0: 0.1486352297, 40.0: 0.2639114107}
 
 
 def cycle_window(frequency: Scalar, n_steps: int, discard_steps: int, dt: float) -> Float[Array, "T"]:
-    """0/1 weights of the whole cycles inside steps ``[discard_steps, n_steps)``.
+    """(n_steps,) weights in [0, 1] of the whole cycles inside steps ``[discard_steps, n_steps)``.
 
-    The window ends at the last step and spans ``floor((T - T0) dt f)``
-    complete cycles (at least the whole window when f is 0), so cycle means
-    carry no partial-cycle bias at any frequency.
+    The window ends with the last step and spans ``floor((T - T0) dt f)``
+    complete cycles (the whole span when that is 0, e.g. at f = 0). Step k
+    stands for ``[t_k - dt/2, t_k + dt/2]`` and weighs the fraction of it
+    inside the window, so the window is an exact number of cycles long at
+    any frequency: cycle means carry no partial-cycle bias, and a 0/1 window
+    (off by up to a step, about 1e-4 of a cycle mean at 15-45 Hz) is not
+    needed.
     """
-    t = jnp.arange(n_steps) * dt
-    t_end = n_steps * dt
-    span = (n_steps - discard_steps) * dt
+    # in units of steps, where the step edges k +- 1/2 are exact in float32:
+    # the steps inside weigh exactly 1, only the first one is fractional
+    k = jnp.arange(n_steps, dtype=jnp.result_type(float))
+    end = n_steps - 0.5
+    span = n_steps - discard_steps
     f = jnp.asarray(frequency)
-    n_cycles = jnp.floor(span * f + 1e-9)
+    n_cycles = jnp.floor(span * dt * f + 1e-9)
     safe_f = jnp.where(n_cycles > 0, f, 1.0)
-    start = jnp.where(n_cycles > 0, t_end - n_cycles / safe_f, t_end - span)
-    return ((t >= start - 0.5 * dt) & (t < t_end)).astype(t.dtype)
+    start = jnp.where(n_cycles > 0, end - n_cycles / (safe_f * dt), end - span)
+    return jnp.clip(jnp.minimum(k + 0.5, end) - jnp.maximum(k - 0.5, start), 0.0, 1.0)
 
 
 #: Chunk sizes of the programs compiled so far, per program (see :func:`map_in_chunks`).
