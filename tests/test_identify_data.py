@@ -3,14 +3,17 @@ that the message names the file, the column and the row."""
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
-from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.identify.data import Column, DataError, UnusedColumnsWarning, column_names, read_table
 from flapjax.validation import ConfigError
 
 STAND = [Column("frequency_hz"), Column("fz_n"), Column("mx_nm", required=False)]
 LOG = [Column("time_s"), Column("x_m")]
+DATA = pathlib.Path(__file__).resolve().parent.parent / "identification" / "data"
 
 
 def _write(tmp_path, text, name="table.csv"):
@@ -21,8 +24,9 @@ def _write(tmp_path, text, name="table.csv"):
 
 def test_reads_csv_with_comments_and_optional_columns(tmp_path):
     p = _write(tmp_path, "# stand run 3\nfrequency_hz, fz_n, extra_x\n# warm-up done\n20,0.066,1\n\n30,0.149,2\n")
-    t = read_table(p, STAND)
-    assert set(t) == {"frequency_hz", "fz_n"}  # optional absent, undeclared ignored
+    with pytest.warns(UnusedColumnsWarning, match=r"table.csv: column\(s\) \['extra_x'\] are not read"):
+        t = read_table(p, STAND)
+    assert set(t) == {"frequency_hz", "fz_n"}  # optional absent, undeclared left out (and named)
     np.testing.assert_array_equal(t["frequency_hz"], [20.0, 30.0])
     assert t["fz_n"].dtype == np.float64
     assert column_names(p) == ["frequency_hz", "fz_n", "extra_x"]
@@ -34,6 +38,43 @@ def test_reads_npz_with_the_same_keys(tmp_path):
     t = read_table(p, LOG, time_column="time_s")
     np.testing.assert_array_equal(t["x_m"], [1.0, 2.0, 3.0])
     assert sorted(column_names(p)) == ["time_s", "x_m"]
+
+
+def test_unused_npz_keys_are_named(tmp_path):
+    p = tmp_path / "log.npz"
+    np.savez(p, time_s=np.array([0.0, 0.1]), x_m=np.array([1.0, 2.0]), battery_v=np.array([4.1, 4.0]))
+    with pytest.warns(UnusedColumnsWarning, match=r"log.npz: column\(s\) \['battery_v'\].*reads \['time_s', 'x_m'\]"):
+        read_table(p, LOG, time_column="time_s")
+
+
+@pytest.mark.parametrize("name", ["stand_sample.csv", "seed_table_11_2.csv", "stand_waveform_sample.csv",
+                                  "flight_log.csv", "hover_quad_x.npz"])
+def test_samples_hold_only_columns_their_study_reads(name):
+    import warnings
+
+    from flapjax.identify.flapper.flight_format import read_flight_log
+    from flapjax.identify.flapper.stand_format import load_stand_table
+    from flapjax.identify.flapper.waveform_format import load_stand_waveform
+    from flapjax.identify.multirotor.log import read_hover_log
+
+    path = DATA / name
+    load = {"stand_sample.csv": load_stand_table, "seed_table_11_2.csv": load_stand_table,
+            "stand_waveform_sample.csv": load_stand_waveform, "flight_log.csv": read_flight_log,
+            "hover_quad_x.npz": lambda p: read_hover_log(p, 4)}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnusedColumnsWarning)
+        load(path)
+
+
+def test_identify_from_file_says_unused_columns_as_notes(tmp_path):
+    from flapjax.identify.from_file import _unused_columns_as_notes
+
+    p = _write(tmp_path, "frequency_hz,fz_n,temperature_c\n20,0.066,25\n")
+    said = []
+    with _unused_columns_as_notes(said.append):
+        read_table(p, STAND)
+        read_table(p, STAND)
+    assert len(said) == 2 and said[0].startswith("note: ") and "['temperature_c']" in said[0]
 
 
 def test_data_error_is_a_config_error():

@@ -8,7 +8,8 @@ as a suffix after the last underscore: ``frequency_hz``, ``fz_n``,
 - CSV: one header row with the column names, then one row of numbers per
   sample, comma separated. Lines whose first non-blank character is ``#``
   are comments and may appear anywhere; blank lines are skipped. Columns
-  the study does not use are allowed and ignored.
+  the study does not read are allowed; they are named in an
+  :class:`UnusedColumnsWarning` (``flapjax identify`` prints it as a note).
 - NPZ (``numpy.savez``): one 1-D array per column, keyed by the same names,
   all of the same length.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,12 +38,17 @@ import numpy as np
 
 from flapjax.validation import ConfigError
 
-__all__ = ["ChannelTable", "Column", "DataError", "check_arrays", "column_names", "read_table", "split_unit",
-           "write_sample", "write_table"]
+__all__ = ["ChannelTable", "Column", "DataError", "UnusedColumnsWarning", "check_arrays", "column_names",
+           "read_table", "split_unit", "write_sample", "write_table"]
 
 
 class DataError(ConfigError):
     """A data file cannot be used; the message names the file, the column and the row."""
+
+
+class UnusedColumnsWarning(UserWarning):
+    """A data file holds columns the study does not read (they take no part
+    in the fit); the message names the file, those columns and the ones read."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,12 @@ def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
         if col.required:
             raise DataError(f"{path}: missing required column {col.name!r}{what}{where}; the file has columns "
                             f"{list(header)}")
+    declared = {c.name for c in columns}
+    unused = [name for name in header if name not in declared]
+    if unused:
+        warnings.warn(UnusedColumnsWarning(
+            f"{path}: column(s) {unused} are not read by this study and take no part in the fit (it reads "
+            f"{[c.name for c in columns]}; see docs/data_formats.md)"), stacklevel=5)
 
 
 def _cell_error(path: Path, name: str, row: int, line: int | None, text: str, why: str) -> DataError:

@@ -19,10 +19,12 @@ listing the columns each study needs. The formats are described in
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 from typing import Callable
 
-from flapjax.identify.data import DataError, column_names, split_unit
+from flapjax.identify.data import DataError, UnusedColumnsWarning, column_names, split_unit
 
 __all__ = ["identify_from_file", "pick_study", "study_columns"]
 
@@ -101,6 +103,30 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
       physical: stand tables only: also fit the per-wing physical
         parameters through the fixed-base rollout (slow).
     """
+    with _unused_columns_as_notes(echo):
+        return _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo,
+                          physical=physical)
+
+
+@contextlib.contextmanager
+def _unused_columns_as_notes(echo: Callable[[str], None]):
+    """Columns a study does not read are said through ``echo`` as they are
+    found (every time), other warnings go where they would."""
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def note(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, UnusedColumnsWarning):
+                echo(f"note: {message}")
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = note
+        warnings.simplefilter("always", UnusedColumnsWarning)
+        yield
+
+
+def _run_study(path, *, robot, out_dir, quick, progress, echo, physical) -> dict:
     study = pick_study(column_names(path), robot, path)
     if physical and study != "stand":
         what = {"hover": "multirotor hover log", "flight": "flapper flight log",
