@@ -39,7 +39,7 @@ def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
         cols, truth = gen.make_waveform_record(seed)
         data = stand_waveform(cols["frequency_hz"], cols["phase_rad"], cols["fz_n"],
                               pitch_plate=cols["pitch_plate_rad"], roll_plate=cols["roll_plate_rad"],
-                              fx_n=cols["fx_n"], fy_n=cols["fy_n"], source=f"seed {seed}")
+                              source=f"seed {seed}", **{k: cols[k] for k in gen.CHANNELS[1:]})
         t0 = time.perf_counter()
         res = fit_waveform(data, robot=robot)
         cov.seconds.append(time.perf_counter() - t0)

@@ -45,7 +45,7 @@ def _rows(freq=30.0, n=6, phase=None):
 
 def test_sample_loads_and_dispatches_to_the_waveform_study():
     d = load_stand_waveform(SAMPLE)
-    assert d.n == 120 and d.n_conditions == 5 and d.channel_names == ("fz_n", "fx_n", "fy_n")
+    assert d.n == 120 and d.n_conditions == 5 and d.channel_names == ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
     f, plate = d.conditions()
     np.testing.assert_allclose(f, [25, 30, 35, 40, 35])
     np.testing.assert_allclose(plate[-1], [0.2, 0.0])
@@ -67,6 +67,7 @@ def test_sample_loads_and_dispatches_to_the_waveform_study():
          "column 'fz_n', row 1 (line 2): NaN or inf"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(freq=-30.0), "row 1: frequency must be > 0 Hz"),
         ("frequency_hz,phase_rad\n30,0.1\n", "missing required column 'fz_n'"),
+        ("frequency_hz,phase_rad,fz_n,mx_nmm\n30,0.1,0.2,0.0\n", "given in 'nmm', expected 'nm'"),
     ],
 )
 def test_bad_records_name_the_file_column_and_row(tmp_path, text, message):
@@ -78,7 +79,7 @@ def test_bad_records_name_the_file_column_and_row(tmp_path, text, message):
 
 def test_arrays_get_the_same_checks():
     with pytest.raises(DataError, match="unknown channel"):
-        stand_waveform([30] * 4, [0.1, 0.2, 0.3, 0.4], [0.1] * 4, mx_nm=[0.0] * 4)
+        stand_waveform([30] * 4, [0.1, 0.2, 0.3, 0.4], [0.1] * 4, mz_nm=[0.0] * 4)
     with pytest.raises(DataError, match="'phase_rad' has 3 rows"):
         stand_waveform([30] * 4, [0.1, 0.2, 0.3], [0.1] * 4)
 
@@ -105,33 +106,47 @@ def test_bin_edges_split_the_circle_halfway_between_centres():
     np.testing.assert_allclose([lo[2], hi[2]], [4.25, 0.5 * (5.5 + 0.5 + 2 * np.pi)], rtol=1e-6)
 
 
-def test_linear_momentum_is_the_mass_weighted_centre_of_mass_velocity():
-    """P from cvel against a finite difference of sum m_i x_i on the flapping
-    fixed-base robot: the velocity transfer and the CoM convention."""
+def test_momenta_match_mujoco_subtree_momenta():
+    """P, H about the world origin and sum m_i x_i from cvel, ximat and xipos
+    against MuJoCo's own subtree momenta (mj_subtreeVel) at the same
+    states of the flapping fixed-base robot with tilted plates: the velocity
+    transfer, the inertia rotation and the CoM convention."""
+    import mujoco
+
     from flapjax.sim import flapper as fl
+    from flapjax.sim.flapper import model as fm
 
     robot = fl.make_robot("fixed", "wing", backend="rigid")
-    p = jax.tree.map(lambda x: x[0], fl.sweep_params(np.array([30.0]), plate=np.zeros((1, 2)), robot=robot))
-    s0 = fl.init_state(robot, p, warmup=0.0)
-    mass = np.asarray(robot.model.body_mass, dtype=float)
+    p = jax.tree.map(lambda x: x[0], fl.sweep_params(np.array([30.0]), plate=np.array([[0.2, -0.15]]), robot=robot))
 
     def run(s, _):
         new, _ = fl.step(robot, p, s)
-        return new, (W.linear_momentum(robot.model, new.data), mass @ new.data.xipos)
+        # new.data holds the kinematics and velocities of the step's start: s.data's qpos, qvel
+        return new, (W.momenta(robot.model, new.data), s.data.qpos, s.data.qvel)
 
-    _, (mom, x) = jax.jit(lambda s: jax.lax.scan(run, s, None, length=80))(s0)
-    mom, x = np.asarray(mom, dtype=float), np.asarray(x, dtype=float)
-    fd = (x[2:] - x[:-2]) / (2 * robot.dt)
-    scale = np.abs(mom).max()
-    assert scale > 1e-5  # the wings move
-    np.testing.assert_allclose(mom[1:-1], fd, atol=0.02 * scale)
+    _, (mom, qpos, qvel) = jax.jit(lambda s: jax.lax.scan(run, s, None, length=60))(fl.init_state(robot, p))
+    mj = fm.build("fixed")
+    d = mujoco.MjData(mj)
+    total = mj.body_subtreemass[0]
+    for k in (10, 35, 59):
+        d.qpos[:], d.qvel[:] = np.asarray(qpos[k]), np.asarray(qvel[k])
+        mujoco.mj_forward(mj, d)
+        mujoco.mj_subtreeVel(mj, d)
+        lin, ang, first = (np.asarray(x[k], dtype=float) for x in mom)
+        com = d.subtree_com[0]
+        scale_p, scale_h = np.abs(lin).max(), np.abs(ang - np.cross(com, lin)).max()
+        assert scale_p > 1e-4 and scale_h > 1e-6  # the wings move
+        np.testing.assert_allclose(lin, total * d.subtree_linvel[0], rtol=0, atol=1e-9 * scale_p)
+        np.testing.assert_allclose(ang - np.cross(com, lin), d.subtree_angmom[0], rtol=0, atol=1e-9 * scale_h)
+        np.testing.assert_allclose(first, total * com, rtol=1e-12)
 
 
 @pytest.mark.slow
-def test_bin_means_average_to_the_cycle_mean_aero_force():
-    """The momentum term averages out over periodic cycles: the bins of each
+def test_bin_means_average_to_the_cycle_mean_aero_loads():
+    """The momentum terms average out over periodic cycles: the bins of each
     condition average to the cycle-mean aerodynamic force of the stand model
-    (a momentum term with a wrong sign or factor would not)."""
+    (a momentum term with a wrong sign or factor would not), and the moments
+    to the aerodynamic moment plus the weight's."""
     from flapjax.identify.flapper.physical import StandRollout, eval_stand
 
     gen = _generator()
@@ -143,6 +158,32 @@ def test_bin_means_average_to_the_cycle_mean_aero_force():
     np.testing.assert_allclose(bins.mean(axis=1), mean_fz, rtol=2e-3)
     # ... while the waveform itself swings far from the mean (the reading is not the mean)
     assert np.all(bins.max(axis=1) - bins.min(axis=1) > 2 * mean_fz)
+    # The moments: the angular momentum rate averages out too, leaving the
+    # cycle-mean aerodynamic moment about the centre of mass plus the moment
+    # of the weight the tilted plate moves (tared with level plates), which a
+    # static MuJoCo pose gives; zero at level plates.
+    import mujoco
+
+    from flapjax.sim import flapper as fl
+    from flapjax.sim.flapper import model as fm
+
+    ro = StandRollout.make(cond[:, 0], cond[:, 1:], duration=0.6, discard=0.3, moments=True)
+    aero = np.asarray(eval_stand(ro, gen.HIDDEN))[:, 1:]  # (m, 2) M_x, M_y about the centre of mass
+    mj = fm.build("fixed")
+    d = mujoco.MjData(mj)
+    base = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, "base")
+    mujoco.mj_forward(mj, d)
+    c = d.xpos[base] + fl.robot_com_offset()
+    bodies = np.arange(1, mj.nbody)
+    for i, (_, pitch_plate, roll_plate) in enumerate(cond):
+        for name, angle in zip(fm.PLATE_JOINTS, (pitch_plate, roll_plate)):
+            d.qpos[mj.jnt_qposadr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name)]] = angle
+        mujoco.mj_forward(mj, d)
+        first = mj.body_mass[bodies] @ (d.xipos[bodies] - c)
+        weight = np.cross(first, mj.opt.gravity)[:2]
+        binned = np.stack([cols["mx_nm"], cols["my_nm"]], axis=1).reshape(len(cond), -1, 2).mean(axis=1)[i]
+        np.testing.assert_allclose(binned, aero[i] + weight, rtol=0, atol=max(0.12 * np.abs(weight).max(), 2e-7))  # the wings' mean shift: ~9 %
+    assert np.abs(weight).max() > 1e-5  # the last condition tilts the plate: the weight's moment is not small
 
 
 @pytest.mark.slow
@@ -153,7 +194,8 @@ def test_sample_record_recovers_the_hidden_values(tmp_path):
         z = (res[k] - truth[k]) / res[f"{k}_std"]
         assert abs(z) < 3.0, (k, res[k], truth[k], res[f"{k}_std"])
         assert res[f"{k}_std"] < 0.01 * truth[k]  # a phase-resolved record pins them to better than 1 %
-    for ch in ("fz_n", "fx_n", "fy_n"):
+    assert res["channels"] == ["fz_n", "fx_n", "fy_n", "mx_nm", "my_nm"]
+    for ch in res["channels"]:
         assert 0.5 < res["residual_std"][ch] / truth["noise_std"][ch] < 1.5
         assert res["validation"][ch]["relative_to_sigma"] < 2.0  # the held-out 40 Hz condition is predicted
     assert [c["held_out"] for c in res["conditions"]] == [False, False, False, True, False]
@@ -170,7 +212,7 @@ def test_hidden_values_are_covered_over_noise_seeds():
         cols, truth = gen.make_waveform_record(seed)
         data = stand_waveform(cols["frequency_hz"], cols["phase_rad"], cols["fz_n"],
                               pitch_plate=cols["pitch_plate_rad"], roll_plate=cols["roll_plate_rad"],
-                              fx_n=cols["fx_n"], fy_n=cols["fy_n"], source=f"seed {seed}")
+                              source=f"seed {seed}", **{k: cols[k] for k in gen.CHANNELS[1:]})
         res = W.fit_waveform(data)
         z += [(res["values"][k] - truth[k]) / res["std"][k] for k in PHYSICAL]
         z += [(res["offsets"][k] - truth[k]) / res["offsets_std"][k] for k in res["offsets"]]

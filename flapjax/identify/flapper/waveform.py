@@ -16,8 +16,11 @@ percent or better.
 parameters: fixed-base worlds (one per condition) run from a periodic start;
 at every step the sensor reads the aerodynamic force minus the rate of change
 of the robot's linear momentum (``F_aero - dP/dt``, ``P = sum_i m_i v_i``, what a
-tared force sensor under the robot measures); the readings are averaged in
-the record's phase bins over the whole cycles after a transient.
+tared force sensor under the robot measures) and, about the robot's centre
+of mass at rest, the aerodynamic moment minus the rate of change of the
+angular momentum plus the moment of the weight shifted by the moving wings;
+the readings are averaged in the record's phase bins over the whole cycles
+after a transient.
 :func:`fit_waveform` fits the parameters (log space) and one sensor offset per
 channel by Levenberg-Marquardt with forward-mode Jacobians, weighting each
 channel by its residual standard deviation, with Gauss-Newton standard
@@ -31,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -52,11 +55,13 @@ from flapjax.sim.rollout import remat
 from flapjax.validation import ConfigError
 
 __all__ = [
+    "READING_COLUMNS",
     "WAVEFORM_PARAMETERS",
+    "Momenta",
     "WaveformRollout",
     "bin_edges",
     "fit_waveform",
-    "linear_momentum",
+    "momenta",
     "sensor_waveform",
 ]
 
@@ -70,8 +75,13 @@ UNITS = {"lift_scale": "-", "hinge_stiffness": "N m/rad", "wing_inertia_scale": 
          "hinge_damping": "N m s/rad", "moment_scale": "-"}
 
 
+#: Output columns of :func:`sensor_waveform` (body axes at rest; moments
+#: about the robot's centre of mass at rest).
+READING_COLUMNS = ("fx_n", "fy_n", "fz_n", "mx_nm", "my_nm")
+
+
 class WaveformRollout(eqx.Module):
-    """Phase-binned sensor force of fixed-base worlds as a differentiable
+    """Phase-binned sensor reading of fixed-base worlds as a differentiable
     function of per-wing physical parameters.
 
     Attributes:
@@ -79,12 +89,15 @@ class WaveformRollout(eqx.Module):
       params: batched FlapperParams, one world per condition (m).
       centres: (m, B) phase-bin centres per condition [rad]; NaN pads
         conditions with fewer bins.
+      lever: (3,) robot centre of mass at rest minus base origin [m] (the
+        moments' reference point).
       n_steps, discard_steps: run length and transient (static).
     """
 
     robot: fl.FlapperRobot
     params: fl.FlapperParams
     centres: jax.Array
+    lever: jax.Array
     n_steps: int = eqx.field(static=True)
     discard_steps: int = eqx.field(static=True)
 
@@ -97,26 +110,36 @@ class WaveformRollout(eqx.Module):
             raise ConfigError(f"discard: must lie in (0, duration={duration}) s, got {discard}")
         params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
                                  robot=robot)
-        centres = jnp.asarray(centres, dtype=robot.model.body_mass.dtype)
-        return cls(robot=robot, params=params, centres=centres, n_steps=n_steps, discard_steps=discard_steps)
+        dtype = robot.model.body_mass.dtype
+        centres = jnp.asarray(centres, dtype=dtype)
+        lever = jnp.asarray(fl.robot_com_offset(), dtype=dtype)
+        return cls(robot=robot, params=params, centres=centres, lever=lever, n_steps=n_steps,
+                   discard_steps=discard_steps)
 
     def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
-        """(m, B, 3) bin means of the sensor force (x, y, z; body axes at
-        rest) [N]; NaN where a condition has no bin."""
+        """(m, B, 5) bin means of the sensor reading (:data:`READING_COLUMNS`:
+        F_x, F_y, F_z [N], M_x, M_y [N m]); NaN where a condition has no bin."""
         values = dict(values)
         robot = self.robot
         if "wing_inertia_scale" in values:
             robot = with_wing_inertia(robot, values.pop("wing_inertia_scale"))
         params = with_physical(self.params, values)
-        return sensor_waveform(robot, params, self.centres, self.n_steps, self.discard_steps)
+        return sensor_waveform(robot, params, self.centres, self.n_steps, self.discard_steps, self.lever)
 
 
 def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: jax.Array, n_steps: int,
-                    discard_steps: int) -> jax.Array:
-    """(m, B, 3) phase-bin means of the force a tared sensor under the fixed
-    robot reads, ``F_aero - dP/dt`` with ``P = sum_i m_i v_i`` the bodies'
-    linear momentum [N], for the m worlds of
-    ``params`` (leading axis m) and bin centres ``centres`` (m, B) [rad].
+                    discard_steps: int, lever: jax.Array) -> jax.Array:
+    """(m, B, 5) phase-bin means of what a tared six-axis sensor under the
+    fixed robot reads (:data:`READING_COLUMNS`), for the m worlds of
+    ``params`` (leading axis m) and bin centres ``centres`` (m, B) [rad]:
+
+    - force ``F_aero - dP/dt`` [N], with ``P = sum_i m_i v_i`` the bodies'
+      linear momentum;
+    - moment about ``c``, the robot's centre of mass at rest (base origin
+      plus ``lever`` (3,) [m]): ``M_aero,c - dH_c/dt + (sum_i m_i x_i - M c)
+      x g`` [N m], with ``H_c`` the bodies' angular momentum about ``c`` and
+      the last term the moment of the weight moved by the wings (zero at
+      rest, so taring leaves it); x and y components.
 
     Step k stands for the stroke drive phases ``theta_k +- pi f dt``
     (``theta_k = 2 pi frac(f dt k + offset) + phase``), shared among the
@@ -124,22 +147,30 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
     the bin's phase interval, not over the steps that happen to fall in it;
     only the whole cycles after ``discard_steps`` count
     (:func:`flapjax.sim.flapper.cycle_window`).
-    ``dP/dt`` is the central difference of the momentum; over a periodic
-    cycle it averages to zero, so the bins average to the cycle-mean
-    aerodynamic force.
+    The momentum rates are central differences; over a periodic cycle they
+    average to zero, so the bins average to the cycle-mean aerodynamic load
+    (plus the cycle-mean moment of the wings' weight).
     """
     dt = robot.dt
+    m = robot.model
     state = jax.vmap(lambda p: fl.init_state(robot, p))(params)
     one_step = jax.vmap(lambda p, s: fl.step(robot, p, s))
 
+    def about_c(d):  # the base is fixed: c = base origin + lever at every step
+        return momenta(m, d, d.xpos[robot.base_body] + lever.astype(d.xpos.dtype))
+
     def body(s, _):
         new, dg = one_step(params, s)
-        # new.data holds the kinematics and velocities of the step's start, when the force was computed
-        return new, (dg.force_world, jax.vmap(lambda d: linear_momentum(robot.model, d))(new.data))
+        # new.data holds the kinematics and velocities of the step's start, when the loads were computed
+        return new, (dg.force_world, dg.moment_world, jax.vmap(about_c)(new.data))
 
-    _, (force, p) = jax.lax.scan(remat(body), state, None, length=n_steps + 1)
-    dp_dt = (p[2:] - p[:-2]) / (2.0 * dt)  # steps 1 .. n_steps - 1
-    reading = force[1:n_steps] - dp_dt
+    _, (force, moment, mom) = jax.lax.scan(remat(body), state, None, length=n_steps + 1)
+    rate = lambda x: (x[2:] - x[:-2]) / (2.0 * dt)  # steps 1 .. n_steps - 1
+    f = force[1:n_steps]
+    m_c = moment[1:n_steps] - jnp.cross(lever, f)  # aero moment about c (from the base origin)
+    weight = jnp.cross(mom.first_moment[1:n_steps], m.opt.gravity.astype(f.dtype))
+    moment_reading = m_c - rate(mom.angular) + weight
+    reading = jnp.concatenate([f - rate(mom.linear), moment_reading[..., :2]], axis=-1)
     reading = jnp.concatenate([jnp.zeros_like(reading[:1]), reading], axis=0)  # step 0: outside the window
     k = jnp.arange(n_steps)
     lo, hi = bin_edges(centres)
@@ -159,14 +190,30 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
                                                       state.phase_offset, lo, hi, reading)
 
 
-def linear_momentum(m, d) -> jax.Array:
-    """(3,) linear momentum ``sum_i m_i v_i`` of the bodies' centres of mass
-    [kg m/s], world frame, from ``d.cvel`` (``[w; v]``, ``v`` the velocity at
-    the subtree CoM of the body's root, MJX's convention) and ``d.xipos``."""
+class Momenta(NamedTuple):
+    """Momenta of a world's bodies (world frame) about a point ``c``."""
+
+    linear: jax.Array        # (3,) P = sum_i m_i v_i [kg m/s]
+    angular: jax.Array       # (3,) H_c = sum_i (I_i w_i + m_i (x_i - c) x v_i) [kg m^2/s]
+    first_moment: jax.Array  # (3,) sum_i m_i (x_i - c) [kg m]
+
+
+def momenta(m, d, point=None) -> Momenta:
+    """:class:`Momenta` about ``point`` (3,) [m] (default the world origin)
+    of the bodies' centres of mass ``x_i`` (``d.xipos``), from ``d.cvel``
+    (``[w; v]``, ``v`` the velocity at the subtree CoM of the body's root,
+    MJX's convention), with ``I_i`` the body inertia (``m.body_inertia``,
+    principal axes ``d.ximat``) in the world frame. A point near the bodies
+    keeps ``H_c`` free of the round-off of a large ``c x P``."""
     root = np.asarray(m.body_rootid)
     w, v = d.cvel[:, :3], d.cvel[:, 3:]
     v_com = v + jnp.cross(w, d.xipos - d.subtree_com[root])
-    return m.body_mass.astype(v_com.dtype) @ v_com
+    mass = m.body_mass.astype(v_com.dtype)
+    arm = d.xipos if point is None else d.xipos - point
+    rot = d.ximat.reshape(-1, 3, 3)
+    spin = jnp.einsum("bij,bj->bi", rot, m.body_inertia.astype(v_com.dtype) * jnp.einsum("bji,bj->bi", rot, w))
+    return Momenta(linear=mass @ v_com, angular=jnp.sum(spin, axis=0) + mass @ jnp.cross(arm, v_com),
+                   first_moment=mass @ arm)
 
 
 def bin_edges(centres: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -265,7 +312,7 @@ def fit_waveform(
 
     Returns a dict with ``values``, ``std``, ``relative_std`` (per
     parameter), ``offsets`` and ``offsets_std`` (per channel, ``fz_offset``
-    ...), ``correlation``, ``residual_std`` (per channel, [N]),
+    ...), ``correlation``, ``residual_std`` (per channel, [N] or [N m]),
     ``validation`` (held-out conditions: RMS error per channel, also relative
     to the residual standard deviation and to the measured RMS), the
     measured and fitted readings, ``iterations``, ``reason``, ``seconds``.
@@ -302,7 +349,7 @@ def fit_waveform(
     for k in parameters:
         if not nominal[k] > 0:
             raise ConfigError(f"start: {k} must be > 0, got {float(nominal[k]):g}")
-    column = {"fx_n": 0, "fy_n": 1, "fz_n": 2}
+    column = {name: i for i, name in enumerate(READING_COLUMNS)}
     prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
                     channel=jnp.asarray([column[c] for c in channels]), names=parameters,
                     nominal={k: jnp.asarray(nominal[k]) for k in parameters})
@@ -344,7 +391,7 @@ def fit_waveform(
         res -= res.mean(axis=0)  # the offsets take the channel means
         sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * (1.0 - n_unknown / n_fit)))
         say(f"  pass {pass_}: {it} iteration(s), residual std " +
-            ", ".join(f"{c} {s:.2e} N" for c, s in zip(channels, sigma)))
+            ", ".join(f"{c} {s:.2e} {'N m' if c.startswith('m') else 'N'}" for c, s in zip(channels, sigma)))
         scale = np.maximum(sigma, 1e-12)
     # curvature at the optimum with the final weights, offsets as parameters
     pred, jac = model_jacobian(lv)

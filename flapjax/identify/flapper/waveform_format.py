@@ -33,10 +33,12 @@ WAVEFORM_COLUMNS = (
     Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]"),
     Column("fx_n", False, "phase-averaged force along body x [N]"),
     Column("fy_n", False, "phase-averaged force along body y [N]"),
+    Column("mx_nm", False, "phase-averaged moment about body x at the centre of mass at rest [N m]"),
+    Column("my_nm", False, "phase-averaged moment about body y at the centre of mass at rest [N m]"),
 )
 
-#: Measured channels, in the order of the model's output columns.
-WAVEFORM_CHANNELS = ("fz_n", "fx_n", "fy_n")
+#: Measured channels (``fz_n`` always; the others when the record holds them).
+WAVEFORM_CHANNELS = ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
 
 #: Fewest phase bins a condition may have (fewer cannot show a waveform).
 MIN_BINS = 4
@@ -51,8 +53,9 @@ class StandWaveform(ChannelTable):
       phase: (n,) bin centres of the stroke drive phase, in [0, 2 pi) [rad].
       plate: (n, 2) plate angles (delta_p, delta_r) [rad] (0 where the file
         has no plate column).
-      channels: channel name -> (n,) phase-averaged force [N] (``fz_n``
-        always; ``fx_n``, ``fy_n`` when the file holds them).
+      channels: channel name -> (n,) phase-averaged force [N] or moment
+        [N m] (``fz_n`` always; ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm`` when
+        the file holds them).
       condition: (n,) index of each row's condition (see :attr:`conditions`).
       source: where the record came from.
     """
@@ -92,7 +95,7 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
     """A :class:`StandWaveform` from arrays, with the checks a file gets:
     equal lengths, finite values, positive frequencies, phases in
     [0, 2 pi), no phase twice within a condition, at least :data:`MIN_BINS`
-    bins per condition. ``channels``: ``fx_n``, ``fy_n``."""
+    bins per condition. ``channels``: ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm``."""
     where = source or "stand waveform"
     unknown = sorted(set(channels) - set(WAVEFORM_CHANNELS))
     if unknown:

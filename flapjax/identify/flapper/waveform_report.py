@@ -16,7 +16,12 @@ from flapjax.identify.flapper.waveform import UNITS, fit_waveform
 from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
 from flapjax.identify.results import lock_output_dir, versions, write_json
 
-_LABELS = {"fz_n": "F_z [N]", "fx_n": "F_x [N]", "fy_n": "F_y [N]"}
+_LABELS = {"fz_n": "F_z [N]", "fx_n": "F_x [N]", "fy_n": "F_y [N]", "mx_nm": "M_x [N m]", "my_nm": "M_y [N m]"}
+
+
+def _unit(channel: str) -> str:
+    """``"N"`` or ``"N m"`` from a channel or offset name (``fz_n``, ``mx_offset``)."""
+    return "N m" if channel.startswith("m") else "N"
 
 
 def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir: str | Path) -> Path:
@@ -79,15 +84,15 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
         for k in res["parameters"]:
             echo(f"{k:<20}{res['values'][k]:>14.5e}{res['std'][k]:>12.2e}  {UNITS[k]}")
         for k, v in res["offsets"].items():
-            echo(f"{k:<20}{v:>14.5e}{res['offsets_std'][k]:>12.2e}  N")
+            echo(f"{k:<20}{v:>14.5e}{res['offsets_std'][k]:>12.2e}  {_unit(k)}")
         for ch, v in res["validation"].items():
-            echo(f"held-out {ch:<7} rms {v['rms']:.3e} N ({v['relative_to_sigma']:.2f} sigma, "
+            echo(f"held-out {ch:<7} rms {v['rms']:.3e} {_unit(ch)} ({v['relative_to_sigma']:.2f} sigma, "
                  f"{100 * v['relative_to_measured']:.2f} % of the measured RMS)")
         plot = write_waveform_plot(data, res, out)
         results: dict[str, Any] = {"study": "stand_waveform", "source": str(path), "rows": data.n}
         results.update(with_std(res["values"], res["std"]))
         results.update(with_std(res["offsets"], res["offsets_std"]))
-        results["units"] = {**{k: UNITS[k] for k in res["parameters"]}, **{k: "N" for k in res["offsets"]}}
+        results["units"] = {**{k: UNITS[k] for k in res["parameters"]}, **{k: _unit(k) for k in res["offsets"]}}
         results.update({k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
                                             "conditions", "channels", "iterations", "reason", "duration",
                                             "discard", "start")})
