@@ -57,9 +57,11 @@ def levenberg_marquardt(
       max_iterations: most accepted steps.
       cost_tol: stop when an accepted step lowers the cost by less than this
         fraction of it (None: never).
-      step_tol: stop when every component of an accepted step is below this
+      step_tol: stop when, after an accepted step, every component of the
+        undamped Gauss-Newton step ``-(J^T J)^-1 J^T r`` is below this
         fraction of that parameter's standard deviation
-        ``sqrt(diag((J^T J)^-1))`` (unit-variance residuals; None: never).
+        ``sqrt(diag((J^T J)^-1))`` (unit-variance residuals; None: never):
+        the optimum of the local quadratic model is that close.
       max_tries: damping increases per iteration before the loop gives up
         (the cost cannot be lowered at its floating-point resolution).
       damping: initial lambda.
@@ -98,8 +100,13 @@ def levenberg_marquardt(
             reason = f"relative cost change {drop:.1e} < {cost_tol:g}"
             break
         if step_tol is not None:
-            std = np.sqrt(np.clip(np.diag(np.linalg.pinv(jtj)), 1e-300, None))
-            if np.all(np.abs(step) < step_tol * std):
-                reason = f"steps below {step_tol:g} of their standard deviations"
+            # the undamped (Gauss-Newton) step from here: a damped step is
+            # small whenever lambda is large, near the optimum or not
+            Jn = np.asarray(J, dtype=float)
+            inv = np.linalg.pinv(Jn.T @ Jn)
+            gauss_newton = -inv @ (Jn.T @ np.asarray(r, dtype=float))
+            std = np.sqrt(np.clip(np.diag(inv), 1e-300, None))
+            if np.all(np.abs(gauss_newton) < step_tol * std):
+                reason = f"Gauss-Newton step below {step_tol:g} of the standard deviations"
                 break
     return LMResult(x, r, J, len(history) - 1, history, reason)

@@ -70,6 +70,13 @@ __all__ = [
 #: and ``wing_inertia_scale``, a factor on the wings' rotational inertia [-].
 WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
 
+#: Most fitting passes (each reweighs the channels by the last residuals).
+MAX_PASSES = 6
+
+#: A pass whose channel weights are within this fraction of its residual
+#: standard deviations ends the reweighting.
+WEIGHT_TOLERANCE = 0.05
+
 #: Units of the parameters in reports.
 UNITS = {"lift_scale": "-", "hinge_stiffness": "N m/rad", "wing_inertia_scale": "-",
          "hinge_damping": "N m s/rad", "moment_scale": "-"}
@@ -302,9 +309,11 @@ def fit_waveform(
         condition [s] (after the model's periodic start).
       holdout_every: every this-many-th condition is held out of the fit
         and predicted (0: none).
-      max_iterations: Levenberg-Marquardt iterations per pass (two passes:
-        channels weighted by their spread, then by their residual standard
-        deviation).
+      max_iterations: Levenberg-Marquardt iterations per pass (the first
+        pass weighs the channels by their spread, each next one by the
+        previous residual standard deviations, until a pass's weights match
+        its residuals within :data:`WEIGHT_TOLERANCE`; at most
+        :data:`MAX_PASSES`).
       start: start values (default: the model's nominal ones, 1 for
         ``wing_inertia_scale``).
       robot: fixed-base per-wing robot (default: the pure-JAX joint tree).
@@ -376,7 +385,11 @@ def fit_waveform(
 
     scale = np.maximum(np.std(fy, axis=0), 1e-12)
     lv, iterations, reasons = np.zeros(p), 0, []
-    for pass_ in (1, 2):
+    # Iteratively reweighted: each pass weighs the channels by the residual
+    # standard deviations of the previous one, until the weights a pass ran
+    # with match its residuals (within WEIGHT_TOLERANCE); the estimate is
+    # then the one whose covariance the curvature below describes.
+    for pass_ in range(1, MAX_PASSES + 1):
         try:
             lv, _, _, it, _, reason = levenberg_marquardt(
                 lambda z: residual(z, scale), lambda z: jacobian(z, scale), lv,
@@ -392,7 +405,12 @@ def fit_waveform(
         sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * (1.0 - n_unknown / n_fit)))
         say(f"  pass {pass_}: {it} iteration(s), residual std " +
             ", ".join(f"{c} {s:.2e} {'N m' if c.startswith('m') else 'N'}" for c, s in zip(channels, sigma)))
+        settled = pass_ > 1 and bool(np.all(np.abs(sigma / scale - 1.0) < WEIGHT_TOLERANCE))
         scale = np.maximum(sigma, 1e-12)
+        if settled:
+            break
+    else:
+        reasons.append(f"channel weights still changing after {MAX_PASSES} passes")
     # curvature at the optimum with the final weights, offsets as parameters
     pred, jac = model_jacobian(lv)
     off = np.mean(fy - pred, axis=0)
