@@ -8,7 +8,7 @@ every parameter and offset, the seeds whose hidden value lies within the
 reported 2-sigma interval. Calibrated standard deviations give about 95 %.
 
 Run: ``python -m benchmarks.identify_waveform_coverage [--seeds 20] [--first 0] [--json FILE]``
-(about 15 s per seed on a 2-core CPU after a first fit of about 30 s).
+(about 9 s per seed on one core of a 2-core CPU after a first fit of about 25 s).
 
 Two verdicts are printed (:func:`benchmarks.coverage.report`): the
 per-parameter one for the three physical parameters and the calibration
