@@ -122,9 +122,9 @@ def test_momenta_match_mujoco_subtree_momenta():
     def run(s, _):
         new, _ = fl.step(robot, p, s)
         # new.data holds the kinematics and velocities of the step's start: s.data's qpos, qvel
-        return new, (W.momenta(robot.model, new.data), s.data.qpos, s.data.qvel)
+        return new, (W.momenta(robot.model, new.data), s.data.qpos, s.data.qvel, new.data)
 
-    _, (mom, qpos, qvel) = jax.jit(lambda s: jax.lax.scan(run, s, None, length=60))(fl.init_state(robot, p))
+    _, (mom, qpos, qvel, _data) = jax.jit(lambda s: jax.lax.scan(run, s, None, length=60))(fl.init_state(robot, p))
     mj = fm.build("fixed")
     d = mujoco.MjData(mj)
     total = mj.body_subtreemass[0]
@@ -139,6 +139,13 @@ def test_momenta_match_mujoco_subtree_momenta():
         np.testing.assert_allclose(lin, total * d.subtree_linvel[0], rtol=0, atol=1e-9 * scale_p)
         np.testing.assert_allclose(ang - np.cross(com, lin), d.subtree_angmom[0], rtol=0, atol=1e-9 * scale_h)
         np.testing.assert_allclose(first, total * com, rtol=1e-12)
+    # about another point: H_c = H_0 - c x P, sum m (x - c) = sum m x - M c
+    k, c = 35, np.array([0.01, -0.02, 0.5])
+    d_k = jax.tree.map(lambda x: x[k], _data)
+    about = W.momenta(robot.model, d_k, jnp.asarray(c))
+    lin, ang, first = (np.asarray(x[k], dtype=float) for x in mom)
+    np.testing.assert_allclose(np.asarray(about.angular), ang - np.cross(c, lin), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(about.first_moment), first - total * c, rtol=1e-9, atol=1e-15)
 
 
 @pytest.mark.slow

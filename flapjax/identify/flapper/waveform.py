@@ -18,7 +18,8 @@ at every step the sensor reads the aerodynamic force minus the rate of change
 of the robot's linear momentum (``F_aero - dP/dt``, ``P = sum_i m_i v_i``, what a
 tared force sensor under the robot measures) and, about the robot's centre
 of mass at rest, the aerodynamic moment minus the rate of change of the
-angular momentum plus the moment of the weight shifted by the moving wings;
+angular momentum plus the moment of the weight shifted by the moving plate
+and wings;
 the readings are averaged in the record's phase bins over the whole cycles
 after a transient.
 :func:`fit_waveform` fits the parameters (log space) and one sensor offset per
@@ -145,8 +146,9 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
     - moment about ``c``, the robot's centre of mass at rest (base origin
       plus ``lever`` (3,) [m]): ``M_aero,c - dH_c/dt + (sum_i m_i x_i - M c)
       x g`` [N m], with ``H_c`` the bodies' angular momentum about ``c`` and
-      the last term the moment of the weight moved by the wings (zero at
-      rest, so taring leaves it); x and y components.
+      the last term the moment of the weight moved by the plate and the
+      wings (zero at rest with level plates, where the sensor is tared); x
+      and y components.
 
     Step k stands for the stroke drive phases ``theta_k +- pi f dt``
     (``theta_k = 2 pi frac(f dt k + offset) + phase``), shared among the
