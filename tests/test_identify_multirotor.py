@@ -54,6 +54,8 @@ def _write_csv(path, cols, scene=S.SCENE):
     ("beyond wall", lambda c: c["x_m"].__setitem__(500, 2.1), "column 'x_m', row 501"),
     ("dropped samples", lambda c: c["time_s"].__setitem__(slice(100, None), c["time_s"][100:] + 0.02),
      "column 'time_s', row 101"),
+    ("a hexa's log for a quad", lambda c: c.update(thrust4_n=c["thrust0_n"], thrust5_n=c["thrust1_n"]),
+     "column 'thrust4_n' (header): the log holds thrust commands of 6 rotors, the robot has 4"),
 ])
 def test_bad_hover_logs_name_file_column_row(tmp_path, case, edit, expect):
     cols = {k: np.array(v, dtype=float) for k, v in _columns().items()}

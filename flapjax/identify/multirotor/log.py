@@ -36,13 +36,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from flapjax import scene as sc
-from flapjax.identify.data import Column, DataError, read_table
+from flapjax.identify.data import Column, DataError, column_names, read_table
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
 SCENE_KEYS = {"ground_z_m": 0.0, "wall_x_m": math.inf, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
@@ -205,6 +206,12 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     that is not uniform, and a position below the ground or beyond the wall.
     """
     p = Path(path)
+    extra = sorted(int(m.group(1)) for m in (re.fullmatch(r"thrust(\d+)_n", name) for name in column_names(p))
+                   if m and int(m.group(1)) >= n_rotors)
+    if extra:
+        raise DataError(f"{p}: column {thrust_column(extra[0])!r} (header): the log holds thrust commands of "
+                        f"{extra[-1] + 1} rotors, the robot has {n_rotors}; pass the robot the log was flown with "
+                        "(--robot)")
     table = read_table(p, hover_columns(n_rotors), time_column="time_s")
     time = table["time_s"]
     n = time.shape[0]
