@@ -4,7 +4,7 @@ Generates what a force sensor under the fixed flapping-wing robot records,
 phase-averaged against the stroke drive: five conditions (25, 30, 35 and
 40 Hz with level plates, 35 Hz with the pitch plate at 0.2 rad), 24 phase
 bins each, channels F_z, F_x, F_y, M_x, M_y, from the per-wing model
-(:func:`flapjax.identify.flapper.waveform.sensor_waveform`: aerodynamic load
+(:func:`flapjax.identify.flapper.waveform_reading.sensor_waveform`: aerodynamic load
 minus the rate of change of the robot's momenta, plus the moment of the
 weight the plate and wings move; tared once with the robot at rest and the
 plates level) with the hidden values
@@ -64,7 +64,7 @@ _CLEAN: dict = {}
 
 def clean_record(hidden: dict | None = None) -> dict[str, np.ndarray]:
     """Noise-free columns of the record at ``hidden`` (cached per values)."""
-    from flapjax.identify.flapper.waveform import READING_COLUMNS, WaveformRollout, _predict_clean
+    from flapjax.identify.flapper.waveform_reading import READING_COLUMNS, WaveformRollout, eval_waveform
 
     hidden = dict(HIDDEN if hidden is None else hidden)
     key = tuple(sorted(hidden.items()))
@@ -72,7 +72,7 @@ def clean_record(hidden: dict | None = None) -> dict[str, np.ndarray]:
         cond = np.asarray(CONDITIONS)
         centres = np.tile((np.arange(N_BINS) + 0.5) * 2 * math.pi / N_BINS, (len(cond), 1))
         ro = WaveformRollout.make(cond[:, 0], cond[:, 1:], centres, duration=1.2, discard=0.6)
-        out = np.asarray(_predict_clean(ro, hidden))  # (m, B, 5): READING_COLUMNS
+        out = np.asarray(eval_waveform(ro, hidden))  # (m, B, 5): READING_COLUMNS
         cols = {"frequency_hz": np.repeat(cond[:, 0], N_BINS), "phase_rad": centres.ravel(),
                 "pitch_plate_rad": np.repeat(cond[:, 1], N_BINS), "roll_plate_rad": np.repeat(cond[:, 2], N_BINS)}
         cols.update({ch: out[..., READING_COLUMNS.index(ch)].ravel() for ch in CHANNELS})
