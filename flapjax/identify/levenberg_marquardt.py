@@ -37,6 +37,12 @@ def _cost(r) -> float:
     return 0.5 * float(np.sum(r * r))
 
 
+def _normal_equations(J, r) -> tuple[np.ndarray, np.ndarray]:
+    """``(J^T J, J^T r)`` in host float64."""
+    J = np.asarray(J, dtype=float)
+    return J.T @ J, J.T @ np.asarray(r, dtype=float)
+
+
 def levenberg_marquardt(
     residual: Callable[[Any], Any],
     jacobian: Callable[[Any], Any],
@@ -75,10 +81,9 @@ def levenberg_marquardt(
     cost = _cost(r)
     if not (math.isfinite(cost) and np.all(np.isfinite(np.asarray(J)))):
         raise FloatingPointError("levenberg_marquardt: non-finite residuals or Jacobian at the start point")
+    jtj, g = _normal_equations(J, r)
     lam, history, reason = damping, [cost], f"max_iterations={max_iterations}"
     for it in range(max_iterations):
-        Jn = np.asarray(J, dtype=float)
-        jtj, g = Jn.T @ Jn, Jn.T @ np.asarray(r, dtype=float)
         scale = np.maximum(np.diag(jtj), 1e-300)
         for _ in range(max_tries):
             step = np.linalg.solve(jtj + lam * np.diag(scale), -g)
@@ -96,15 +101,15 @@ def levenberg_marquardt(
         history.append(cost)
         lam = max(lam / 10.0, 1e-12)
         J = jacobian(x)
+        jtj, g = _normal_equations(J, r)
         if cost_tol is not None and drop < cost_tol:
             reason = f"relative cost change {drop:.1e} < {cost_tol:g}"
             break
         if step_tol is not None:
             # the undamped (Gauss-Newton) step from here: a damped step is
             # small whenever lambda is large, near the optimum or not
-            Jn = np.asarray(J, dtype=float)
-            inv = np.linalg.pinv(Jn.T @ Jn)
-            gauss_newton = -inv @ (Jn.T @ np.asarray(r, dtype=float))
+            inv = np.linalg.pinv(jtj)
+            gauss_newton = -inv @ g
             std = np.sqrt(np.clip(np.diag(inv), 1e-300, None))
             if np.all(np.abs(gauss_newton) < step_tol * std):
                 reason = f"Gauss-Newton step below {step_tol:g} of the standard deviations"

@@ -57,6 +57,12 @@ def thrust_column(i: int) -> str:
     return f"thrust{i}_n"
 
 
+def thrust_rotor(name: str) -> int | None:
+    """The rotor index of a thrust-command column name, None for any other name."""
+    m = re.fullmatch(r"thrust(\d+)_n", name)
+    return int(m.group(1)) if m else None
+
+
 def hover_columns(n_rotors: int) -> list[Column]:
     """The columns a hover log of an ``n_rotors`` robot holds."""
     cols = [
@@ -206,8 +212,7 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     that is not uniform, and a position below the ground or beyond the wall.
     """
     p = Path(path)
-    extra = sorted(int(m.group(1)) for m in (re.fullmatch(r"thrust(\d+)_n", name) for name in column_names(p))
-                   if m and int(m.group(1)) >= n_rotors)
+    extra = sorted(i for i in map(thrust_rotor, column_names(p)) if i is not None and i >= n_rotors)
     if extra:
         raise DataError(f"{p}: column {thrust_column(extra[0])!r} (header): the log holds thrust commands of "
                         f"{extra[-1] + 1} rotors, the robot has {n_rotors}; pass the robot the log was flown with "
