@@ -12,6 +12,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper import flight_log as FL
 from flapjax.math import rot_x, rot_y, rot_z
+from tests.record_check import assert_common_record
 
 
 def _log(n=200, rate=200.0):
@@ -95,10 +96,8 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
 
     sample = Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv"
     out = FL.run_flight_identification(sample, tmp_path, progress=False, echo=lambda s: None)
-    raw = json.loads((tmp_path / "results.json").read_text())
-    for k in FL.FLIGHT_PARAMETERS:
-        assert k in raw and f"{k}_std" in raw and raw[f"{k}_std"] > 0
-    assert raw["L_v"] == out["L_v"]
+    raw = assert_common_record(tmp_path, "flight_log", sample, tuple(FL.FLIGHT_PARAMETERS))
+    assert raw == out
     p = CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json")
     assert float(p.roll_speed_coupling) == pytest.approx(raw["L_v"])
     assert (tmp_path / "flight_residuals.png").is_file() and (tmp_path / "flight_validation.png").is_file()

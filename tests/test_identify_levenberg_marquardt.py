@@ -76,3 +76,14 @@ def test_non_finite_start_raises():
         levenberg_marquardt(lambda x: np.array([np.nan]), lambda x: np.ones((1, 1)), np.zeros(1), max_iterations=3)
     with pytest.raises(FloatingPointError, match="start point"):
         levenberg_marquardt(lambda x: x, lambda x: np.full((1, 1), np.inf), np.ones(1), max_iterations=3)
+
+
+def test_callback_sees_every_accepted_step_and_its_cost():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(20, 3))
+    b = rng.normal(size=20)
+    seen = []
+    res = levenberg_marquardt(lambda x: A @ x - b, lambda x: A, np.zeros(3), max_iterations=30,
+                              callback=lambda it, cost: seen.append((it, cost)))
+    assert [it for it, _ in seen] == list(range(1, res.iterations + 1))
+    assert [c for _, c in seen] == res.history[1:]

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from tests.record_check import assert_common_record
+
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper import stand as S
 from flapjax.identify.from_file import pick_study
@@ -52,8 +54,9 @@ def sample_run(tmp_path_factory):
 
 def test_sample_writes_values_stds_validation_and_plots(sample_run):
     out, res = sample_run
-    on_disk = json.loads((out / "results.json").read_text())
-    assert on_disk["k_f"] == pytest.approx(res["k_f"])
+    on_disk = assert_common_record(out, "stand", SAMPLE, MODEL + ("fz_offset", "mx_offset"))
+    assert on_disk == res
+    assert set(on_disk["files"]) == {"stand_residuals.png", "stand_fit.png", "cycle_averaged.json"}
     for name in MODEL + ("fz_offset", "mx_offset"):
         assert res[f"{name}_std"] > 0, name
     assert set(res["validation"]) == {"fz_n", "fx_n", "fy_n", "mx_nm", "my_nm"}

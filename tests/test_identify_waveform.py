@@ -18,6 +18,7 @@ from flapjax.identify.data import DataError
 from flapjax.identify.flapper import waveform as W
 from flapjax.identify.flapper.waveform_format import load_stand_waveform, stand_waveform
 from flapjax.identify.from_file import identify_from_file, pick_study
+from tests.record_check import assert_common_record
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "identification" / "data"
@@ -204,10 +205,10 @@ def test_sample_record_recovers_the_hidden_values(tmp_path):
     assert res["channels"] == ["fz_n", "fx_n", "fy_n", "mx_nm", "my_nm"]
     for ch in res["channels"]:
         assert 0.5 < res["residual_std"][ch] / truth["noise_std"][ch] < 1.5
-        assert res["validation"][ch]["relative_to_sigma"] < 2.0  # the held-out 40 Hz condition is predicted
+        assert res["validation"][ch]["rms_over_sigma"] < 2.0  # the held-out 40 Hz condition is predicted
     assert [c["held_out"] for c in res["conditions"]] == [False, False, False, True, False]
-    saved = json.loads((tmp_path / "wf" / "results.json").read_text())
-    assert saved["study"] == "stand_waveform" and saved["hinge_stiffness"] == res["hinge_stiffness"]
+    saved = assert_common_record(tmp_path / "wf", "stand_waveform", SAMPLE, PHYSICAL + ("fz_offset", "my_offset"))
+    assert saved == res and set(saved["files"]) == {"waveform_fit.png", "per_wing.json"}
     assert (tmp_path / "wf" / "waveform_fit.png").stat().st_size > 10_000
 
 

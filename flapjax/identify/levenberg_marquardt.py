@@ -53,6 +53,7 @@ def levenberg_marquardt(
     step_tol: float | None = None,
     max_tries: int = 12,
     damping: float = 1e-3,
+    callback: Callable[[int, float], None] | None = None,
 ) -> LMResult:
     """Minimize ``0.5 |r(x)|^2`` from ``x0``.
 
@@ -71,6 +72,8 @@ def levenberg_marquardt(
       max_tries: damping increases per iteration before the loop gives up
         (the cost cannot be lowered at its floating-point resolution).
       damping: initial lambda.
+      callback: called after every accepted step with its number (from 1)
+        and the new cost (a progress bar).
 
     Raises ``FloatingPointError`` when the residuals or the Jacobian at
     ``x0`` are not finite.
@@ -99,6 +102,8 @@ def levenberg_marquardt(
         drop = (cost - c_new) / max(cost, 1e-300)
         x, r, cost = x_new, r_new, c_new
         history.append(cost)
+        if callback is not None:
+            callback(it + 1, cost)
         lam = max(lam / 10.0, 1e-12)
         J = jacobian(x)
         jtj, g = _normal_equations(J, r)

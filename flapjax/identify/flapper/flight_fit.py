@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -42,9 +43,11 @@ DEFAULTS = {"segment": 0.4, "holdout": 1.5, "init_window": 0.1, "substeps": 2, "
 QUICK = {"max_iterations": 25}
 
 
-def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int):
+def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int,
+                callback: Callable[[int, float], None] | None = None):
     """Pass 1 weighs the channels by the noise levels from second differences;
     pass 2 by the RMS of each channel's residuals at the first optimum.
+    ``callback(iteration, cost)`` after every accepted step of either pass.
     Returns ``(x, sigma, iterations, cost history, reason)``."""
     x = jnp.zeros(n_x)
     iters, history = 0, []
@@ -53,7 +56,7 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
         try:
             x, r, _, it, hist, reason = levenberg_marquardt(lambda z: fit_residuals(z, sig, prob),
                                                             lambda z: fit_jacobian(z, sig, prob), x,
-                                                            max_iterations=max_iterations)
+                                                            max_iterations=max_iterations, callback=callback)
         except FloatingPointError:
             raise DataError("the averaged model's rollouts over the log's segments are not finite at the start "
                             "values; try shorter segments (flight.segment) or start values closer to the robot "
@@ -104,6 +107,7 @@ def identify_flight_log(
     init_window: float = DEFAULTS["init_window"],
     substeps: int = DEFAULTS["substeps"],
     max_iterations: int = DEFAULTS["max_iterations"],
+    callback: Callable[[int, float], None] | None = None,
 ) -> dict[str, Any]:
     """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
 
@@ -116,6 +120,8 @@ def identify_flight_log(
       segment: shooting segment length [s]; holdout: held-out tail [s];
       init_window: the part of a held-out segment its start is fitted to [s];
       substeps: RK4 steps per sample; max_iterations: Levenberg-Marquardt.
+      callback: ``(iteration, cost)`` after every accepted Levenberg-Marquardt
+        step of the fit (a progress bar).
 
     Returns a dict: ``values`` and ``std`` (name -> float, SI), ``fit``,
     ``noise``, ``validation`` and ``data`` (arrays for the plots).
@@ -157,7 +163,7 @@ def identify_flight_log(
 
     prob = segments(starts, np.ones(seg_len))
     m = starts.size
-    x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations)
+    x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations, callback)
     sig = jnp.asarray(sigma)
     r = fit_residuals(x, sig, prob)
     J = fit_jacobian(x, sig, prob)

@@ -42,10 +42,12 @@ public names and holds the driver :func:`run_flight_identification`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import jax
+from tqdm.auto import tqdm
 import numpy as np
 
 from flapjax.identify.flapper.flight_dynamics import (
@@ -73,8 +75,8 @@ from flapjax.identify.flapper.flight_synthetic import (
     SAMPLE_HIDDEN,
     synthetic_flight_log,
 )
-from flapjax.identify.flapper.outputs import with_std
-from flapjax.identify.results import lock_output_dir, to_jsonable, versions, write_json
+from flapjax.identify.outputs import data_record, write_record
+from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
     "DEFAULTS",
@@ -117,36 +119,42 @@ def run_flight_identification(
     ``out_dir/cycle_averaged.json`` (loads with
     :meth:`CycleAveragedParams.from_json`) and the residual and validation
     plots (PNG). Returns the ``results.json`` dict. ``quick`` caps the
-    Levenberg-Marquardt iterations; ``progress`` prints a line per stage.
+    Levenberg-Marquardt iterations; ``progress`` shows a bar over them.
 
     Raises :class:`DataError` for a bad log (naming file, column, row) and
     :class:`ConfigError` for an unusable output folder, before any fit.
     """
     jax.config.update("jax_enable_x64", True)
+    started = time.perf_counter()
     path = Path(path)
     log = read_flight_log(path)
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
     try:
-        if progress:
-            echo(f"flight log {path.name}: {log['time_s'].size} samples at "
-                 f"{1.0 / float(np.median(np.diff(log['time_s']))):.0f} Hz; fitting ...")
+        echo(f"flight log {path}: {log['time_s'].size} samples at "
+             f"{1.0 / float(np.median(np.diff(log['time_s']))):.0f} Hz; fitting ...")
         settings = {**DEFAULTS, **(QUICK if quick else {})}
-        result = identify_flight_log(log, **settings)
-        results = {"study": "flight_log", "data_file": str(path), **with_std(result["values"], result["std"])}
+        bar = tqdm(desc="identify flight log", unit="iteration", disable=not progress)
+
+        def tick(_, cost):
+            bar.update(1)
+            bar.set_postfix(cost=f"{cost:.4g}")
+
+        try:
+            result = identify_flight_log(log, **settings, callback=tick)
+        finally:
+            bar.close()
+        results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
         results.update({
-            "identified": result["values"], "std": result["std"], "units": FLIGHT_PARAMETERS,
             "cycle_averaged": result["identified"].to_dict(), "fit": result["fit"], "noise": result["noise"],
-            "validation": result["validation"], "settings": settings, "versions": versions(),
+            "validation": result["validation"], "settings": settings,
         })
-        results = to_jsonable(results)
-        write_json(out / "results.json", results)
         write_json(out / "cycle_averaged.json", {
             "comment": f"Cycle-averaged model identified from the flight log {path.name}; load with "
                        "CycleAveragedParams.from_json.", **result["identified"].to_dict()})
         files = write_flight_plots(out, result)
-        echo(summary(results) + f"\n  written: {out / 'results.json'}, cycle_averaged.json, "
-             + ", ".join(p.name for p in files))
+        written = write_record(out, results, ["cycle_averaged.json", *files], started)
+        echo(summary(results) + "\n" + written)
         return results
     finally:
         lock.release()

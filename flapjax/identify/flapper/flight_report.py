@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
-from flapjax.identify.flapper.outputs import pyplot, save_figure
+from flapjax.identify.outputs import parameter_table, pyplot, save_figure
 
 
 def write_flight_plots(out: Path, result: dict) -> list[Path]:
@@ -54,14 +54,12 @@ def write_flight_plots(out: Path, result: dict) -> list[Path]:
 
 def summary(results: dict) -> str:
     """Plain-text table of a flight identification's results."""
-    lines = ["", "flapjax identify (flight log): results",
-             f"  {'name':<14} {'identified':>13} {'std':>11} {'unit':>10}"]
-    for name, unit in FLIGHT_PARAMETERS.items():
-        lines.append(f"  {name:<14} {results[name]:>13.5g} {results[name + '_std']:>11.3g} {unit:>10}")
+    lines = [parameter_table({n: results[n] for n in FLIGHT_PARAMETERS},
+                             {n: results[n + "_std"] for n in FLIGHT_PARAMETERS}, FLIGHT_PARAMETERS)]
     f, v = results["fit"], results["validation"]
-    lines.append(f"  fit: {f['segments']} segments of {f['segment']:g} s, {f['iterations']} iterations "
+    lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s, {f['iterations']} iterations "
                  f"({f['reason']}), residual sigma {f['residual_sigma']:.3f} (1 = the log's noise level)")
-    lines.append(f"  held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
+    lines.append(f"held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
                  f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm, "
                  f"attitude RMS {v['identified']['attitude_rms_deg']:.2f} deg (start model: "
                  f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg)")

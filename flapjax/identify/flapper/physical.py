@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.data import DataError
-from flapjax.identify.flapper.config import convergence_for, optimizer_for, progress_callback
+from flapjax.identify.flapper.config import PHYSICAL_UNITS, convergence_for, optimizer_for, progress_callback
 from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.results import StudyResult
@@ -209,6 +209,9 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
 #: (see :func:`with_physical`) and ``wing_inertia_scale``, a factor on the
 #: rotational inertia of both wing bodies in the MJCF [-].
 STAND_PHYSICAL_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
+
+#: Units of :data:`STAND_PHYSICAL_PARAMETERS` in reports.
+STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-"}
 
 
 def with_wing_inertia(robot: fl.FlapperRobot, scale: jax.Array) -> fl.FlapperRobot:

@@ -50,7 +50,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from flapjax.identify.flapper.outputs import with_std
 from flapjax.identify.flapper.stand_fit import StandFit, fit_stand, holdout_rows
 from flapjax.identify.flapper.stand_format import (
     CHANNELS,
@@ -68,7 +67,8 @@ from flapjax.identify.flapper.stand_prediction import (
     stand_terms,
 )
 from flapjax.identify.flapper.stand_report import stand_summary, write_stand_plots
-from flapjax.identify.results import lock_output_dir, versions, write_json
+from flapjax.identify.outputs import data_record, parameter_table, write_record
+from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
     "CHANNELS",
@@ -117,12 +117,12 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
         res = fit_stand(data, holdout_every=holdout_every)
         echo(stand_summary(res))
         plots = write_stand_plots(data, res, out)
-        results: dict[str, Any] = {"study": "stand", "source": str(path), "rows": data.n,
-                                   "rows_fitted": int(res.fit_rows.size),
-                                   "rows_held_out": [int(i) + 1 for i in res.validation_rows]}
-        results.update(with_std({n: res.values[n] for n in res.names}, res.std))
+        results = data_record("stand", path, {n: res.values[n] for n in res.names}, res.std,
+                              {n: PARAMETERS[n][1] for n in res.names})
         results.update({
-            "units": {n: PARAMETERS[n][1] for n in res.names},
+            "rows": data.n,
+            "rows_fitted": int(res.fit_rows.size),
+            "rows_held_out": [int(i) + 1 for i in res.validation_rows],
             "reference_frequency": res.f_ref,
             "least_squares": res.least_squares,
             "residual_std": res.sigma,
@@ -133,7 +133,6 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             "fit_reason": res.reason,
             "fit_steps": res.steps,
             "notes": res.notes,
-            "plots": [p.name for p in plots],
         })
         averaged = {"lift_coefficient": res.values["k_f"], "reference_frequency": res.f_ref}
         if res.values.get("k_roll", 0.0) > 0:
@@ -142,7 +141,7 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             averaged["pitch_gain"] = res.values["k_pitch"]
         write_json(out / "cycle_averaged.json", averaged)
         if physical:
-            from flapjax.identify.flapper.physical import fit_physical_to_stand
+            from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS, fit_physical_to_stand
 
             echo("per-wing physical parameters through the fixed-base rollout (slow) ...")
             opts = {"sigma": res.sigma,  # the channels' noise and the sensor offsets of the averaged fit
@@ -150,16 +149,13 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             opts.update(physical_options or {})
             phys = fit_physical_to_stand(data, **opts)
             results["physical"] = phys
-            for n, v in phys["values"].items():
-                echo(f"  {n:<16} {v:.5e} +- {phys['std'][n]:.2e}")
+            echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
             loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
             if loose:
                 phys["notes"] = [f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
                                  "not determine it. A phase-resolved stand record (a phase_rad column, see "
                                  "docs/data_formats.md) does."]
                 echo(f"note: {phys['notes'][0]}")
-        results["seconds"] = time.perf_counter() - t0
-        results["versions"] = versions()
-        write_json(out / "results.json", results)
-    echo(f"results: {out / 'results.json'}")
+        written = write_record(out, results, [*plots, "cycle_averaged.json"], t0)
+    echo(written)
     return results

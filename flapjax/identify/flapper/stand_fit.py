@@ -173,7 +173,7 @@ def _held_out_errors(fitted: StandFit, val: StandData, sigma: np.ndarray) -> dic
     for j, ch in enumerate(fitted.channels):
         e = float(np.sqrt(np.mean(err[:, j] ** 2)))
         out[ch] = {"rms": e, "rms_over_sigma": e / float(sigma[j]),
-                   "relative_rms": e / float(meas_rms[j]) if meas_rms[j] > 0 else math.nan}
+                   "rms_over_measured": e / float(meas_rms[j]) if meas_rms[j] > 0 else math.nan}
     return out
 
 

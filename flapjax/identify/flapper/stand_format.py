@@ -32,6 +32,13 @@ STAND_COLUMNS = (
 #: :func:`~flapjax.identify.flapper.stand_prediction.predict_stand`.
 CHANNELS = ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
 
+#: Axis labels of the channels in plots.
+CHANNEL_LABELS = {"fz_n": "F_z [N]", "fx_n": "F_x [N]", "fy_n": "F_y [N]", "mx_nm": "M_x [N m]", "my_nm": "M_y [N m]"}
+
+#: Unit of each channel (and of its sensor offset ``fz_offset``, ...).
+CHANNEL_UNITS = {**{ch: "N m" if ch.startswith("m") else "N" for ch in CHANNELS},
+                 **{ch[:2] + "_offset": "N m" if ch.startswith("m") else "N" for ch in CHANNELS}}
+
 
 @dataclass(frozen=True)
 class StandData(ChannelTable):

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.flapper.outputs import pyplot, save_figure
+from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure
 from flapjax.identify.flapper.stand_fit import StandFit
-from flapjax.identify.flapper.stand_format import StandData
+from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS, StandData
 from flapjax.identify.flapper.stand_prediction import PARAMETERS
 
-_LABELS = {"fz_n": "F_z [N]", "fx_n": "F_x [N]", "fy_n": "F_y [N]", "mx_nm": "M_x [N m]", "my_nm": "M_y [N m]"}
 
 
 def write_stand_plots(data: StandData, result: StandFit, out_dir: str | Path) -> list[Path]:
@@ -37,7 +36,7 @@ def write_stand_plots(data: StandData, result: StandFit, out_dir: str | Path) ->
         ax.plot(data.frequency[~held], r[~held], "o", ms=3.5, label="fitted rows")
         if held.any():
             ax.plot(data.frequency[held], r[held], "x", ms=6, color="C3", label="held-out rows")
-        ax.set_ylabel(f"residual {_LABELS[ch]}", fontsize=8)
+        ax.set_ylabel(f"residual {CHANNEL_LABELS[ch]}", fontsize=8)
         if j == 0:
             ax.legend(fontsize=7, loc="best")
     axes[-1, 0].set_xlabel("frequency [Hz]")
@@ -71,10 +70,10 @@ def write_stand_plots(data: StandData, result: StandFit, out_dir: str | Path) ->
 
 def stand_summary(result: StandFit) -> str:
     """Plain-text table of the fitted values."""
-    lines = [f"{'parameter':<16}{'value':>14}{'std':>12}  unit"]
-    for n in result.names:
-        lines.append(f"{n:<16}{result.values[n]:>14.5e}{result.std[n]:>12.2e}  {PARAMETERS[n][1]}")
-    for ch, v in result.validation.items():
-        lines.append(f"held-out {ch:<7} rms {v['rms']:.3e} ({v['rms_over_sigma']:.2f} sigma, "
-                     f"{100 * v['relative_rms']:.2f} % of the measured RMS)")
+    table = parameter_table({n: result.values[n] for n in result.names}, result.std,
+                            {n: PARAMETERS[n][1] for n in result.names})
+    lines = [table]
+    if result.validation:
+        lines.append(held_out_lines(result.validation, CHANNEL_UNITS))
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)

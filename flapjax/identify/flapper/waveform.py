@@ -75,9 +75,6 @@ MAX_PASSES = 6
 #: standard deviations ends the reweighting.
 WEIGHT_TOLERANCE = 0.05
 
-#: Units of the parameters in reports.
-UNITS = {"lift_scale": "-", "hinge_stiffness": "N m/rad", "wing_inertia_scale": "-",
-         "hinge_damping": "N m s/rad", "moment_scale": "-"}
 
 
 # ---------------------------------------------------------------------------
@@ -271,8 +268,8 @@ def fit_waveform(
         for j, c in enumerate(channels):
             rms = float(np.sqrt(np.mean(err[:, j] ** 2)))
             meas = float(np.sqrt(np.mean(y[held, j] ** 2)))
-            validation[c] = {"rms": rms, "relative_to_sigma": rms / float(sigma[j]),
-                             "relative_to_measured": rms / meas if meas > 0 else float("nan")}
+            validation[c] = {"rms": rms, "rms_over_sigma": rms / float(sigma[j]),
+                             "rms_over_measured": rms / meas if meas > 0 else float("nan")}
     return {
         "parameters": list(parameters),
         "values": values,

@@ -11,18 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from flapjax.identify.flapper.outputs import pyplot, save_figure, with_std
-from flapjax.identify.flapper.waveform import UNITS, fit_waveform
+from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
+from flapjax.identify.flapper.waveform import fit_waveform
+from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS
 from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
-from flapjax.identify.results import lock_output_dir, versions, write_json
-
-_LABELS = {"fz_n": "F_z [N]", "fx_n": "F_x [N]", "fy_n": "F_y [N]", "mx_nm": "M_x [N m]", "my_nm": "M_y [N m]"}
-
-
-def _unit(channel: str) -> str:
-    """``"N"`` or ``"N m"`` from a channel or offset name (``fz_n``, ``mx_offset``)."""
-    return "N m" if channel.startswith("m") else "N"
-
+from flapjax.identify.outputs import data_record, held_out_lines, parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.results import lock_output_dir, write_json
 
 def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir: str | Path) -> Path:
     """``waveform_fit.png``: per channel (rows) and condition (columns) the
@@ -49,7 +43,7 @@ def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir:
             axr.axhline(0.0, color="0.5", lw=0.8)
             axr.plot(th, meas[order, j] - fitted[order, j], ".", ms=3, color="C3" if cond["held_out"] else "C0")
             if c == 0:
-                ax.set_ylabel(_LABELS[ch], fontsize=8)
+                ax.set_ylabel(CHANNEL_LABELS[ch], fontsize=8)
                 axr.set_ylabel("residual", fontsize=8)
             if j == 0:
                 ax.set_title(title, fontsize=8)
@@ -80,26 +74,18 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
              f"({', '.join(f'{f:g}' for f in freqs)} Hz), channels {list(data.channel_names)}")
         echo("per-wing physical parameters through the fixed-base rollout ...")
         res = fit_waveform(data, echo=echo, **options)
-        echo(f"{'parameter':<20}{'value':>14}{'std':>12}  unit")
-        for k in res["parameters"]:
-            echo(f"{k:<20}{res['values'][k]:>14.5e}{res['std'][k]:>12.2e}  {UNITS[k]}")
-        for k, v in res["offsets"].items():
-            echo(f"{k:<20}{v:>14.5e}{res['offsets_std'][k]:>12.2e}  {_unit(k)}")
-        for ch, v in res["validation"].items():
-            echo(f"held-out {ch:<7} rms {v['rms']:.3e} {_unit(ch)} ({v['relative_to_sigma']:.2f} sigma, "
-                 f"{100 * v['relative_to_measured']:.2f} % of the measured RMS)")
+        values = {**res["values"], **res["offsets"]}
+        std = {**res["std"], **res["offsets_std"]}
+        units = {**{k: STAND_PHYSICAL_UNITS[k] for k in res["parameters"]}, **{k: CHANNEL_UNITS[k] for k in res["offsets"]}}
+        echo(parameter_table(values, std, units))
+        echo(held_out_lines(res["validation"], CHANNEL_UNITS))
         plot = write_waveform_plot(data, res, out)
-        results: dict[str, Any] = {"study": "stand_waveform", "source": str(path), "rows": data.n}
-        results.update(with_std(res["values"], res["std"]))
-        results.update(with_std(res["offsets"], res["offsets_std"]))
-        results["units"] = {**{k: UNITS[k] for k in res["parameters"]}, **{k: _unit(k) for k in res["offsets"]}}
+        write_json(out / "per_wing.json", res["values"])
+        results = data_record("stand_waveform", path, values, std, units)
+        results["rows"] = data.n
         results.update({k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
                                             "conditions", "channels", "iterations", "reason", "duration",
                                             "discard", "start")})
-        write_json(out / "per_wing.json", res["values"])
-        results["plots"] = [plot.name]
-        results["seconds"] = time.perf_counter() - t0
-        results["versions"] = versions()
-        write_json(out / "results.json", results)
-    echo(f"results: {out / 'results.json'}")
+        written = write_record(out, results, [plot, "per_wing.json"], t0)
+    echo(written)
     return results

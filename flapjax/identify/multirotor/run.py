@@ -6,8 +6,9 @@
 then each axis weighted by its residual standard deviation. Standard
 deviations come from :func:`flapjax.identify.losses.gauss_newton_uncertainty`
 with the residual variance of the data. The last ``validation_fraction`` of
-the log is held out and predicted. :func:`run_hover_identification` reads
-the file, fits, and writes ``results.json`` and residual plots.
+the log is held out and predicted
+(:func:`~flapjax.identify.multirotor.hover_report.run_hover_identification`
+reads a file, fits, and writes ``results.json`` and plots).
 
 Coefficients the log cannot excite are held at the chain's defaults and
 listed in ``not_identified`` with the reason: ``ground_coeff`` needs
@@ -25,7 +26,7 @@ import functools
 import math
 import time as _time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import equinox as eqx
 import jax
@@ -38,13 +39,20 @@ from flapjax import rotor
 from flapjax.identify import losses as L
 from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, make_fit_step, make_optimizer, split
 from flapjax.identify.multirotor import model as M
-from flapjax.identify.multirotor.log import HoverLog, read_hover_log
+from flapjax.identify.multirotor.log import HoverLog
+from flapjax.identify.outputs import data_record
 from flapjax.validation import ConfigError
 
 #: Values a results file reports (the chain's names, each with ``_std``).
 REPORTED = ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range",
             *(f"drag_linear_{a}" for a in M.AXES), *(f"drag_quadratic_{a}" for a in M.AXES),
             *(f"accel_bias_{a}" for a in M.AXES))
+
+#: Units of :data:`REPORTED`.
+UNITS = {"ground_coeff": "-", "wall_thrust_coeff": "-", "wall_lateral_coeff": "-",
+         "wall_fade_start": "rotor radii", "wall_range": "rotor radii",
+         **{f"drag_linear_{a}": "N s/m" for a in M.AXES}, **{f"drag_quadratic_{a}": "N s^2/m^2" for a in M.AXES},
+         **{f"accel_bias_{a}": "m/s^2" for a in M.AXES}}
 
 #: Samples skipped at the start (the actuator replay settles) [s].
 SETTLE_S = 0.5
@@ -251,16 +259,12 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
         s1, s2 = std["wall_fade_start"], std["wall_fade_width"]
         rho = corr[idx["wall_fade_start"], idx["wall_fade_width"]]
         std["wall_range"] = math.sqrt(max(s1 * s1 + s2 * s2 + 2.0 * rho * s1 * s2, 0.0))
-    out: dict[str, Any] = {"robot": prof.name, "log": log.path}
-    weak = {}
-    for k in REPORTED:
-        out[k] = values[k]
-        out[f"{k}_std"] = std.get(k)
-        if k in std and std[k] > abs(values[k]) and not k.startswith("accel_bias"):
-            weak[k] = f"standard deviation {std[k]:.3g} exceeds the value {values[k]:.3g}"
     not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
-    for k in not_identified:
-        out[f"{k}_std"] = None
+    out = data_record("hover", log.path, {k: values[k] for k in REPORTED},
+                      {k: None if k in not_identified else std.get(k) for k in REPORTED}, UNITS)
+    out["robot"] = prof.name
+    weak = {k: f"standard deviation {std[k]:.3g} exceeds the value {values[k]:.3g}" for k in REPORTED
+            if k in std and std[k] > abs(values[k]) and not k.startswith("accel_bias")}
     pred_all = np.asarray(predict(fitted, inputs))
     meas_np = np.asarray(meas)
     sigma = np.asarray(scale)
@@ -274,7 +278,7 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
         validation.update(
             start_s=float(log.time[val_rows[0]]), end_s=float(log.time[val_rows[-1]]),
             rms_mps2=np.sqrt(np.mean(res_val**2, axis=0)).tolist(),
-            rms_over_noise=(np.sqrt(np.mean(res_val**2, axis=0)) / sigma).tolist(),
+            rms_over_sigma=(np.sqrt(np.mean(res_val**2, axis=0)) / sigma).tolist(),
             mean_error_mps2=np.mean(res_val, axis=0).tolist(),
             rms_default_coefficients_mps2=np.sqrt(np.mean(res_def**2, axis=0)).tolist(),
         )
@@ -285,9 +289,6 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
              "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
              "parameters": list(trainable_names), "correlation": corr.tolist(), "seconds": _time.perf_counter() - t0},
-        units={"ground_coeff": "-", "wall_thrust_coeff": "-", "wall_lateral_coeff": "-",
-               "wall_fade_start": "rotor radii", "wall_range": "rotor radii", "drag_linear": "N s/m",
-               "drag_quadratic": "N s^2/m^2", "accel_bias": "m/s^2"},
         scene=dict(log.scene),
     )
     fit_mask = np.zeros(t.shape[0], bool)
@@ -298,137 +299,3 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
                       "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
                       "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
     return out
-
-
-def plot_residuals(res: Mapping[str, Any], path: str | Path) -> Path:
-    """Measured and predicted specific force and the residuals per axis
-    against time (validation segment shaded)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    a = res["_arrays"]
-    t, m, p = a["time"], a["measured"], a["predicted"]
-    fig, axes = plt.subplots(3, 2, figsize=(12, 8), sharex="col")
-    for j, name in enumerate(M.AXES):
-        ax = axes[j, 0]
-        ax.plot(t, m[:, j], ",", color="0.6", label="measured")
-        ax.plot(t, p[:, j], "-", lw=0.8, color="C0", label="predicted")
-        ax.set_ylabel(f"a_{name} [m/s^2]")
-        ax = axes[j, 1]
-        r = m[:, j] - p[:, j]
-        ax.plot(t[a["fit"]], r[a["fit"]], ",", color="C1")
-        ax.plot(t[a["validation"]], r[a["validation"]], ",", color="C3")
-        ax.set_ylabel(f"residual {name} [m/s^2]")
-        for col in (0, 1):
-            if a["validation"].any():
-                axes[j, col].axvspan(t[a["validation"]][0], t[a["validation"]][-1], color="C3", alpha=0.08)
-    axes[0, 0].legend(loc="upper right", markerscale=20)
-    axes[0, 0].set_title("accelerometer: measured vs chain prediction")
-    axes[0, 1].set_title("residuals (fit: orange, held-out validation: red)")
-    axes[2, 0].set_xlabel("time [s]")
-    axes[2, 1].set_xlabel("time [s]")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def plot_proximity(res: Mapping[str, Any], path: str | Path) -> Path:
-    """Identified ground and wall thrust factors against distance (rotor
-    radii), with the chain's defaults."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = np.linspace(0.5, 6.0, 300)
-    fitted = rotor.ProximityParams(
-        wall_thrust_coeff=max(res["wall_thrust_coeff"], 0.0), wall_lateral_coeff=max(res["wall_lateral_coeff"], 0.0),
-        wall_fade_start=res["wall_fade_start"], wall_range=res["wall_range"],
-        ground_coeff=min(max(res["ground_coeff"], 0.0), 3.9))
-    default = rotor.ProximityParams()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for params, label, style in ((fitted, "identified", "-"), (default, "default", "--")):
-        axes[0].plot(x, np.asarray(rotor.ground_effect_factor(jnp.asarray(x), 1.0, params.ground_coeff)), style,
-                     label=label)
-        d = jnp.asarray(np.maximum(x, 1.0))
-        factor, _ = rotor.wall_effect(jnp.ones_like(d), d, jnp.tile(jnp.array([1.0, 0.0, 0.0]), (d.shape[0], 1)),
-                                      jnp.ones_like(d), params)
-        axes[1].plot(np.maximum(x, 1.0), np.asarray(factor), style, label=label)
-    axes[0].set_xlabel("h / R")
-    axes[0].set_ylabel("T_IGE / T_OGE")
-    axes[1].set_xlabel("d / R")
-    axes[1].set_ylabel("near-wall thrust factor")
-    for ax in axes:
-        ax.legend()
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progress: bool = True,
-                             echo: Callable[[str], None] = print, scene: Mapping[str, Any] | None = None,
-                             validation_fraction: float = 0.2) -> dict[str, Any]:
-    """Identify ground-effect, near-wall and drag coefficients from a hover log.
-
-    Args:
-      path: the hover log (CSV or NPZ; docs/data_formats.md, "Multirotor hover logs").
-      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``) or a profile
-        file (``.toml`` / ``.json``).
-      out_dir: where ``results.json``, ``residuals.png`` and ``proximity.png`` go.
-      quick: fewer optimizer steps (a smoke run).
-      progress: show a tqdm bar over the optimizer steps.
-      echo: where the summary lines go.
-      scene: scene keys overriding the log's (``wall_x_m``, ...).
-      validation_fraction: the final part of the log held out [-].
-
-    Returns the dict written to ``results.json``: every identified value and
-    its standard deviation (``wall_thrust_coeff``, ``wall_thrust_coeff_std``,
-    ...; ``None`` for a value held at its default), ``not_identified`` and
-    ``weakly_identified`` (name -> reason), ``validation`` (the held-out
-    segment's RMS prediction error per body axis [m/s^2], also relative to
-    the fit's residual standard deviation and with the default
-    coefficients), ``fit`` (rows, steps, convergence, correlation), units.
-    Load the values into a chain with
-    :func:`flapjax.identify.multirotor.chain_params_from_results`.
-    """
-    from tqdm.auto import tqdm
-
-    from flapjax.identify.results import write_json
-
-    jax.config.update("jax_enable_x64", True)
-    prof = resolve_robot(robot)
-    log = read_hover_log(path, prof.n_rotors, scene=scene)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    echo(f"hover log {log.path}: {log.n_samples} rows at {1.0 / log.dt:.0f} Hz, robot {prof.name}")
-    bar = tqdm(desc="identify hover", unit="step", disable=not progress)
-
-    def tick(k, v):
-        bar.update(1)
-        bar.set_postfix(loss=f"{v:.4g}")
-
-    try:
-        res = fit_hover_log(prof, log, quick=quick, progress=tick, validation_fraction=validation_fraction)
-    finally:
-        bar.close()
-    plot_residuals(res, out_dir / "residuals.png")
-    plot_proximity(res, out_dir / "proximity.png")
-    res.pop("_arrays")
-    res["plots"] = ["residuals.png", "proximity.png"]
-    write_json(out_dir / "results.json", res)
-    for k in REPORTED:
-        s = res[f"{k}_std"]
-        echo(f"  {k:20s} {res[k]: .5g}" + (f" +- {s:.2g}" if s is not None else "  (held: not identified)"))
-    v = res["validation"]
-    if v.get("rows"):
-        echo("  validation RMS [m/s^2]: " + ", ".join(f"{x:.3f}" for x in v["rms_mps2"])
-             + " (default coefficients: " + ", ".join(f"{x:.3f}" for x in v["rms_default_coefficients_mps2"]) + ")")
-    echo(f"wrote {out_dir / 'results.json'}")
-    return res

@@ -1,0 +1,147 @@
+"""``flapjax identify --robot R --data HOVER``: fit a multirotor hover log
+(:func:`~flapjax.identify.multirotor.run.fit_hover_log`) and write
+``results.json`` with the residual and proximity plots."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax import rotor
+from flapjax.identify.multirotor import model as M
+from flapjax.identify.multirotor.log import read_hover_log
+from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover_log, resolve_robot
+from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.results import lock_output_dir
+
+__all__ = ["hover_summary", "plot_proximity", "plot_residuals", "run_hover_identification"]
+
+
+def plot_residuals(res: Mapping[str, Any], path: str | Path) -> Path:
+    """Measured and predicted specific force and the residuals per axis
+    against time (validation segment shaded)."""
+    plt = pyplot()
+    a = res["_arrays"]
+    t, m, p = a["time"], a["measured"], a["predicted"]
+    fig, axes = plt.subplots(3, 2, figsize=(12, 8), sharex="col")
+    for j, name in enumerate(M.AXES):
+        ax = axes[j, 0]
+        ax.plot(t, m[:, j], ",", color="0.6", label="measured")
+        ax.plot(t, p[:, j], "-", lw=0.8, color="C0", label="predicted")
+        ax.set_ylabel(f"a_{name} [m/s^2]")
+        ax = axes[j, 1]
+        r = m[:, j] - p[:, j]
+        ax.plot(t[a["fit"]], r[a["fit"]], ",", color="C1")
+        ax.plot(t[a["validation"]], r[a["validation"]], ",", color="C3")
+        ax.set_ylabel(f"residual {name} [m/s^2]")
+        for col in (0, 1):
+            if a["validation"].any():
+                axes[j, col].axvspan(t[a["validation"]][0], t[a["validation"]][-1], color="C3", alpha=0.08)
+    axes[0, 0].legend(loc="upper right", markerscale=20)
+    axes[0, 0].set_title("accelerometer: measured vs chain prediction")
+    axes[0, 1].set_title("residuals (fit: orange, held-out validation: red)")
+    axes[2, 0].set_xlabel("time [s]")
+    axes[2, 1].set_xlabel("time [s]")
+    return save_figure(fig, Path(path), dpi=110)
+
+
+def plot_proximity(res: Mapping[str, Any], path: str | Path) -> Path:
+    """Identified ground and wall thrust factors against distance (rotor
+    radii), with the chain's defaults."""
+    plt = pyplot()
+    x = np.linspace(0.5, 6.0, 300)
+    fitted = rotor.ProximityParams(
+        wall_thrust_coeff=max(res["wall_thrust_coeff"], 0.0), wall_lateral_coeff=max(res["wall_lateral_coeff"], 0.0),
+        wall_fade_start=res["wall_fade_start"], wall_range=res["wall_range"],
+        ground_coeff=min(max(res["ground_coeff"], 0.0), 3.9))
+    default = rotor.ProximityParams()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for params, label, style in ((fitted, "identified", "-"), (default, "default", "--")):
+        axes[0].plot(x, np.asarray(rotor.ground_effect_factor(jnp.asarray(x), 1.0, params.ground_coeff)), style,
+                     label=label)
+        d = jnp.asarray(np.maximum(x, 1.0))
+        factor, _ = rotor.wall_effect(jnp.ones_like(d), d, jnp.tile(jnp.array([1.0, 0.0, 0.0]), (d.shape[0], 1)),
+                                      jnp.ones_like(d), params)
+        axes[1].plot(np.maximum(x, 1.0), np.asarray(factor), style, label=label)
+    axes[0].set_xlabel("h / R")
+    axes[0].set_ylabel("T_IGE / T_OGE")
+    axes[1].set_xlabel("d / R")
+    axes[1].set_ylabel("near-wall thrust factor")
+    for ax in axes:
+        ax.legend()
+        ax.grid(alpha=0.3)
+    return save_figure(fig, Path(path), dpi=110)
+
+
+def hover_summary(res: Mapping[str, Any]) -> str:
+    """Plain-text table of a hover fit: the values (``held`` for those the
+    log cannot identify), why they are held, and the held-out prediction."""
+    lines = [parameter_table({k: res[k] for k in REPORTED}, {k: res[f"{k}_std"] for k in REPORTED}, UNITS)]
+    lines += [f"held: {k}: {why}" for k, why in res["not_identified"].items()]
+    lines += [f"weakly identified: {k}: {why}" for k, why in res["weakly_identified"].items()]
+    v = res["validation"]
+    if v.get("rows"):
+        lines.append(f"held-out (last {100 * v['fraction']:.0f} %, {v['rows']} rows) RMS per body axis: "
+                     + ", ".join(f"{x:.3f}" for x in v["rms_mps2"]) + " m/s^2 ("
+                     + ", ".join(f"{x:.2f}" for x in v["rms_over_sigma"]) + " sigma; default coefficients: "
+                     + ", ".join(f"{x:.3f}" for x in v["rms_default_coefficients_mps2"]) + " m/s^2)")
+    return "\n".join(lines)
+
+
+def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progress: bool = True,
+                             echo: Callable[[str], None] = print, scene: Mapping[str, Any] | None = None,
+                             validation_fraction: float = 0.2) -> dict[str, Any]:
+    """Identify ground-effect, near-wall and drag coefficients from a hover log.
+
+    Args:
+      path: the hover log (CSV or NPZ; docs/data_formats.md, "Multirotor hover logs").
+      robot: preset name (``quad_x``, ``hexa``, ``hexa_tilted``) or a profile
+        file (``.toml`` / ``.json``).
+      out_dir: where ``results.json``, ``residuals.png`` and ``proximity.png`` go.
+      quick: fewer optimizer steps (a smoke run).
+      progress: show a tqdm bar over the optimizer steps.
+      echo: where the summary lines go.
+      scene: scene keys overriding the log's (``wall_x_m``, ...).
+      validation_fraction: the final part of the log held out [-].
+
+    Returns the dict written to ``results.json``: every identified value and
+    its standard deviation (``wall_thrust_coeff``, ``wall_thrust_coeff_std``,
+    ...; ``None`` for a value held at its default), ``not_identified`` and
+    ``weakly_identified`` (name -> reason), ``validation`` (the held-out
+    segment's RMS prediction error per body axis [m/s^2], also relative to
+    the fit's residual standard deviation and with the default
+    coefficients), ``fit`` (rows, steps, convergence, correlation), units.
+    Load the values into a chain with
+    :func:`flapjax.identify.multirotor.chain_params_from_results`.
+    """
+    from tqdm.auto import tqdm
+
+    jax.config.update("jax_enable_x64", True)
+    started = time.perf_counter()
+    prof = resolve_robot(robot)
+    log = read_hover_log(path, prof.n_rotors, scene=scene)
+    out = Path(out_dir)
+    with lock_output_dir(out, name="out"):
+        echo(f"hover log {log.path}: {log.n_samples} rows at {1.0 / log.dt:.0f} Hz, robot {prof.name}")
+        bar = tqdm(desc="identify hover", unit="step", disable=not progress)
+
+        def tick(k, v):
+            bar.update(1)
+            bar.set_postfix(loss=f"{v:.4g}")
+
+        try:
+            res = fit_hover_log(prof, log, quick=quick, progress=tick, validation_fraction=validation_fraction)
+        finally:
+            bar.close()
+        files = [plot_residuals(res, out / "residuals.png"), plot_proximity(res, out / "proximity.png")]
+        res.pop("_arrays")
+        echo(hover_summary(res))
+        written = write_record(out, res, files, started)
+    echo(written)
+    return res

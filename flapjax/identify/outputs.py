@@ -1,0 +1,113 @@
+"""What the identifications from measured data write and print, in one form
+for every study (stand tables, phase-resolved stand records, flapper flight
+logs, multirotor hover logs):
+
+- ``results.json``: :func:`data_record` -- ``study``, ``source`` (the data
+  file), every fitted value ``name`` with its standard deviation
+  ``name_std`` (``null`` for a value held, not fitted), ``units`` (one per
+  value), the study's own diagnostics, then :func:`write_record` adds
+  ``files`` (what else the run wrote), ``seconds`` and ``versions``;
+- the table of values the command line prints (:func:`parameter_table`)
+  and its closing ``written:`` line;
+- PNG figures through matplotlib's Agg backend (:func:`pyplot`,
+  :func:`save_figure`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flapjax.files import to_jsonable, write_json
+
+__all__ = ["data_record", "held_out_lines", "parameter_table", "pyplot", "save_figure", "with_std", "write_record"]
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: Path, *, dpi: int) -> Path:
+    """Lay out ``fig``, write it to ``path`` at ``dpi`` and close it; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return Path(path)
+
+
+def with_std(values: Mapping[str, float], std: Mapping[str, float | None]) -> dict[str, float | None]:
+    """``name: value`` and ``name_std: std`` of every value, in order (a
+    value missing from ``std`` gets ``None``: held, not fitted)."""
+    out: dict[str, float | None] = {}
+    for name, value in values.items():
+        out[name] = value
+        out[f"{name}_std"] = std.get(name)
+    return out
+
+
+def data_record(study: str, source: str | Path, values: Mapping[str, float],
+                std: Mapping[str, float | None], units: Mapping[str, str]) -> dict[str, Any]:
+    """The common head of a data study's ``results.json``: ``study``,
+    ``source``, ``name`` / ``name_std`` of every value and ``units``.
+
+    Raises ``KeyError`` naming a value without a unit (every reported value
+    carries one; ``-`` for a dimensionless value)."""
+    missing = [n for n in values if n not in units]
+    if missing:
+        raise KeyError(f"no unit for {', '.join(missing)}")
+    return {"study": study, "source": str(source), **with_std(values, std),
+            "units": {n: units[n] for n in values}}
+
+
+def parameter_table(values: Mapping[str, float], std: Mapping[str, float | None], units: Mapping[str, str],
+                    *, indent: str = "") -> str:
+    """One line per value: ``name  value  std  unit``, with a header (a value
+    without a standard deviation shows ``held``)."""
+    width = max([len("parameter"), *map(len, values)]) + 2
+    lines = [f"{indent}{'parameter':<{width}}{'value':>13}{'std':>11}  unit"]
+    for name, value in values.items():
+        s = std.get(name)
+        s_text = "held" if s is None else f"{s:.2e}"
+        lines.append(f"{indent}{name:<{width}}{value:>13.5e}{s_text:>11}  {units.get(name, '')}")
+    return "\n".join(lines)
+
+
+def held_out_lines(validation: Mapping[str, Mapping[str, float]], units: Mapping[str, str]) -> str:
+    """One line per channel of a held-out prediction error: ``rms`` [SI],
+    ``rms_over_sigma`` (over the fit's residual standard deviation: 1 is
+    the noise level) and ``rms_over_measured`` (over the channel's measured
+    RMS)."""
+    width = max([0, *map(len, validation)])
+    return "\n".join(
+        f"held-out {ch:<{width}}  rms {v['rms']:.3e} {units.get(ch, '')} ({v['rms_over_sigma']:.2f} sigma, "
+        f"{100 * v['rms_over_measured']:.2f} % of the measured RMS)"
+        for ch, v in validation.items())
+
+
+def write_record(out: Path, record: dict[str, Any], files: Sequence[str | Path], started: float) -> str:
+    """Complete ``record`` with ``files`` (names of the other files written
+    into ``out``), ``seconds`` (since the ``time.perf_counter()`` value
+    ``started``) and ``versions``, write it to ``out/results.json`` (and
+    replace ``record``'s content by the file's, plain JSON types) and return
+    the line that says what was written."""
+    from flapjax.identify.results import versions
+
+    names = [Path(f).name for f in files]
+    record["files"] = names
+    record["seconds"] = time.perf_counter() - started
+    record["versions"] = versions()
+    jsonable = to_jsonable(record)
+    write_json(Path(out) / "results.json", jsonable)
+    record.clear()
+    record.update(jsonable)  # the caller holds what the file holds
+    return f"written: {Path(out) / 'results.json'}" + "".join(f", {n}" for n in names)
