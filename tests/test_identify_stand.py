@@ -120,6 +120,10 @@ def test_study_is_picked_from_the_columns():
         pick_study(["time_s", "x_m"], None, "log.csv")
     msg = str(info.value)
     assert "log.csv" in msg and "--robot" in msg and "stand table: frequency_hz, fz_n" in msg
+    # each study's line comes from the columns its reader declares, optional ones included
+    assert ("  - phase-resolved stand record: frequency_hz, phase_rad, fz_n (no time_s); optional pitch_plate_rad, "
+            "roll_plate_rad, fx_n, fy_n, mx_nm, my_nm\n") in msg
+    assert "thrust3_n (for 4 rotors) with --robot NAME|PROFILE.toml; optional vx_mps" in msg
 
 
 @pytest.fixture(scope="module")

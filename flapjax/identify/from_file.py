@@ -29,33 +29,26 @@ from flapjax.identify.data import DataError, UnusedColumnsWarning, column_names,
 __all__ = ["identify_from_file", "pick_study", "study_columns"]
 
 
-def _names(columns) -> list[str]:
-    return [c.name for c in columns if getattr(c, "required", True)]
+def _describe(columns, *, extra: str = "") -> str:
+    """``required, ...{extra}; optional a, b`` from a study's column declarations."""
+    required = ", ".join(c.name for c in columns if c.required)
+    optional = ", ".join(c.name for c in columns if not c.required)
+    return required + extra + (f"; optional {optional}" if optional else "")
 
 
 def study_columns() -> dict[str, str]:
-    """Study -> a description of the columns it needs (for error messages)."""
-    flight = "time_s, frequency_hz, ... (no --robot)"
-    hover = "time_s, ... with --robot NAME|PROFILE.toml"
-    try:  # the exact column lists where the studies declare them
-        from flapjax.identify.flapper.flight_log import LOG_COLUMNS
+    """Study -> a description of the columns it needs (for error messages),
+    from the columns each study's reader declares."""
+    from flapjax.identify.flapper.flight_format import LOG_COLUMNS
+    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+    from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
+    from flapjax.identify.multirotor.log import hover_columns
 
-        flight = ", ".join(_names(LOG_COLUMNS)) + " (no --robot)"
-    except Exception:  # noqa: BLE001 - a study that cannot be imported keeps the short form
-        pass
-    try:
-        from flapjax.identify.multirotor.log import hover_columns
-
-        hover = ", ".join(_names(hover_columns(4))) + " (for 4 rotors) with --robot NAME|PROFILE.toml"
-    except Exception:  # noqa: BLE001
-        pass
     return {
-        "stand table": "frequency_hz, fz_n (no time_s); optional pitch_plate_rad, roll_plate_rad, fx_n, fy_n, "
-                       "mx_nm, my_nm",
-        "phase-resolved stand record": "frequency_hz, phase_rad, fz_n (no time_s); optional pitch_plate_rad, "
-                                       "roll_plate_rad, fx_n, fy_n",
-        "multirotor hover log": hover,
-        "flapper flight log": flight,
+        "stand table": _describe(STAND_COLUMNS, extra=" (no time_s)"),
+        "phase-resolved stand record": _describe(WAVEFORM_COLUMNS, extra=" (no time_s)"),
+        "multirotor hover log": _describe(hover_columns(4), extra=" (for 4 rotors) with --robot NAME|PROFILE.toml"),
+        "flapper flight log": _describe(LOG_COLUMNS, extra=" (no --robot)"),
     }
 
 
@@ -82,9 +75,9 @@ whose loader then reports the unit).
     hint = ""
     if timed:
         hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
-    needs = "; ".join(f"{k}: {v}" for k, v in study_columns().items())
+    needs = "".join(f"\n  - {k}: {v}" for k, v in study_columns().items())
     raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{hint} "
-                    f"Each study needs: {needs}. See docs/data_formats.md.")
+                    f"Each study needs (see docs/data_formats.md):{needs}")
 
 
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
