@@ -172,6 +172,18 @@ def test_old_json_without_coupling_loads_and_new_json_round_trips(tmp_path):
         CycleAveragedParams.from_dict({"roll_speed_coupling": [1.0, 2.0]})
 
 
+def test_a_results_file_is_refused_with_the_file_to_load(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"study": "hover", "ground_coeff": 1.3}))
+    with pytest.raises(ConfigError, match="results of a 'hover' identification; cycle-averaged parameters come from"):
+        CycleAveragedParams.from_json(results)
+    results.write_text(json.dumps({"study": "stand", "k_f": 1.6e-4}))
+    (tmp_path / "cycle_averaged.json").write_text(json.dumps({"lift_coefficient": 1.6e-4}))
+    with pytest.raises(ConfigError, match="'stand' identification; load cycle_averaged.json from the same folder"):
+        CycleAveragedParams.from_json(results)
+    assert float(CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json").lift_coefficient) == 1.6e-4
+
+
 # --- linear model about hover ----------------------------------------------------
 
 INERTIA = np.diag([5.0e-6, 4.1e-6, 2.9e-6])

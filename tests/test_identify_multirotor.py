@@ -140,6 +140,7 @@ def test_results_load_into_chain_params_profile_and_task_config(tmp_path):
     ({"wall_fade_start": 3.0, "wall_range": 2.0}, "wall_range: must be > wall_fade_start"),
     ({"ground_coeff": "big"}, "ground_coeff must be a number"),
     ({"k_f": 1.0}, "holds none of the chain coefficients"),
+    ({"study": "stand", "k_f": 1.0, "ground_coeff": 1.0}, "results of a 'stand' study; .*--robot NAME --data"),
     ({"drag_linear_x": float("nan")}, "drag_linear_x must be finite"),
 ])
 def test_bad_results_values(tmp_path, res, expect):

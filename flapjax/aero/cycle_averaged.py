@@ -135,6 +135,10 @@ class CycleAveragedParams(eqx.Module):
             raise ConfigError(f"{path.name}: cannot read cycle-averaged parameters ({exc})") from exc
         if not isinstance(values, dict):
             raise ConfigError(f"{path.name}: expected a JSON object of field -> number, got {type(values).__name__}")
+        if "study" in values:  # an identification's results.json, not a parameter file
+            hint = ("load cycle_averaged.json from the same folder" if (path.parent / "cycle_averaged.json").is_file()
+                    else "cycle-averaged parameters come from stand tables and flight logs (cycle_averaged.json)")
+            raise ConfigError(f"{path}: the results of a {values['study']!r} identification; {hint}")
         return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:

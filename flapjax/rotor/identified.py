@@ -65,6 +65,10 @@ def chain_params_from_results(results: Mapping[str, Any] | str | pathlib.Path,
             raise ConfigError(f"{path}: cannot read the results file ({exc})") from None
     if not isinstance(results, Mapping):
         raise ConfigError(f"{source}: expected a mapping of coefficient names, got {type(results).__name__}")
+    study = results.get("study", "hover")
+    if study != "hover":
+        raise ConfigError(f"{source}: results of a {study!r} study; chain coefficients come from a multirotor hover "
+                          "log (flapjax identify --robot NAME --data HOVER.csv)")
     skip = set(results.get("not_identified") or {})
     if not any(k in results and k not in skip for k in CHAIN_KEYS):
         raise ConfigError(f"{source}: holds none of the chain coefficients {list(CHAIN_KEYS)}")
