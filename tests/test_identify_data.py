@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from flapjax.identify.data import Column, DataError, UnusedColumnsWarning, column_names, read_table
+from flapjax.identify.data import Column, ConvertedUnitsWarning, DataError, UnusedColumnsWarning, column_names, read_table
 from flapjax.validation import ConfigError
 
 STAND = [Column("frequency_hz"), Column("fz_n"), Column("mx_nm", required=False)]
@@ -68,15 +68,20 @@ def test_samples_hold_only_columns_their_study_reads(name):
     assert not [w for w in caught if issubclass(w.category, UnusedColumnsWarning)], [str(w.message) for w in caught]
 
 
-def test_identify_from_file_says_unused_columns_as_notes(tmp_path):
-    from flapjax.identify.from_file import _unused_columns_as_notes
+def test_identify_from_file_says_data_notes(tmp_path):
+    from flapjax.identify.from_file import _data_notes
 
     p = _write(tmp_path, "frequency_hz,fz_n,temperature_c\n20,0.066,25\n")
     said = []
-    with _unused_columns_as_notes(said.append):
+    with _data_notes(said.append):
         read_table(p, STAND)
         read_table(p, STAND)
     assert len(said) == 2 and said[0].startswith("note: ") and "['temperature_c']" in said[0]
+    q = _write(tmp_path, "frequency_hz,fz_mn\n20,66\n", name="milli.csv")
+    said.clear()
+    with _data_notes(said.append):
+        assert read_table(q, STAND)["fz_n"][0] == pytest.approx(0.066)
+    assert said == [f"note: {q}: converted fz_mn -> fz_n (x 0.001)"]
 
 
 def test_data_error_is_a_config_error():
@@ -99,16 +104,49 @@ def test_missing_column(tmp_path):
 
 
 def test_wrong_unit_suffix(tmp_path):
-    p = _write(tmp_path, "# rig B\nfrequency_rpm,fz_n\n1200,0.066\n")
+    p = _write(tmp_path, "# rig B\nfrequency_hz,fz_kg\n20,0.0067\n")  # a mass is not a force
     msg = _raises(p)
-    assert "(header, line 2)" in msg and "'frequency_rpm'" in msg
-    assert "'frequency_hz'" in msg and "given in 'rpm', expected 'hz'" in msg
+    assert "(header, line 2)" in msg and "'fz_kg'" in msg
+    assert "'fz_n'" in msg and "given in 'kg', expected 'n' (converted on reading: ['mn', 'g'])" in msg
 
 
 def test_wrong_unit_suffix_on_an_optional_column(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n,mx_nmm\n20,0.066,0.1\n")
+    p = _write(tmp_path, "frequency_hz,fz_n,mx_kgm\n20,0.066,0.1\n")
     msg = _raises(p)
-    assert "'mx_nm'" in msg and "given in 'nmm', expected 'nm'" in msg
+    assert "'mx_nm'" in msg and "given in 'kgm', expected 'nm'" in msg
+
+
+def test_a_quantity_given_twice_is_refused(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_mn,fz_g\n20,66,6.7\n")
+    msg = _raises(p)
+    assert "column 'fz_n'" in msg and "gives it 2 times, as ['fz_mn', 'fz_g']; keep one" in msg
+
+
+def test_units_of_the_table_are_converted_and_said(tmp_path):
+    p = _write(tmp_path, "time_ms,x_mm,roll_deg,fz_g,mx_mnm,ax_g\n0,1000,180,100,2,1\n10,-5,-90,0,0,0\n")
+    cols = [Column("time_s"), Column("x_m"), Column("roll_rad"), Column("fz_n"), Column("mx_nm"), Column("ax_mps2")]
+    with pytest.warns(ConvertedUnitsWarning) as caught:
+        t = read_table(p, cols, time_column="time_s")
+    np.testing.assert_allclose(t["time_s"], [0.0, 0.01], rtol=1e-15)
+    np.testing.assert_allclose(t["x_m"], [1.0, -0.005], rtol=1e-15)
+    np.testing.assert_allclose(t["roll_rad"], [np.pi, -np.pi / 2], rtol=1e-15)
+    np.testing.assert_allclose(t["fz_n"], [0.980665, 0.0], rtol=1e-15)  # gram-force
+    np.testing.assert_allclose(t["mx_nm"], [2e-3, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(t["ax_mps2"], [9.80665, 0.0], rtol=1e-15)  # standard gravity
+    msg = str(caught[0].message)
+    assert msg.startswith(f"{p}: converted time_ms -> time_s (x 0.001), x_mm -> x_m (x 0.001), roll_deg -> roll_rad")
+    assert not [w for w in caught if issubclass(w.category, UnusedColumnsWarning)]  # converted columns are read
+
+
+def test_npz_units_are_converted_and_bad_values_name_the_file_column(tmp_path):
+    p = tmp_path / "log.npz"
+    np.savez(p, time_s=np.array([0.0, 0.1]), x_cm=np.array([10.0, np.nan]))
+    with pytest.warns(ConvertedUnitsWarning, match="x_cm -> x_m"):
+        with pytest.raises(DataError, match="column 'x_cm', row 2: NaN"):
+            read_table(p, LOG)
+    np.savez(p, time_s=np.array([0.0, 0.1]), x_cm=np.array([10.0, 20.0]))
+    with pytest.warns(ConvertedUnitsWarning):
+        np.testing.assert_allclose(read_table(p, LOG)["x_m"], [0.1, 0.2])
 
 
 def test_non_numeric_cell(tmp_path):

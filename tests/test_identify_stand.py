@@ -146,10 +146,10 @@ def test_cli_reports_a_bad_file_with_exit_code_2(runner, tmp_path):
     from flapjax.cli import app
 
     bad = tmp_path / "stand.csv"
-    bad.write_text("frequency_rpm,fz_n\n1800,0.15\n")
+    bad.write_text("frequency_hz,fz_kg\n30,0.015\n")
     res = runner.invoke(app, ["identify", "--data", str(bad), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2, res.output
-    assert "stand.csv" in res.output and "given in 'rpm', expected 'hz'" in res.output
+    assert "stand.csv" in res.output and "given in 'kg', expected 'n'" in res.output
     other = tmp_path / "what.csv"
     other.write_text("a_m,b_s\n1,2\n")
     res = runner.invoke(app, ["identify", "--data", str(other), "--out", str(tmp_path / "o")])

@@ -12,14 +12,17 @@ as a suffix after the last underscore: ``frequency_hz``, ``fz_n``,
   :class:`UnusedColumnsWarning` (``flapjax identify`` prints it as a note).
 - NPZ (``numpy.savez``): one 1-D array per column, keyed by the same names,
   all of the same length.
+- Units: SI as the study reads them, or a unit of :data:`UNIT_FACTORS`
+  (``x_mm``, ``roll_deg``, ``fz_g``, ``time_ms``, ...), converted on reading
+  and said in a :class:`ConvertedUnitsWarning`.
 
 :func:`read_table` checks a file against the columns a study declares
 (:class:`Column`) and returns float64 arrays. Every problem raises
 :class:`DataError` (a :class:`~flapjax.validation.ConfigError`) whose
 message names the file, the column and the 1-based data row (with the file
 line for CSV): an unreadable file, an empty table, a missing required
-column (and "given in 'rpm', expected 'hz'" when the same quantity comes
-with another unit suffix), a non-numeric, NaN or inf cell, a row with too
+column (and "given in 'kg', expected 'n'" when the same quantity comes
+with a unit suffix that is not converted), a non-numeric, NaN or inf cell, a row with too
 few or too many cells, and a time column that is not strictly increasing.
 """
 
@@ -38,17 +41,49 @@ import numpy as np
 
 from flapjax.validation import ConfigError
 
-__all__ = ["ChannelTable", "Column", "DataError", "UnusedColumnsWarning", "check_arrays", "column_names",
-           "read_table", "split_unit", "write_sample", "write_table"]
+__all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError", "DataNote",
+           "UnusedColumnsWarning", "check_arrays", "column_names", "read_table", "split_unit", "write_sample",
+           "write_table"]
+
+#: Exact factors from a unit suffix a file may use to the SI suffix a study
+#: reads, ``(given, expected) -> factor``: the column ``x_mm`` is read as
+#: ``x_m = 1e-3 * x_mm``. ``g`` is standard gravity (9.80665 m/s^2) for an
+#: acceleration and gram-force for a force; ``mn`` is the millinewton.
+UNIT_FACTORS: dict[tuple[str, str], float] = {
+    ("mm", "m"): 1e-3,
+    ("cm", "m"): 1e-2,
+    ("deg", "rad"): math.pi / 180.0,
+    ("ms", "s"): 1e-3,
+    ("us", "s"): 1e-6,
+    ("rpm", "hz"): 1.0 / 60.0,
+    ("mn", "n"): 1e-3,
+    ("g", "n"): 9.80665e-3,
+    ("mnm", "nm"): 1e-3,
+    ("nmm", "nm"): 1e-3,
+    ("unm", "nm"): 1e-6,
+    ("mmps", "mps"): 1e-3,
+    ("g", "mps2"): 9.80665,
+}
 
 
 class DataError(ConfigError):
     """A data file cannot be used; the message names the file, the column and the row."""
 
 
-class UnusedColumnsWarning(UserWarning):
+class DataNote(UserWarning):
+    """Something about a data file its reader did and the user should see
+    (``flapjax identify`` prints these as ``note:`` lines)."""
+
+
+class UnusedColumnsWarning(DataNote):
     """A data file holds columns the study does not read (they take no part
     in the fit); the message names the file, those columns and the ones read."""
+
+
+class ConvertedUnitsWarning(DataNote):
+    """A data file gives a quantity in another unit of :data:`UNIT_FACTORS`
+    (``x_mm``); it was converted to the unit the study reads. The message
+    names the file, the columns and the factors."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +190,10 @@ def column_names(path: str | Path) -> list[str]:
 
 
 def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
-                   header_line: int | None = None) -> None:
+                   header_line: int | None = None) -> dict[str, tuple[str, float]]:
+    """Check the header against the declared columns; returns, for every
+    declared column the file holds, ``name -> (file column, factor)`` (factor
+    1 unless the file gives the quantity in a unit of :data:`UNIT_FACTORS`)."""
     where = f" (header, line {header_line})" if header_line is not None else ""
     seen: set[str] = set()
     for name in header:
@@ -168,25 +206,39 @@ def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
     for name in header:
         q, u = split_unit(name)
         by_quantity.setdefault(q, []).append(u)
+    sources: dict[str, tuple[str, float]] = {}
     for col in columns:
         if col.name in seen:
+            sources[col.name] = (col.name, 1.0)
             continue
         quantity, unit = split_unit(col.name)
         other = [u for u in by_quantity.get(quantity, []) if u != unit]
         what = f" ({col.description})" if col.description else ""
+        if len(other) > 1:
+            raise DataError(f"{path}: column {col.name!r}{what}{where}: the file gives it {len(other)} times, as "
+                            f"{[quantity + '_' + u for u in other]}; keep one")
+        if other and (other[0], unit) in UNIT_FACTORS:
+            sources[col.name] = (f"{quantity}_{other[0]}", UNIT_FACTORS[(other[0], unit)])
+            continue
         if other:
+            known = [g for g, e in UNIT_FACTORS if e == unit]
+            also = f" (converted on reading: {known})" if known else ""
             raise DataError(f"{path}: column {col.name!r}{what}{where}: given in {other[0]!r}, expected "
-                            f"{unit!r} (the file has {quantity + '_' + other[0]!r}); convert the values to "
+                            f"{unit!r}{also} (the file has {quantity + '_' + other[0]!r}); convert the values to "
                             f"{unit!r} and name the column {col.name!r}")
         if col.required:
             raise DataError(f"{path}: missing required column {col.name!r}{what}{where}; the file has columns "
                             f"{list(header)}")
-    declared = {c.name for c in columns}
-    unused = [name for name in header if name not in declared]
+    converted = [f"{src} -> {name} (x {factor:.9g})" for name, (src, factor) in sources.items() if src != name]
+    if converted:
+        warnings.warn(ConvertedUnitsWarning(f"{path}: converted {', '.join(converted)}"), stacklevel=5)
+    read = {src for src, _ in sources.values()}
+    unused = [name for name in header if name not in read]
     if unused:
         warnings.warn(UnusedColumnsWarning(
             f"{path}: column(s) {unused} are not read by this study and take no part in the fit (it reads "
             f"{[c.name for c in columns]}; see docs/data_formats.md)"), stacklevel=5)
+    return sources
 
 
 def _cell_error(path: Path, name: str, row: int, line: int | None, text: str, why: str) -> DataError:
@@ -208,7 +260,7 @@ def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarr
     if not rows:
         raise DataError(f"{path}: empty file (no header row naming the columns)")
     header = rows[0][1]
-    _check_columns(path, header, columns, rows[0][0])
+    sources = _check_columns(path, header, columns, rows[0][0])
     body = rows[1:]
     if not body:
         raise DataError(f"{path}: empty table: row 1 missing (the header names {header} but no data row follows)")
@@ -224,23 +276,21 @@ def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarr
                             f"{len(header)} columns ({detail})")
     out: dict[str, np.ndarray] = {}
     lines = [line for line, _ in body]
-    for col in columns:
-        if col.name not in header:
-            continue
-        j = header.index(col.name)
+    for name, (src, factor) in sources.items():
+        j = header.index(src)
         values = np.empty(len(body), dtype=np.float64)
         for r, (line, cells) in enumerate(body, start=1):
             text = cells[j]
             if text == "":
-                raise _cell_error(path, col.name, r, line, text, "empty cell (a missing value)")
+                raise _cell_error(path, src, r, line, text, "empty cell (a missing value)")
             try:
                 v = float(text)
             except ValueError:
-                raise _cell_error(path, col.name, r, line, text, "not a number") from None
+                raise _cell_error(path, src, r, line, text, "not a number") from None
             if not math.isfinite(v):
-                raise _cell_error(path, col.name, r, line, text, "NaN or inf; drop or repair the row")
+                raise _cell_error(path, src, r, line, text, "NaN or inf; drop or repair the row")
             values[r - 1] = v
-        out[col.name] = values
+        out[name] = values * factor if factor != 1.0 else values
     return out, lines
 
 
@@ -249,13 +299,12 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
     if not data:
         raise DataError(f"{path}: empty file (the .npz archive holds no columns)")
     header = list(data)
-    _check_columns(path, header, columns)
+    sources = _check_columns(path, header, columns)
     out: dict[str, np.ndarray] = {}
     n_rows: tuple[str, int] | None = None
-    for col in columns:
-        if col.name not in data:
-            continue
-        arr = np.asarray(data[col.name])
+    for name, (src, factor) in sources.items():
+        col = Column(src)  # messages name the file's column
+        arr = np.asarray(data[src])
         if arr.ndim != 1:
             raise DataError(f"{path}: column {col.name!r}: expected a 1-D array (one value per row), "
                             f"got shape {arr.shape}")
@@ -273,7 +322,7 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
         if bad.size:
             r = int(bad[0]) + 1
             raise _cell_error(path, col.name, r, None, str(arr[r - 1]), "NaN or inf; drop or repair the row")
-        out[col.name] = arr
+        out[name] = arr * factor if factor != 1.0 else arr
     return out
 
 
@@ -285,8 +334,9 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
         path: a ``.csv`` file (any other suffix is read as CSV) or a ``.npz`` archive.
         columns: the columns the study reads; required ones must be present,
             optional ones are returned only when the file holds them. A column
-            present under the same quantity with another unit suffix
-            (``frequency_rpm`` for ``frequency_hz``) is an error either way.
+            holding the same quantity in a unit of :data:`UNIT_FACTORS`
+            (``x_mm`` for ``x_m``) is converted (a :class:`ConvertedUnitsWarning`
+            says so); in any other unit (``fz_kg`` for ``fz_n``) it is an error.
         time_column: name of a column that must be strictly increasing
             (``time_s``); it is added as a required column when not declared.
 

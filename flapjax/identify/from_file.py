@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from flapjax.identify.data import DataError, UnusedColumnsWarning, column_names, split_unit
+from flapjax.identify.data import DataError, DataNote, column_names, split_unit
 
 __all__ = ["identify_from_file", "pick_study", "study_columns"]
 
@@ -54,8 +54,8 @@ def study_columns() -> dict[str, str]:
 
 def pick_study(names, robot: str | None, path: str | Path = "") -> str:
     """``"waveform"``, ``"stand"``, ``"hover"`` or ``"flight"`` from a file's column names
-(compared by quantity, so ``frequency_rpm`` still picks the stand study,
-whose loader then reports the unit).
+    (compared by quantity, whatever the unit suffix: the study's reader then
+    converts the unit or refuses it).
 
     Raises :class:`DataError` (naming the file and listing what each study
     needs) when none matches.
@@ -96,26 +96,27 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
       physical: stand tables only: also fit the per-wing physical
         parameters through the fixed-base rollout (slow).
     """
-    with _unused_columns_as_notes(echo):
+    with _data_notes(echo):
         return _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo,
                           physical=physical)
 
 
 @contextlib.contextmanager
-def _unused_columns_as_notes(echo: Callable[[str], None]):
-    """Columns a study does not read are said through ``echo`` as they are
-    found (every time), other warnings go where they would."""
+def _data_notes(echo: Callable[[str], None]):
+    """What a reader says about a file (columns a study does not read, units
+    converted: :class:`~flapjax.identify.data.DataNote`) goes through
+    ``echo`` as it is found (every time); other warnings go where they would."""
     with warnings.catch_warnings():
         show = warnings.showwarning
 
         def note(message, category, filename, lineno, file=None, line=None):
-            if issubclass(category, UnusedColumnsWarning):
+            if issubclass(category, DataNote):
                 echo(f"note: {message}")
             else:
                 show(message, category, filename, lineno, file, line)
 
         warnings.showwarning = note
-        warnings.simplefilter("always", UnusedColumnsWarning)
+        warnings.simplefilter("always", DataNote)
         yield
 
 
