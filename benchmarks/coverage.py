@@ -104,14 +104,22 @@ def report(out: dict, *, title: str, per_parameter: tuple[str, ...], json_path: 
     return 0 if ok else 1
 
 
-def main(coverage, argv=None, *, description: str, title: str, per_parameter: tuple[str, ...],
-         unit: str = "table") -> int:
+def main(coverage, argv=None, *, description: str, title, per_parameter: tuple[str, ...],
+         unit: str = "table", add_arguments=None) -> int:
     """Command line of a coverage benchmark: ``--seeds N --first K --json
-    FILE``; ``coverage(seeds)`` returns a :meth:`Coverage.summary`."""
+    FILE``; ``coverage(seeds)`` returns a :meth:`Coverage.summary`. With
+    ``add_arguments(parser)`` adding options of its own, ``coverage(seeds,
+    args)`` and ``title(args)`` receive the parsed arguments."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--first", type=int, default=0, help="first noise seed")
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    if add_arguments is not None:
+        add_arguments(ap)
     args = ap.parse_args(argv)
-    out = coverage(range(args.first, args.first + args.seeds))
+    seeds = range(args.first, args.first + args.seeds)
+    if add_arguments is not None:
+        out, title = coverage(seeds, args), title(args)
+    else:
+        out = coverage(seeds)
     return report(out, title=title, per_parameter=per_parameter, json_path=args.json, unit=unit)

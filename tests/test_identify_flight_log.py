@@ -25,7 +25,8 @@ def _log(n=200, rate=200.0):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (lambda d: d["time_s"].__setitem__(slice(100, None), d["time_s"][100:] + 0.002), "time_s: samples must be uniform.*row 101"),
+        (lambda d: d["time_s"].__setitem__(slice(100, None), d["time_s"][100:] + 0.002),
+         r"time_s: row 101 comes 0.007 s after the previous one, 1.400 sample periods of 0.005 s"),
         (lambda d: d["roll_plate_rad"].__setitem__(7, 0.9), "roll_plate_rad: row 8"),
         (lambda d: d["frequency_hz"].__setitem__(3, 0.0), "frequency_hz: row 4"),
         (lambda d: d.pop("yaw_rad"), "yaw_rad"),
@@ -40,6 +41,62 @@ def test_bad_logs_name_the_column_and_row(tmp_path, change, match):
                                                        for i in range(len(log["time_s"]))) + "\n")
     with pytest.raises(DataError, match=match):
         FL.read_flight_log(path)
+
+
+def test_dropped_rows_are_accepted_on_the_sample_grid_and_too_many_refused(tmp_path):
+    log = _log(n=200)
+    keep = np.ones(200, bool)
+    keep[[5, 6, 7, 50]] = False
+    path = FL.write_flight_log(tmp_path / "gaps.csv", {k: v[keep] for k, v in log.items()})
+    back = FL.read_flight_log(path)
+    assert back["time_s"].size == 196  # rows as logged
+    dt, k = FL.sample_steps(back["time_s"])
+    assert dt == pytest.approx(0.005) and k[-1] == 199 and list(k[4:7]) == [4, 8, 9]
+    keep[10:150] = False
+    path = FL.write_flight_log(tmp_path / "holes.csv", {k_: v[keep] for k_, v in log.items()})
+    with pytest.raises(DataError, match=r"holes.csv: time_s: 72 % of the 200 samples at 200 Hz are missing"):
+        FL.read_flight_log(path)
+
+
+def test_on_grid_holds_commands_interpolates_pose_and_marks_logged_rows():
+    t = np.array([0.0, 0.01, 0.04, 0.05])
+    log = {"time_s": t, "x_m": np.array([0.0, 1.0, 4.0, 5.0]), "y_m": np.zeros(4), "z_m": np.zeros(4),
+           "roll_rad": np.array([3.1, 3.1, -3.1, -3.1]), "pitch_rad": np.zeros(4), "yaw_rad": np.zeros(4),
+           "frequency_hz": np.array([40.0, 41.0, 44.0, 45.0]), "pitch_plate_rad": np.zeros(4),
+           "roll_plate_rad": np.zeros(4)}
+    dt, k = FL.sample_steps(t)
+    grid, logged = FL.on_grid(log, dt, k)
+    np.testing.assert_array_equal(logged, [True, True, False, False, True, True])
+    np.testing.assert_allclose(grid["time_s"], np.arange(6) * 0.01)
+    np.testing.assert_allclose(grid["x_m"], [0, 1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(grid["frequency_hz"], [40, 41, 41, 41, 44, 45])  # held, not interpolated
+    # across the +-pi seam the roll goes the short way (3.1 -> -3.1 is 0.083 rad)
+    assert abs(grid["roll_rad"][2]) > 3.1 and abs(grid["roll_rad"][3]) > 3.1
+
+
+def test_noise_levels_skip_interpolated_samples():
+    rng = np.random.default_rng(0)
+    meas = rng.normal(0.0, 1e-3, (4000, 6))
+    logged = np.ones(4000, bool)
+    logged[::7] = False
+    filled = meas.copy()
+    filled[~logged] = 0.5 * (meas[np.flatnonzero(~logged) - 1] + meas[np.minimum(np.flatnonzero(~logged) + 1, 3999)])
+    assert FL.noise_levels(filled, logged) == pytest.approx(FL.noise_levels(meas), rel=0.1)
+    assert np.all(FL.noise_levels(filled) < 0.9 * FL.noise_levels(meas))  # what ignoring the mask would do
+
+
+def test_logged_segments_never_count_a_sample_after_a_gap():
+    logged = np.ones(100, bool)
+    logged[23] = False  # runs [0, 23) and [24, 100); segments over [0, 80)
+    starts, counted = FL.logged_segments(logged, 80, 10, 5)
+    # [20, 23) is too short (3 < 5); [74, 80) is kept with 6 counted samples
+    assert list(starts) == [0, 10, 24, 34, 44, 54, 64, 74]
+    assert list(counted.sum(axis=1)) == [10, 10, 10, 10, 10, 10, 10, 6]
+    assert counted[-1, :6].all() and not counted[-1, 6:].any()  # a partial segment counts its first samples
+    for s_, c in zip(starts, counted):
+        assert logged[s_ + np.flatnonzero(c)].all()  # only logged samples count
+    starts, _ = FL.logged_segments(logged, 100, 10, 5)
+    assert starts[-1] == 84  # 94 would reach past the log
 
 
 def test_short_log_is_refused(tmp_path):
@@ -88,6 +145,23 @@ def test_flight_log_recovers_hidden_values(seed):
     v = res["validation"]
     assert v["identified"]["position_rms"] < 2e-3 and v["identified"]["attitude_rms_deg"] < 1.0, v
     assert 0.8 < res["fit"]["residual_sigma"] < 1.2
+
+
+@pytest.mark.slow
+def test_log_with_dropped_rows_recovers_hidden_values():
+    full = FL.synthetic_flight_log(noise_seed=0)
+    log = FL.with_dropouts(full, 0.1, seed=0)
+    dropped = full["time_s"].size - log["time_s"].size
+    assert 0.1 * full["time_s"].size <= dropped < 0.12 * full["time_s"].size
+    res = FL.identify_flight_log(log)
+    z = {k: (res["values"][k] - v) / res["std"][k] for k, v in FL.SAMPLE_HIDDEN.items()}
+    assert max(abs(v) for v in z.values()) < 3.0, z
+    assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
+    assert res["fit"]["samples_dropped"] == dropped
+    seg = int(round(res["fit"]["segment"] * res["fit"]["sample_rate"]))
+    assert res["fit"]["samples_fitted"] < res["fit"]["segments"] * seg  # partial segments end at a gap
+    assert 0.8 < res["fit"]["residual_sigma"] < 1.2  # dropped samples are not counted as perfect fits
+    assert res["validation"]["identified"]["position_rms"] < 2e-3
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper.flight_dynamics import robot_body
-from flapjax.identify.flapper.flight_format import noise_levels
+from flapjax.identify.flapper.flight_format import noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
     decode,
@@ -31,7 +31,7 @@ from flapjax.identify.flapper.flight_shooting import (
     fit_residuals,
     predict_segments,
     seed_states,
-    segment_starts,
+    logged_segments,
     start_jacobian,
     start_residuals,
 )
@@ -62,15 +62,16 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
                             "values; try shorter segments (flight.segment) or start values closer to the robot "
                             "(base=...)") from None
         iters, history = iters + it, history + hist
-        sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6) ** 2, axis=0))
+        counted = np.asarray(prob.weight).reshape(-1) > 0  # dropped samples carry no residual
+        sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6)[counted] ** 2, axis=0))
     return x, sigma, iters, history, reason
 
 
 def _held_out(hold: Segments, n_init: int, sig, models: dict) -> tuple[dict, dict]:
     """Prediction errors of each model (label -> (params, attitude offset))
-    over the held-out segments ``hold``: each start is fitted to the first
-    ``n_init`` samples, the rest is predicted. Returns ``(validation,
-    predictions)``."""
+    over the held-out segments ``hold`` (no dropped samples): each start is
+    fitted to the first ``n_init`` samples, the rest is predicted. Returns
+    ``(validation, predictions)``."""
     m, seg_len = hold.seeds.shape[0], hold.meas.shape[1]
     validation, pred_hold = {}, {}
     for label, (model, offset) in models.items():
@@ -134,40 +135,51 @@ def identify_flight_log(
         if inertia is None:
             inertia = inertia_robot
     inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
-    t = np.asarray(log["time_s"], dtype=float)
-    dt = float(f"{np.median(np.diff(t)):.9g}")  # one compiled program per rate, not per rounding
+    dt, grid_index = sample_steps(np.asarray(log["time_s"], dtype=float))
+    dt = float(f"{dt:.9g}")  # one compiled program per rate, not per rounding
+    log, logged = on_grid(log, dt, grid_index)
+    t = log["time_s"]
     check_range("flight.segment", segment, 5 * dt, 5.0)
     seg_len = int(round(segment / dt))
     n_hold = int(round(holdout / dt))
     if n_hold < 2 * seg_len:
         raise ConfigError(f"flight.holdout: needs at least two segments ({2 * segment:g} s), got {holdout:g} s")
     n_fit = t.size - n_hold
-    starts = segment_starts(n_fit, seg_len)
+    window = np.arange(seg_len)
+    n_init = max(2, int(round(init_window / dt)))
+    # segments inside runs of logged samples (the commands of a dropped sample are unknown)
+    starts, fit_counted = logged_segments(logged, n_fit, seg_len, seg_len // 2)
     if starts.size < 4:
         raise DataError(f"flight log: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
-                        f"after the {holdout:g} s held out; need at least 4")
-    hold_starts = n_fit + segment_starts(n_hold, seg_len)
+                        f"(at least {seg_len // 2} logged samples in a row) before the {holdout:g} s held out; "
+                        "need at least 4")
+    hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, seg_len)
+    hold_starts = hold_starts + n_fit
+    if hold_starts.size == 0:
+        raise DataError(f"flight log: the last {holdout:g} s (held out) hold no {segment:g} s segment without a "
+                        "dropped sample; a longer holdout (flight.holdout) or shorter segments (flight.segment)")
     meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
-    sigma = noise_levels(meas)
+    sigma = noise_levels(meas, logged)
     cmd_f = np.asarray(log["frequency_hz"], dtype=float)
     cmd_p = np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1)
 
     start = {k: jnp.asarray(v) for k, v in start_values(base).items()}
     n_par = len(FLIGHT_PARAMETERS)
 
-    def segments(idx, weight):
-        sl = idx[:, None] + np.arange(seg_len)[None, :]
+    def segments(idx, counted):
+        sl = idx[:, None] + window[None, :]
         return Segments(base=base, inertia=inertia, start=start, seeds=jnp.asarray(seed_states(log, idx, dt)),
                          freq=jnp.asarray(cmd_f[sl]), plate=jnp.asarray(cmd_p[sl]), meas=jnp.asarray(meas[sl]),
-                         weight=jnp.asarray(weight, dtype=float).reshape(seg_len, 1), dt=dt, substeps=int(substeps))
+                         weight=jnp.asarray(counted, dtype=float)[..., None], dt=dt, substeps=int(substeps))
 
-    prob = segments(starts, np.ones(seg_len))
+    prob = segments(starts, fit_counted)
     m = starts.size
     x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations, callback)
     sig = jnp.asarray(sigma)
-    r = fit_residuals(x, sig, prob)
-    J = fit_jacobian(x, sig, prob)
-    cov, s2 = gauss_newton_covariance(r, J)
+    counted = np.repeat(np.asarray(prob.weight).reshape(-1) > 0, 6)
+    r = np.asarray(fit_residuals(x, sig, prob))
+    J = np.asarray(fit_jacobian(x, sig, prob))
+    cov, s2 = gauss_newton_covariance(r[counted], J[counted])
     std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
     values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
     std = std_physical(values, std_z)
@@ -175,12 +187,11 @@ def identify_flight_log(
     identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
     offset = np.array([values["roll_offset"], values["pitch_offset"]])
 
-    # residuals in measurement units, per channel
-    res_units = np.asarray(r).reshape(m, seg_len, 6) * sigma
-    fit_time = t[starts[:, None] + np.arange(seg_len)[None, :]]
+    # residuals in measurement units, per channel (NaN at dropped samples: gaps in the plots)
+    res_units = np.where(fit_counted[..., None], r.reshape(m, seg_len, 6) * sigma, np.nan)
+    fit_time = t[starts[:, None] + window]
 
-    n_init = max(2, int(round(init_window / dt)))
-    hold = segments(hold_starts, np.arange(seg_len) < n_init)
+    hold = segments(hold_starts, hold_counted & (window < n_init)[None, :])
     models = {"identified": (identified, offset), "start": (base, np.zeros(2))}
     validation, pred_hold = _held_out(hold, n_init, sig, models)
     validation["horizon"] = float((seg_len - n_init) * dt)
@@ -191,13 +202,15 @@ def identify_flight_log(
         "identified": identified,
         "fit": {
             "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
-            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(m * seg_len),
+            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(fit_counted.sum()),
+            "samples_dropped": int((~logged).sum()),
             "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
             "correlation": corr_block.tolist(), "seconds": time.perf_counter() - t0,
         },
         "noise": dict(zip(("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad"), map(float, sigma))),
         "validation": validation,
         "data": {"fit_time": fit_time, "residuals": res_units,
-                 "hold_time": t[hold_starts[:, None] + np.arange(seg_len)[None, :]], "hold_meas": np.asarray(hold.meas),
+                 "hold_time": t[hold_starts[:, None] + window],
+                 "hold_meas": np.asarray(hold.meas),
                  "hold_pred": pred_hold, "init_window": float(n_init * dt)},
     }

@@ -12,7 +12,7 @@ import numpy as np
 from flapjax.identify.data import Column, DataError, read_table
 
 LOG_COLUMNS = (
-    Column("time_s", description="sample time [s], strictly increasing, uniform"),
+    Column("time_s", description="sample time [s], strictly increasing, on a uniform grid (dropped samples allowed)"),
     Column("x_m", description="centre-of-mass position x, world frame (z up) [m]"),
     Column("y_m", description="centre-of-mass position y [m]"),
     Column("z_m", description="centre-of-mass position z [m]"),
@@ -25,23 +25,79 @@ LOG_COLUMNS = (
 )
 
 
+#: Largest share of a log's sample grid that may be missing (dropped samples).
+MAX_MISSING = 0.5
+
+#: How far a time step may be from a whole number of sample periods [periods].
+STEP_TOLERANCE = 0.01
+
+
+def sample_steps(t: np.ndarray, where: str = "flight log") -> tuple[float, np.ndarray]:
+    """The sample period of a log whose rows sit on a uniform grid with some
+    samples dropped (motion-capture occlusions), and each row's index on
+    that grid: ``(dt, k)`` with ``t[i] ~= t[0] + k[i] dt``, ``k[0] = 0``.
+
+    The period is the median step; every step must be a whole number of
+    periods within :data:`STEP_TOLERANCE` and at most :data:`MAX_MISSING`
+    of the grid may be missing, else :class:`DataError` naming ``where``
+    and the 1-based row."""
+    steps = np.diff(t)
+    dt = float(np.median(steps))
+    periods = steps / dt
+    whole = np.rint(periods)
+    bad = np.flatnonzero((np.abs(periods - whole) > STEP_TOLERANCE) | (whole < 1))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(f"{where}: time_s: row {i + 2} comes {steps[i]:.6g} s after the previous one, "
+                        f"{periods[i]:.3f} sample periods of {dt:.6g} s (the median step); rows must sit on a "
+                        "uniform grid (dropped samples are allowed)")
+    k = np.concatenate([[0], np.cumsum(whole.astype(np.int64))])
+    missing = 1.0 - t.size / (k[-1] + 1)
+    if missing > MAX_MISSING:
+        raise DataError(f"{where}: time_s: {100 * missing:.0f} % of the {k[-1] + 1} samples at {1 / dt:.6g} Hz "
+                        f"are missing (at most {100 * MAX_MISSING:.0f} %)")
+    return dt, k
+
+
+def on_grid(log: dict[str, np.ndarray], dt: float, k: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``log`` on its full sample grid (:func:`sample_steps`) and the mask of
+    the samples it holds, ``(grid_log, logged)``. At a dropped sample the
+    commands hold their last logged value and the pose is interpolated
+    linearly in time (angles unwrapped), so the grid has no holes; the fit
+    never rolls the model across a dropped sample (its commands are unknown:
+    :func:`~flapjax.identify.flapper.flight_shooting.logged_segments`), only
+    a segment's start-state guess may read an interpolated neighbour."""
+    n = int(k[-1]) + 1
+    idx = np.arange(n)
+    logged = np.zeros(n, dtype=bool)
+    logged[k] = True
+    last = np.maximum.accumulate(np.where(logged, idx, 0))  # the latest logged sample at or before each one
+    row_of = np.zeros(n, dtype=np.int64)
+    row_of[k] = np.arange(k.size)
+    grid = {"time_s": log["time_s"][0] + dt * idx}
+    for name in ("frequency_hz", "pitch_plate_rad", "roll_plate_rad"):
+        grid[name] = log[name][row_of[last]]
+    for name in ("x_m", "y_m", "z_m"):
+        grid[name] = np.interp(idx, k, log[name])
+    for name in ("roll_rad", "pitch_rad", "yaw_rad"):
+        a = np.interp(idx, k, np.unwrap(log[name]))
+        grid[name] = np.arctan2(np.sin(a), np.cos(a))
+        grid[name][k] = log[name]  # logged values exactly as logged
+    return grid, logged
+
+
 def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
-    """The log's columns (:data:`LOG_COLUMNS`) as float64 arrays, checked:
-    :class:`DataError` for the table errors of
-    :func:`flapjax.identify.data.read_table`, a non-uniform sample rate, a
-    non-positive frequency or a plate angle beyond 0.6 rad (naming the
-    column and the 1-based row)."""
+    """The log's columns (:data:`LOG_COLUMNS`) as float64 arrays, one per
+    logged row, checked: :class:`DataError` for the table errors of
+    :func:`flapjax.identify.data.read_table`, rows off a uniform sample grid
+    or too many dropped (:func:`sample_steps`), a non-positive frequency or a
+    plate angle beyond 0.6 rad (naming the column and the 1-based row)."""
     path = Path(path)
     log = read_table(path, LOG_COLUMNS, time_column="time_s")
     t = log["time_s"]
     if t.size < 50:
         raise DataError(f"{path.name}: time_s: need at least 50 samples for a flight log, got {t.size}")
-    dt = np.diff(t)
-    med = float(np.median(dt))
-    bad = np.flatnonzero(np.abs(dt - med) > 0.01 * med)
-    if bad.size:
-        raise DataError(f"{path.name}: time_s: samples must be uniform (median step {med:.6g} s); row {bad[0] + 2} "
-                        f"comes {dt[bad[0]]:.6g} s after the previous one")
+    sample_steps(t, path.name)
     for name, lo, hi in (("frequency_hz", 1e-9, 500.0), ("pitch_plate_rad", -0.6, 0.6), ("roll_plate_rad", -0.6, 0.6)):
         out = np.flatnonzero((log[name] < lo) | (log[name] > hi))
         if out.size:
@@ -50,11 +106,18 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     return log
 
 
-def noise_levels(meas: np.ndarray) -> np.ndarray:
-    """(6,) white-noise standard deviation of each pose channel, from second
-    differences: ``var(x[k+1] - 2 x[k] + x[k-1]) = 6 sigma^2`` for white
-    noise on a signal smooth at the sample rate (median-based, robust)."""
+def noise_levels(meas: np.ndarray, logged: np.ndarray | None = None) -> np.ndarray:
+    """(6,) white-noise standard deviation of each pose channel of ``meas``
+    (N, 6), from second differences: ``var(x[k+1] - 2 x[k] + x[k-1]) = 6
+    sigma^2`` for white noise on a signal smooth at the sample rate
+    (median-based, robust). With ``logged`` (N,) only triples of logged
+    samples count (an interpolated sample has no noise)."""
     d2 = meas[2:] - 2 * meas[1:-1] + meas[:-2]
+    if logged is not None:
+        d2 = d2[logged[2:] & logged[1:-1] & logged[:-2]]
+    if d2.shape[0] < 10:
+        raise DataError(f"flight log: {d2.shape[0]} runs of three logged samples in a row; the noise level needs "
+                        "at least 10")
     d2[:, 3:] = np.arctan2(np.sin(d2[:, 3:]), np.cos(d2[:, 3:]))
     # median absolute value of a normal variable = 0.6745 sigma
     sigma = np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)

@@ -47,8 +47,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
-from tqdm.auto import tqdm
 import numpy as np
+from tqdm.auto import tqdm
 
 from flapjax.identify.flapper.flight_dynamics import (
     derivative,
@@ -66,14 +66,18 @@ from flapjax.identify.flapper.flight_fit import DEFAULTS, QUICK, identify_flight
 from flapjax.identify.flapper.flight_format import (
     LOG_COLUMNS,
     noise_levels,
+    on_grid,
     read_flight_log,
+    sample_steps,
     write_flight_log,
 )
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_report import summary, write_flight_plots
+from flapjax.identify.flapper.flight_shooting import logged_segments
 from flapjax.identify.flapper.flight_synthetic import (
     SAMPLE_HIDDEN,
     synthetic_flight_log,
+    with_dropouts,
 )
 from flapjax.identify.outputs import data_record, write_record
 from flapjax.identify.results import lock_output_dir, write_json
@@ -88,8 +92,10 @@ __all__ = [
     "euler_to_quat",
     "fly",
     "identify_flight_log",
+    "logged_segments",
     "measure",
     "noise_levels",
+    "on_grid",
     "quat_mul",
     "quat_to_euler",
     "quat_to_rot",
@@ -98,8 +104,10 @@ __all__ = [
     "robot_body",
     "rotvec_to_quat",
     "run_flight_identification",
+    "sample_steps",
     "summary",
     "synthetic_flight_log",
+    "with_dropouts",
     "write_flight_log",
     "write_flight_plots",
 ]

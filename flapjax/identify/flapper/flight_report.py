@@ -57,7 +57,8 @@ def summary(results: dict) -> str:
     lines = [parameter_table({n: results[n] for n in FLIGHT_PARAMETERS},
                              {n: results[n + "_std"] for n in FLIGHT_PARAMETERS}, FLIGHT_PARAMETERS)]
     f, v = results["fit"], results["validation"]
-    lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s, {f['iterations']} iterations "
+    dropped = f" ({f['samples_dropped']} samples dropped from the log)" if f.get("samples_dropped") else ""
+    lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s{dropped}, {f['iterations']} iterations "
                  f"({f['reason']}), residual sigma {f['residual_sigma']:.3f} (1 = the log's noise level)")
     lines.append(f"held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
                  f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm, "

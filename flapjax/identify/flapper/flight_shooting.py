@@ -33,9 +33,27 @@ from flapjax.identify.flapper.flight_parameters import (
 _STATE_SCALE = np.concatenate([np.full(3, 1e-3), np.full(3, 0.1), np.full(3, 1e-2), np.full(3, 1.0)])
 
 
-def segment_starts(n: int, length: int) -> np.ndarray:
-    """Start indices of consecutive whole segments of ``length`` samples in [0, n)."""
-    return np.arange(0, n - length + 1, length)
+def logged_segments(logged: np.ndarray, n: int, length: int, min_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shooting segments over samples [0, n) of a log with dropped samples:
+    ``(starts (m,), counted (m, length) bool)``. Segments of ``length``
+    follow each other inside every run of logged samples; a run's last,
+    shorter piece is kept when it has ``min_length`` samples, its segment
+    reaching past the run with those samples not counted. A segment never
+    counts a sample after a dropped one: the commands of a dropped sample
+    are unknown, and samples before it do not depend on them. ``logged``
+    must extend ``length - 1`` samples past ``n`` (or the last run must end
+    ``length - 1`` before the end of ``logged``)."""
+    ok = np.asarray(logged, dtype=bool)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], ok[:n].astype(np.int8), [0]])))
+    starts, counts = [], []
+    for a, b in edges.reshape(-1, 2):  # [a, b): a run of logged samples
+        for s in range(a, b, length):
+            k = min(length, b - s)
+            if k >= min_length and s + length <= ok.size:
+                starts.append(s)
+                counts.append(k)
+    counted = np.arange(length)[None, :] < np.asarray(counts, dtype=np.int64)[:, None]
+    return np.asarray(starts, dtype=np.int64), counted.reshape(len(starts), length)
 
 
 def seed_states(log: dict, starts: np.ndarray, dt: float) -> np.ndarray:
@@ -91,7 +109,7 @@ class Segments(eqx.Module):
     freq: jax.Array  # (m, S) [Hz]
     plate: jax.Array  # (m, S, 2) [rad]
     meas: jax.Array  # (m, S, 6)
-    weight: jax.Array  # (S, 1): 1 where a sample counts
+    weight: jax.Array  # (m, S, 1): 1 where a sample counts (0: before a fitted window's end, or dropped)
     dt: float = eqx.field(static=True)
     substeps: int = eqx.field(static=True)
 
@@ -124,13 +142,13 @@ def fit_jacobian(x, sig, prob: Segments):
     n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
     rows = prob.meas.shape[1] * 6
 
-    def one(gz, seed, f, p, mm):
+    def one(gz, seed, f, p, mm, w):
         params, offset = _model(prob, gz[:n_par])
-        return (_one(prob, params, offset, seed, gz[n_par:], f, p, mm, sig)[0] * prob.weight).ravel()
+        return (_one(prob, params, offset, seed, gz[n_par:], f, p, mm, sig)[0] * w).ravel()
 
     g, dz = x[:n_par], x[n_par:].reshape(m, 12)
-    jac = jax.vmap(lambda d, s_, f, p, mm: jax.jacfwd(one)(jnp.concatenate([g, d]), s_, f, p, mm))(
-        dz, prob.seeds, prob.freq, prob.plate, prob.meas)  # (m, rows, n_par + 12)
+    jac = jax.vmap(lambda d, s_, f, p, mm, w: jax.jacfwd(one)(jnp.concatenate([g, d]), s_, f, p, mm, w))(
+        dz, prob.seeds, prob.freq, prob.plate, prob.meas, prob.weight)  # (m, rows, n_par + 12)
     full = jnp.zeros((m, rows, n_par + 12 * m), dtype=jac.dtype)
     full = full.at[:, :, :n_par].set(jac[:, :, :n_par])
     idx = jnp.arange(m)
