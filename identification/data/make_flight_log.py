@@ -17,12 +17,15 @@ logged pose carries
   -4 mrad in pitch, identified with the model.
 
 The commands (frequency, plate angles) are logged exactly as the controller
-sent them, each held until the next sample.
+sent them, each held until the next sample. ``--dropouts F`` removes about
+F of the rows in bursts of 2-20 samples (motion-capture occlusions; the
+fit handles such logs, docs/data_formats.md, "Dropped samples").
 
 Run from the repository root::
 
     python identification/data/make_flight_log.py              # noise seed 0
     python identification/data/make_flight_log.py --seed 3 --out /tmp/flight.csv
+    python identification/data/make_flight_log.py --dropouts 0.1 --out /tmp/flight_gaps.csv
 
 It writes the log (CSV) and beside it ``<name>.hidden.json`` with the hidden
 values, the noise levels and the seed.
@@ -47,19 +50,23 @@ def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="noise seed (the flight itself is the same)")
     parser.add_argument("--out", type=Path, default=HERE / "flight_log.csv")
+    parser.add_argument("--dropouts", type=float, default=0.0,
+                        help="share of the rows removed in bursts of 2-20 samples (occlusions)")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     from flapjax.identify.flapper import flight_log as fl_log
 
     log = fl_log.synthetic_flight_log(noise_seed=args.seed, duration=DURATION, rate=RATE,
                                       position_noise=POSITION_NOISE, attitude_noise=ATTITUDE_NOISE)
+    if args.dropouts:
+        log = fl_log.with_dropouts(log, args.dropouts, seed=args.seed)
     comment = (f"flapjax sample flight log (identification/data/make_flight_log.py, noise seed {args.seed}): "
                f"{DURATION:g} s at {RATE:g} Hz\nhidden values in {args.out.stem}.hidden.json")
     fl_log.write_flight_log(args.out, log, comment=comment)
     hidden = {
         "hidden": fl_log.SAMPLE_HIDDEN, "units": fl_log.FLIGHT_PARAMETERS,
         "noise": {"position_m": POSITION_NOISE, "attitude_rad": ATTITUDE_NOISE},
-        "rate_hz": RATE, "duration_s": DURATION, "seed": args.seed,
+        "rate_hz": RATE, "duration_s": DURATION, "seed": args.seed, "dropouts": args.dropouts,
         "note": "D_w_x, D_w_y are the rate damping about body x, y; D_w_z, f_ref, mass, gravity and inertia are "
                 "the robot's nominal values (not identified from the log).",
     }

@@ -67,11 +67,11 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
     return x, sigma, iters, history, reason
 
 
-def _held_out(hold: Segments, n_init: int, sig, models: dict) -> tuple[dict, dict]:
+def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dict) -> tuple[dict, dict]:
     """Prediction errors of each model (label -> (params, attitude offset))
-    over the held-out segments ``hold`` (no dropped samples): each start is
-    fitted to the first ``n_init`` samples, the rest is predicted. Returns
-    ``(validation, predictions)``."""
+    over the held-out segments ``hold``: each start is fitted to the first
+    ``n_init`` samples, the rest is predicted and compared where ``counted``
+    (m, S; up to a dropped sample). Returns ``(validation, predictions)``."""
     m, seg_len = hold.seeds.shape[0], hold.meas.shape[1]
     validation, pred_hold = {}, {}
     for label, (model, offset) in models.items():
@@ -86,8 +86,8 @@ def _held_out(hold: Segments, n_init: int, sig, models: dict) -> tuple[dict, dic
             pred_hold[label] = np.full(np.shape(hold.meas), np.nan)
             continue
         pred = np.asarray(predict_segments(dz, sig, hold, model, off))
-        after = np.arange(seg_len) >= n_init
-        err = np.asarray(hold.meas)[:, after] - pred[:, after]
+        after = (np.arange(seg_len) >= n_init)[None, :] & counted
+        err = np.asarray(hold.meas)[after] - pred[after]
         err[..., 3:] = np.arctan2(np.sin(err[..., 3:]), np.cos(err[..., 3:]))
         validation[label] = {
             "position_rms": float(np.sqrt(np.mean(np.sum(err[..., :3] ** 2, axis=-1)))),
@@ -153,11 +153,13 @@ def identify_flight_log(
         raise DataError(f"flight log: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
                         f"(at least {seg_len // 2} logged samples in a row) before the {holdout:g} s held out; "
                         "need at least 4")
-    hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, seg_len)
+    # held-out segments: the start window and at least as many predicted samples, up to a gap
+    hold_min = min(seg_len, max(2 * n_init, seg_len // 2))
+    hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, hold_min)
     hold_starts = hold_starts + n_fit
     if hold_starts.size == 0:
-        raise DataError(f"flight log: the last {holdout:g} s (held out) hold no {segment:g} s segment without a "
-                        "dropped sample; a longer holdout (flight.holdout) or shorter segments (flight.segment)")
+        raise DataError(f"flight log: the last {holdout:g} s (held out) hold no {hold_min} logged samples in a row; "
+                        "a longer holdout (flight.holdout) or a shorter start window (flight.init_window)")
     meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
     sigma = noise_levels(meas, logged)
     cmd_f = np.asarray(log["frequency_hz"], dtype=float)
@@ -193,7 +195,7 @@ def identify_flight_log(
 
     hold = segments(hold_starts, hold_counted & (window < n_init)[None, :])
     models = {"identified": (identified, offset), "start": (base, np.zeros(2))}
-    validation, pred_hold = _held_out(hold, n_init, sig, models)
+    validation, pred_hold = _held_out(hold, hold_counted, n_init, sig, models)
     validation["horizon"] = float((seg_len - n_init) * dt)
     validation["init_window"] = float(n_init * dt)
     return {
@@ -211,6 +213,6 @@ def identify_flight_log(
         "validation": validation,
         "data": {"fit_time": fit_time, "residuals": res_units,
                  "hold_time": t[hold_starts[:, None] + window],
-                 "hold_meas": np.asarray(hold.meas),
+                 "hold_meas": np.where(hold_counted[..., None], np.asarray(hold.meas), np.nan),
                  "hold_pred": pred_hold, "init_window": float(n_init * dt)},
     }
