@@ -46,7 +46,8 @@ def _write_csv(path, cols, scene=S.SCENE):
 
 @pytest.mark.parametrize("case, edit, expect", [
     ("missing thrust column", lambda c: c.pop("thrust3_n"), "missing required column 'thrust3_n'"),
-    ("accelerometer in g", lambda c: c.__setitem__("az_g", c.pop("az_mps2")), "given in 'g', expected 'mps2'"),
+    ("accelerometer in ft/s^2", lambda c: c.__setitem__("az_ftps2", c.pop("az_mps2")),
+     "given in 'ftps2', expected 'mps2' (converted on reading: ['g'])"),
     ("NaN cell", lambda c: c["x_m"].__setitem__(7, np.nan), "column 'x_m', row 8"),
     ("time goes back", lambda c: c["time_s"].__setitem__(20, c["time_s"][18]), "column 'time_s', row 21"),
     ("bad quaternion", lambda c: c["qw"].__setitem__(30, 0.5), "'qw','qx','qy','qz', row 31: quaternion norm"),

@@ -58,7 +58,7 @@ def test_sample_loads_and_dispatches_to_the_waveform_study():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("frequency_hz,phase_deg,fz_n\n30,10,0.1\n", "given in 'deg', expected 'rad'"),
+        ("frequency_hz,phase_grad,fz_n\n30,10,0.1\n", "given in 'grad', expected 'rad'"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(phase=[0.1, 0.2, 0.3, 6.3, 1.0, 2.0]),
          "column 'phase_rad', row 4: the stroke phase must lie in [0, 2 pi)"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(phase=[0.1, 0.2, 0.3, 0.2, 1.0, 2.0]),
@@ -68,7 +68,7 @@ def test_sample_loads_and_dispatches_to_the_waveform_study():
          "column 'fz_n', row 1 (line 2): NaN or inf"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(freq=-30.0), "row 1: frequency must be > 0 Hz"),
         ("frequency_hz,phase_rad\n30,0.1\n", "missing required column 'fz_n'"),
-        ("frequency_hz,phase_rad,fz_n,mx_nmm\n30,0.1,0.2,0.0\n", "given in 'nmm', expected 'nm'"),
+        ("frequency_hz,phase_rad,fz_n,mx_kgfm\n30,0.1,0.2,0.0\n", "given in 'kgfm', expected 'nm'"),
     ],
 )
 def test_bad_records_name_the_file_column_and_row(tmp_path, text, message):
