@@ -17,6 +17,7 @@ from flapjax.identify.multirotor import (chain_params_from_results, load_chain_p
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor import synthetic as S
 from flapjax.identify.multirotor.log import HoverLog, thrust_column
+from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor.run import fit_hover_log
 from flapjax.validation import ConfigError
 from tests.record_check import assert_common_record
@@ -54,8 +55,8 @@ def _write_csv(path, cols, scene=S.SCENE):
     ("negative thrust", lambda c: c["thrust2_n"].__setitem__(40, -0.5), "column 'thrust2_n', row 41: negative"),
     ("below ground", lambda c: c["z_m"].__setitem__(50, -0.01), "column 'z_m', row 51"),
     ("beyond wall", lambda c: c["x_m"].__setitem__(500, 2.1), "column 'x_m', row 501"),
-    ("dropped samples", lambda c: c["time_s"].__setitem__(slice(100, None), c["time_s"][100:] + 0.02),
-     "column 'time_s', row 101"),
+    ("off the sample grid", lambda c: c["time_s"].__setitem__(slice(100, None), c["time_s"][100:] + 0.0125),
+     "time_s: row 101 comes 0.0175 s after the previous one, 3.500 sample periods"),
     ("a hexa's log for a quad", lambda c: c.update(thrust4_n=c["thrust0_n"], thrust5_n=c["thrust1_n"]),
      "column 'thrust4_n' (header): the log holds thrust commands of 6 rotors, the robot has 4"),
 ])
@@ -66,6 +67,21 @@ def test_bad_hover_logs_name_file_column_row(tmp_path, case, edit, expect):
     with pytest.raises(DataError) as exc:
         read_hover_log(path, 4)
     assert str(path) in str(exc.value) and expect in str(exc.value), (case, str(exc.value))
+
+
+def test_dropped_rows_are_read_and_rows_after_a_gap_wait_for_the_actuator(tmp_path):
+    cols = {k: np.array(v, dtype=float) for k, v in _columns().items()}
+    n = cols["time_s"].size
+    keep = np.ones(n, bool)
+    keep[100:110] = False
+    log = read_hover_log(_write_csv(tmp_path / "gaps.csv", {k: v[keep] for k, v in cols.items()}), 4)
+    assert log.n_samples == n - 10 and log.dt == pytest.approx(cols["time_s"][1] - cols["time_s"][0])
+    settle = R.gap_settle_time(PROF)
+    assert settle == pytest.approx(6 * 0.035 + 1 / 20.0)  # six time constants after a full swing at the rate limit
+    waiting = R.after_gaps(log.time, settle)
+    first = 100  # the first row after the gap
+    assert not waiting[:first].any() and waiting[first]
+    assert log.time[np.flatnonzero(waiting)[-1]] < log.time[first] + settle <= log.time[np.flatnonzero(waiting)[-1] + 1]
 
 
 def test_bad_scene_and_short_log(tmp_path):
@@ -251,6 +267,25 @@ def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path,
     # 14 parameters from a 30 s flight (the 20-seed coverage of the full sample
     # flight is benchmarks/identify_hover_coverage.py): few outside 2 sigma, none far out
     assert sum(abs(v) > 2.0 for v in z.values()) <= 3 and max(abs(v) for v in z.values()) < 4.0, z
+    assert max(res["validation"]["rms_over_sigma"]) < 1.1
+
+
+@pytest.mark.slow
+def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path):
+    from flapjax.identify.data import with_dropouts
+
+    cols, drawn = S.noisy_log(short_flight, 11)
+    whole = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),
+                          validation_fraction=0.15)
+    gaps = with_dropouts(cols, 0.05, seed=11)
+    res = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "gaps.npz", gaps), 4), validation_fraction=0.15)
+    assert res["fit"]["samples_dropped"] == cols["time_s"].size - gaps["time_s"].size
+    assert 0 < res["fit"]["rows_settling_after_gaps"] and res["fit"]["rows"] < whole["fit"]["rows"]
+    for k in R.REPORTED:
+        # the same noise draw with a quarter of the rows fewer: a shift of a fraction of a standard deviation
+        assert abs(res[k] - whole[k]) < 1.5 * whole[f"{k}_std"], (k, res[k], whole[k], whole[f"{k}_std"])
+        # fewer rows, wider intervals (the fade window's curvature moves with its estimate: 10 % either way)
+        assert 0.9 <= res[f"{k}_std"] / whole[f"{k}_std"] < 1.5, k
     assert max(res["validation"]["rms_over_sigma"]) < 1.1
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, read_table
+from flapjax.identify.data import Column, DataError, read_table, sample_grid
 
 LOG_COLUMNS = (
     Column("time_s", description="sample time [s], strictly increasing, on a uniform grid (dropped samples allowed)"),
@@ -25,43 +25,17 @@ LOG_COLUMNS = (
 )
 
 
-#: Largest share of a log's sample grid that may be missing (dropped samples).
-MAX_MISSING = 0.5
-
-#: How far a time step may be from a whole number of sample periods [periods].
-STEP_TOLERANCE = 0.01
-
-
 def sample_steps(t: np.ndarray, where: str = "flight log") -> tuple[float, np.ndarray]:
-    """The sample period of a log whose rows sit on a uniform grid with some
-    samples dropped (motion-capture occlusions), and each row's index on
-    that grid: ``(dt, k)`` with ``t[i] ~= t[0] + k[i] dt``, ``k[0] = 0``.
-
-    The period is the median step; every step must be a whole number of
-    periods within :data:`STEP_TOLERANCE` and at most :data:`MAX_MISSING`
-    of the grid may be missing, else :class:`DataError` naming ``where``
-    and the 1-based row."""
-    steps = np.diff(t)
-    dt = float(np.median(steps))
-    periods = steps / dt
-    whole = np.rint(periods)
-    bad = np.flatnonzero((np.abs(periods - whole) > STEP_TOLERANCE) | (whole < 1))
-    if bad.size:
-        i = int(bad[0])
-        raise DataError(f"{where}: time_s: row {i + 2} comes {steps[i]:.6g} s after the previous one, "
-                        f"{periods[i]:.3f} sample periods of {dt:.6g} s (the median step); rows must sit on a "
-                        "uniform grid (dropped samples are allowed)")
-    k = np.concatenate([[0], np.cumsum(whole.astype(np.int64))])
-    missing = 1.0 - t.size / (k[-1] + 1)
-    if missing > MAX_MISSING:
-        raise DataError(f"{where}: time_s: {100 * missing:.0f} % of the {k[-1] + 1} samples at {1 / dt:.6g} Hz "
-                        f"are missing (at most {100 * MAX_MISSING:.0f} %)")
-    return dt, k
+    """The sample period of a flight log and each row's index on its grid
+    (:func:`flapjax.identify.data.sample_grid`: steps a whole number of
+    periods within 1 % of a period, at most half the grid dropped)."""
+    return sample_grid(t, where, tolerance=0.01, max_missing=0.5)
 
 
 def on_grid(log: dict[str, np.ndarray], dt: float, k: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``log`` on its full sample grid (:func:`sample_steps`) and the mask of
-    the samples it holds, ``(grid_log, logged)``. At a dropped sample the
+    the samples it holds, ``(grid_log, logged)``; ``dt`` and ``k`` from
+    :func:`sample_steps`. At a dropped sample the
     commands hold their last logged value and the pose is interpolated
     linearly in time (angles unwrapped), so the grid has no holes; the fit
     never rolls the model across a dropped sample (its commands are unknown:

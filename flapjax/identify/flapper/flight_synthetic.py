@@ -126,18 +126,3 @@ def _excited_flight(v: dict, duration: float, rate: float, substeps: int):
         raise ConfigError("synthetic_flight_log: the flight diverged; check the hidden values")
     return t, states, f, plate
 
-
-def with_dropouts(log: dict[str, np.ndarray], fraction: float, *, seed: int = 0,
-                  burst: tuple[int, int] = (2, 20)) -> dict[str, np.ndarray]:
-    """``log`` with about ``fraction`` of its rows removed in bursts of
-    ``burst`` samples (motion-capture occlusions: the whole row, commands
-    included, is missing), never the first or last row."""
-    n = log["time_s"].size
-    if not 0.0 <= fraction < 0.5:
-        raise ConfigError(f"fraction: must be in [0, 0.5), got {fraction!r}")
-    rng = np.random.default_rng(seed)
-    keep = np.ones(n, dtype=bool)
-    while 1.0 - keep.mean() < fraction:
-        start = int(rng.integers(1, n - burst[1] - 1))
-        keep[start:start + int(rng.integers(burst[0], burst[1] + 1))] = False
-    return {k: v[keep] for k, v in log.items()}

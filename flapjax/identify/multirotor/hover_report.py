@@ -85,6 +85,11 @@ def hover_summary(res: Mapping[str, Any]) -> str:
     lines = [parameter_table({k: res[k] for k in REPORTED}, {k: res[f"{k}_std"] for k in REPORTED}, UNITS)]
     lines += [f"held: {k}: {why}" for k, why in res["not_identified"].items()]
     lines += [f"weakly identified: {k}: {why}" for k, why in res["weakly_identified"].items()]
+    f = res["fit"]
+    if f.get("samples_dropped"):
+        lines.append(f"fit: {f['rows']} rows; {f['samples_dropped']} samples dropped from the log, "
+                     f"{f['rows_settling_after_gaps']} rows after the gaps not counted (the replayed actuator "
+                     "settles)")
     v = res["validation"]
     if v.get("rows"):
         lines.append(f"held-out (last {100 * v['fraction']:.0f} %, {v['rows']} rows) RMS per body axis: "

@@ -5,8 +5,10 @@ row per logged instant of a flight in which the robot hovers at several
 heights above the ground and distances from a wall, and moves between those
 points (docs/data_formats.md, "Multirotor hover logs"):
 
-- ``time_s``: time [s], strictly increasing, uniformly sampled (the
-  flight controller's logging rate, e.g. 100-500 Hz);
+- ``time_s``: time [s], strictly increasing, on a uniform grid (the
+  flight controller's logging rate, e.g. 100-500 Hz) from which rows may
+  be missing (dropped samples; the rows after a gap wait for the replayed
+  actuator to settle before they count);
 - ``x_m``, ``y_m``, ``z_m``: motion-capture position of the centre of mass,
   world frame (z up, ground plane ``z = ground_z_m``) [m];
 - ``qw``, ``qx``, ``qy``, ``qz``: motion-capture attitude, unit quaternion
@@ -43,10 +45,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from flapjax import scene as sc
-from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.identify.data import Column, DataError, column_names, read_table, sample_grid
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
 SCENE_KEYS = {"ground_z_m": 0.0, "wall_x_m": math.inf, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
+
+#: How far a time step may be from a whole number of sample periods (a
+#: flight controller's logging jitter) [periods].
+GRID_TOLERANCE = 0.25
 
 #: A wall this far away (or none) is out of reach of every rotor [m].
 NO_WALL_X = 1.0e4
@@ -208,8 +214,9 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     Raises :class:`~flapjax.identify.data.DataError` naming the file, the
     column and the row: the table checks of
     :func:`~flapjax.identify.data.read_table`, plus a quaternion far from
-    unit norm, a negative thrust command, a log shorter than 2 s, sampling
-    that is not uniform, and a position below the ground or beyond the wall.
+    unit norm, a negative thrust command, a log shorter than 2 s, rows off a
+    uniform time grid or more than half of it dropped, and a position below
+    the ground or beyond the wall.
     """
     p = Path(path)
     extra = sorted(i for i in map(thrust_rotor, column_names(p)) if i is not None and i >= n_rotors)
@@ -223,13 +230,7 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     if n < 3 or time[-1] - time[0] < 2.0:
         raise DataError(f"{p}: column 'time_s': the log spans {time[-1] - time[0]:.3g} s in {n} rows; "
                         "a hover identification needs at least 2 s")
-    dt = np.diff(time)
-    med = float(np.median(dt))
-    off = np.nonzero(np.abs(dt - med) > 0.25 * med)[0]
-    if off.size:
-        r = int(off[0]) + 2
-        raise DataError(f"{p}: column 'time_s', row {r}: step {dt[off[0]]:.4g} s differs from the median "
-                        f"{med:.4g} s by more than 25 % (dropped or duplicated samples; resample the log uniformly)")
+    sample_grid(time, str(p), tolerance=GRID_TOLERANCE, max_missing=0.5)
     quat = np.stack([table[k] for k in ("qw", "qx", "qy", "qz")], axis=1)
     norm = np.linalg.norm(quat, axis=1)
     bad = np.nonzero(np.abs(norm - 1.0) > 1e-2)[0]

@@ -98,6 +98,25 @@ def excitation(prof: rotor.RotorProfile, inputs: M.HoverInputs) -> dict[str, str
     return out
 
 
+def gap_settle_time(prof: rotor.RotorProfile) -> float:
+    """How long after a gap in a log the replayed actuator may still differ
+    from the real one [s]: a full speed swing at the rate limit, then six
+    time constants (the error below 0.3 % of the swing)."""
+    return float(6.0 * np.max(prof.time_constant) + 1.0 / np.min(prof.rate_limit))
+
+
+def after_gaps(t: np.ndarray, settle: float) -> np.ndarray:
+    """(N,) bool: rows within ``settle`` [s] after a gap in the times ``t``
+    (a step beyond 1.5 median steps: dropped samples, whose commands the
+    actuator replay does not know)."""
+    steps = np.diff(t)
+    gap_ends = np.flatnonzero(steps > 1.5 * np.median(steps)) + 1
+    out = np.zeros(t.shape[0], dtype=bool)
+    for i in gap_ends:
+        out[i:np.searchsorted(t, t[i] + settle)] = True
+    return out
+
+
 def _index_map(trainable: Trainable) -> dict[str, int]:
     flat, unravel = jax.flatten_util.ravel_pytree(trainable)
     idx = unravel(jnp.arange(flat.shape[0], dtype=flat.dtype))
@@ -132,7 +151,10 @@ def _predict(params, prof, inputs):
     return M.predict(prof, params, inputs)
 
 
+@jax.jit
 def _residuals(theta, scale, pb: _Problem):
+    # compiled: an eager call would run the chain's value checks, which a
+    # signed coefficient passing below zero during the fit fails
     data = L.Measurements(inputs=pb.inputs, targets=pb.targets, scale=scale)
     return L.residuals(lambda p, x: M.predict(pb.prof, p, x), _params(theta, pb), data)
 
@@ -186,7 +208,8 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     t = log.time - log.time[0]
     span = t[-1]
     edge = 12  # samples where the velocity window is one-sided
-    usable = (t >= SETTLE_S) & (np.arange(t.shape[0]) < t.shape[0] - edge)
+    settling = after_gaps(t, gap_settle_time(prof))
+    usable = (t >= SETTLE_S) & (np.arange(t.shape[0]) < t.shape[0] - edge) & ~settling
     t_val = span * (1.0 - validation_fraction)
     fit_rows = np.nonzero(usable & (t < t_val))[0]
     val_rows = np.nonzero(usable & (t >= t_val))[0]
@@ -285,7 +308,8 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     out.update(
         not_identified=not_identified, weakly_identified=weak,
         validation=validation,
-        fit={"rows": int(fit_rows.size), "steps": len(history), "converged": bool(result.converged),
+        fit={"rows": int(fit_rows.size), "samples_dropped": int(round(span / log.dt)) + 1 - t.shape[0],
+             "rows_settling_after_gaps": int(settling.sum()), "steps": len(history), "converged": bool(result.converged),
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
              "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
              "parameters": list(trainable_names), "correlation": corr.tolist(), "seconds": _time.perf_counter() - t0},
