@@ -397,7 +397,9 @@ def with_dropouts(log: dict[str, np.ndarray], fraction: float, *, seed: int = 0,
     """``log`` (a table: name -> (N,) array) with about ``fraction`` of its
     rows removed in bursts of ``burst`` samples (motion-capture occlusions,
     lost packets: the whole row, commands included, is missing), never the
-    first or last row. For testing fits on logs with dropped samples."""
+    first or last row. For testing fits on logs with dropped samples; give
+    a ``seed`` apart from the one that drew the log's noise, or the rows
+    dropped depend on the noise."""
     n = log["time_s"].size
     if not 0.0 <= fraction < 0.5:
         raise ConfigError(f"fraction: must be in [0, 0.5), got {fraction!r}")

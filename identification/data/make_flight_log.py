@@ -59,7 +59,7 @@ def main(argv=None) -> Path:
     log = fl_log.synthetic_flight_log(noise_seed=args.seed, duration=DURATION, rate=RATE,
                                       position_noise=POSITION_NOISE, attitude_noise=ATTITUDE_NOISE)
     if args.dropouts:
-        log = fl_log.with_dropouts(log, args.dropouts, seed=args.seed)
+        log = fl_log.with_dropouts(log, args.dropouts, seed=args.seed + 1_000_003)  # apart from the noise's stream
     comment = (f"flapjax sample flight log (identification/data/make_flight_log.py, noise seed {args.seed}): "
                f"{DURATION:g} s at {RATE:g} Hz\nhidden values in {args.out.stem}.hidden.json")
     fl_log.write_flight_log(args.out, log, comment=comment)
