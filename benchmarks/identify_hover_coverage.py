@@ -3,13 +3,14 @@
 Simulates the sample hover flight of ``quad_x`` once (rigid backend, hidden
 coefficients of :data:`flapjax.identify.multirotor.synthetic.HIDDEN`), then
 for each noise seed draws motion-capture and accelerometer noise and bias,
-fits (:func:`flapjax.identify.multirotor.fit_hover_log`), and checks whether
+optionally drops rows in bursts (``--dropouts F``), fits
+(:func:`flapjax.identify.multirotor.fit_hover_log`), and checks whether
 each hidden value lies within the reported 2-sigma interval. The verdicts
 are those of :mod:`benchmarks.coverage` (the calibration one sets the exit
 code); the held-out line is the held-out RMS per body axis over the fit's
 residual standard deviation.
 
-    python -m benchmarks.identify_hover_coverage [--seeds 20] [--first 0] [--json FILE]
+    python -m benchmarks.identify_hover_coverage [--seeds 20] [--first 0] [--dropouts 0.05] [--json FILE]
 """
 
 from __future__ import annotations
@@ -37,12 +38,17 @@ def truth_values(drawn) -> dict[str, float]:
     return out
 
 
-def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
+#: Added to a noise seed for the dropout pattern's seed (a stream apart from the noise's).
+DROPOUT_SEED_OFFSET = 1_000_003
+
+
+def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
     """Per-parameter coverage, z-scores and held-out errors over ``seeds``."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from flapjax import rotor
+    from flapjax.identify.data import with_dropouts
     from flapjax.identify.multirotor import REPORTED, fit_hover_log, read_hover_log
     from flapjax.identify.multirotor import synthetic as S
 
@@ -56,6 +62,8 @@ def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
             cols, drawn = S.noisy_log(truth, seed)
+            if dropouts:
+                cols = with_dropouts(cols, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
             path = S.write_log(Path(tmp) / f"hover_{seed}.npz", cols)
             t1 = time.perf_counter()
             res = fit_hover_log(prof, read_hover_log(path, prof.n_rotors))
@@ -72,8 +80,18 @@ def main(argv=None) -> int:
     from flapjax.identify.multirotor import REPORTED
 
     model = tuple(k for k in REPORTED if not k.startswith("accel_bias"))
-    return coverage_main(coverage, argv, description="2-sigma coverage of the hover-log fit over noise seeds",
-                         title="hover-log fit (quad_x)", per_parameter=model, unit="log")
+
+    def options(parser):
+        parser.add_argument("--dropouts", type=float, default=0.0,
+                            help="share of each log's rows removed in bursts of 2-20 samples")
+
+    def title(args):
+        dropped = f", {100 * args.dropouts:.0f} % of the rows dropped" if args.dropouts else ""
+        return "hover-log fit (quad_x)" + dropped
+
+    return coverage_main(lambda seeds, args: coverage(seeds, dropouts=args.dropouts), argv,
+                         description="2-sigma coverage of the hover-log fit over noise seeds", title=title,
+                         per_parameter=model, unit="log", add_arguments=options)
 
 
 if __name__ == "__main__":
