@@ -96,30 +96,32 @@ def _raises(path, columns=STAND, **kw):
     return msg
 
 
-def test_missing_column(tmp_path):
-    p = _write(tmp_path, "frequency_hz,mx_nm\n20,0.1\n")
-    msg = _raises(p)
-    assert "missing required column 'fz_n'" in msg and "(header, line 1)" in msg
-    assert "['frequency_hz', 'mx_nm']" in msg  # lists what the file holds
-
-
-def test_wrong_unit_suffix(tmp_path):
-    p = _write(tmp_path, "# rig B\nfrequency_hz,fz_kg\n20,0.0067\n")  # a mass is not a force
-    msg = _raises(p)
-    assert "(header, line 2)" in msg and "'fz_kg'" in msg
-    assert "'fz_n'" in msg and "given in 'kg', expected 'n' (converted on reading: ['mn', 'g'])" in msg
-
-
-def test_wrong_unit_suffix_on_an_optional_column(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n,mx_kgm\n20,0.066,0.1\n")
-    msg = _raises(p)
-    assert "'mx_nm'" in msg and "given in 'kgm', expected 'nm'" in msg
-
-
-def test_a_quantity_given_twice_is_refused(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_mn,fz_g\n20,66,6.7\n")
-    msg = _raises(p)
-    assert "column 'fz_n'" in msg and "gives it 2 times, as ['fz_mn', 'fz_g']; keep one" in msg
+@pytest.mark.parametrize("text, expect", [
+    pytest.param("frequency_hz,mx_nm\n20,0.1\n",
+                 ["missing required column 'fz_n'", "(header, line 1)", "['frequency_hz', 'mx_nm']"], id="missing column"),
+    pytest.param("# rig B\nfrequency_hz,fz_kg\n20,0.0067\n",  # a mass is not a force
+                 ["(header, line 2)", "column 'fz_n'", "given in 'kg', expected 'n' (converted on reading: ['mn', 'g'])",
+                  "'fz_kg'"], id="unit not converted"),
+    pytest.param("frequency_hz,fz_n,mx_kgm\n20,0.066,0.1\n", ["'mx_nm'", "given in 'kgm', expected 'nm'"],
+                 id="unit not converted, optional column"),
+    pytest.param("frequency_hz,fz_mn,fz_g\n20,66,6.7\n",
+                 ["column 'fz_n'", "gives it 2 times, as ['fz_mn', 'fz_g']; keep one"], id="quantity given twice"),
+    pytest.param("frequency_hz,fz_n,fz_n\n20,1,1\n", ["column 'fz_n' appears twice"], id="duplicate header column"),
+    pytest.param("frequency_hz,fz_n\n20,0.066\n# note\n30,abc\n",
+                 ["column 'fz_n', row 2 (line 4)", "not a number", "'abc'"], id="non-numeric cell"),
+    pytest.param("frequency_hz,fz_n\n20,0.066\n30,0.149\nnan,0.26\n", ["column 'frequency_hz', row 3 (line 4)", "NaN"],
+                 id="NaN row"),
+    pytest.param("frequency_hz,fz_n\n20,\n", ["column 'fz_n', row 1 (line 2)", "empty cell"], id="empty cell"),
+    pytest.param("frequency_hz,fz_n\n# nothing measured\n", ["empty table", "row 1", "frequency_hz"],
+                 id="header without rows"),
+    pytest.param("frequency_hz,fz_n,mx_nm\n20,0.066,0.0\n30,0.149\n",
+                 ["row 2 (line 3) has 2 cells", "column 'mx_nm' missing"], id="ragged row, short"),
+    pytest.param("frequency_hz,fz_n\n20,0.066,7\n", ["row 1 (line 2) has 3 cells", "'fz_n'"], id="ragged row, long"),
+])
+def test_bad_csv_table_names_file_column_and_row(tmp_path, text, expect):
+    msg = _raises(_write(tmp_path, text))
+    for fragment in expect:
+        assert fragment in msg, (fragment, msg)
 
 
 def test_units_of_the_table_are_converted_and_said(tmp_path):
@@ -149,29 +151,11 @@ def test_npz_units_are_converted_and_bad_values_name_the_file_column(tmp_path):
         np.testing.assert_allclose(read_table(p, LOG)["x_m"], [0.1, 0.2])
 
 
-def test_non_numeric_cell(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066\n# note\n30,abc\n")
-    msg = _raises(p)
-    assert "column 'fz_n', row 2 (line 4)" in msg and "not a number" in msg and "'abc'" in msg
-
-
-def test_nan_row(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066\n30,0.149\nnan,0.26\n")
-    msg = _raises(p)
-    assert "column 'frequency_hz', row 3 (line 4)" in msg and "NaN" in msg
-
-
 def test_nan_row_npz(tmp_path):
     p = tmp_path / "t.npz"
     np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.array([0.066, np.inf]))
     msg = _raises(p)
     assert "column 'fz_n', row 2" in msg and "NaN or inf" in msg
-
-
-def test_empty_cell(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n\n20,\n")
-    msg = _raises(p)
-    assert "column 'fz_n', row 1 (line 2)" in msg and "empty cell" in msg
 
 
 def test_non_monotonic_time(tmp_path):
@@ -201,24 +185,6 @@ def test_empty_file(tmp_path):
         column_names(p)
 
 
-def test_header_without_rows(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n\n# nothing measured\n")
-    msg = _raises(p)
-    assert "empty table" in msg and "row 1" in msg and "frequency_hz" in msg
-
-
-def test_ragged_row_short(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n,mx_nm\n20,0.066,0.0\n30,0.149\n")
-    msg = _raises(p)
-    assert "row 2 (line 3) has 2 cells" in msg and "column 'mx_nm' missing" in msg
-
-
-def test_ragged_row_long(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n\n20,0.066,7\n")
-    msg = _raises(p)
-    assert "row 1 (line 2) has 3 cells" in msg and "'fz_n'" in msg
-
-
 def test_ragged_npz(tmp_path):
     p = tmp_path / "t.npz"
     np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.array([0.066]))
@@ -243,12 +209,6 @@ def test_unreadable_npz(tmp_path):
     p.write_bytes(b"not a zip")
     msg = _raises(p)
     assert "cannot read" in msg and ".npz" in msg
-
-
-def test_duplicate_header_column(tmp_path):
-    p = _write(tmp_path, "frequency_hz,fz_n,fz_n\n20,1,1\n")
-    msg = _raises(p)
-    assert "column 'fz_n' appears twice" in msg
 
 
 def test_written_tables_read_back(tmp_path):
