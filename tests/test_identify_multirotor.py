@@ -284,8 +284,10 @@ def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path)
     for k in R.REPORTED:
         # the same noise draw with a quarter of the rows fewer: a shift of a fraction of a standard deviation
         assert abs(res[k] - whole[k]) < 1.5 * whole[f"{k}_std"], (k, res[k], whole[k], whole[f"{k}_std"])
-        # fewer rows, wider intervals (the fade window's curvature moves with its estimate: 10 % either way)
-        assert 0.9 <= res[f"{k}_std"] / whole[f"{k}_std"] < 1.5, k
+        # fewer rows, wider intervals; the fade window's curvature moves with its estimate (the loss is not
+        # quadratic in it), so its interval may also narrow a little or widen more
+        lo, hi = (0.8, 2.0) if k in ("wall_fade_start", "wall_range") else (1.0, 1.5)
+        assert lo <= res[f"{k}_std"] / whole[f"{k}_std"] < hi, (k, res[f"{k}_std"] / whole[f"{k}_std"])
     assert max(res["validation"]["rms_over_sigma"]) < 1.1
 
 
