@@ -272,7 +272,7 @@ def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path,
 
 @pytest.mark.slow
 def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path):
-    from flapjax.identify.data import with_dropouts
+    from flapjax.identify.sampling import with_dropouts
 
     cols, drawn = S.noisy_log(short_flight, 11)
     whole = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),

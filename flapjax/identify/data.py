@@ -42,8 +42,7 @@ import numpy as np
 from flapjax.validation import ConfigError
 
 __all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError", "DataNote",
-           "UnusedColumnsWarning", "check_arrays", "column_names", "read_table", "sample_grid", "split_unit",
-           "with_dropouts", "write_sample",
+           "UnusedColumnsWarning", "check_arrays", "column_names", "read_table", "split_unit", "write_sample",
            "write_table"]
 
 #: Exact factors from a unit suffix a file may use to the SI suffix a study
@@ -362,53 +361,6 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
     if time_column is not None:
         _check_time(p, time_column, table[time_column], lines)
     return table
-
-
-def sample_grid(t: np.ndarray, where: str, *, tolerance: float, max_missing: float) -> tuple[float, np.ndarray]:
-    """The sample period of a log whose rows sit on a uniform time grid with
-    some samples dropped (motion-capture occlusions, lost packets), and each
-    row's index on that grid: ``(dt, k)`` with ``t[i] ~= t[0] + k[i] dt``,
-    ``k[0] = 0``.
-
-    The period is the median step; every step must be a whole number of
-    periods within ``tolerance`` of a period and at most ``max_missing`` of
-    the grid may be missing, else :class:`DataError` naming ``where`` and
-    the 1-based row."""
-    steps = np.diff(t)
-    dt = float(np.median(steps))
-    periods = steps / dt
-    whole = np.rint(periods)
-    bad = np.flatnonzero((np.abs(periods - whole) > tolerance) | (whole < 1))
-    if bad.size:
-        i = int(bad[0])
-        raise DataError(f"{where}: time_s: row {i + 2} comes {steps[i]:.6g} s after the previous one, "
-                        f"{periods[i]:.3f} sample periods of {dt:.6g} s (the median step); rows must sit on a "
-                        "uniform grid (dropped samples are allowed)")
-    k = np.concatenate([[0], np.cumsum(whole.astype(np.int64))])
-    missing = 1.0 - t.size / (k[-1] + 1)
-    if missing > max_missing:
-        raise DataError(f"{where}: time_s: {100 * missing:.0f} % of the {k[-1] + 1} samples at {1 / dt:.6g} Hz "
-                        f"are missing (at most {100 * max_missing:.0f} %)")
-    return dt, k
-
-
-def with_dropouts(log: dict[str, np.ndarray], fraction: float, *, seed: int = 0,
-                  burst: tuple[int, int] = (2, 20)) -> dict[str, np.ndarray]:
-    """``log`` (a table: name -> (N,) array) with about ``fraction`` of its
-    rows removed in bursts of ``burst`` samples (motion-capture occlusions,
-    lost packets: the whole row, commands included, is missing), never the
-    first or last row. For testing fits on logs with dropped samples; give
-    a ``seed`` apart from the one that drew the log's noise, or the rows
-    dropped depend on the noise."""
-    n = log["time_s"].size
-    if not 0.0 <= fraction < 0.5:
-        raise ConfigError(f"fraction: must be in [0, 0.5), got {fraction!r}")
-    rng = np.random.default_rng(seed)
-    keep = np.ones(n, dtype=bool)
-    while 1.0 - keep.mean() < fraction:
-        start = int(rng.integers(1, n - burst[1] - 1))
-        keep[start:start + int(rng.integers(burst[0], burst[1] + 1))] = False
-    return {k: v[keep] for k, v in log.items()}
 
 
 def check_arrays(where: str, named: Sequence[tuple[str, np.ndarray]]) -> int:

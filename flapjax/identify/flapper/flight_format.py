@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import Column, DataError, read_table, sample_grid
+from flapjax.identify.data import Column, DataError, read_table
+from flapjax.identify.sampling import sample_grid
 
 LOG_COLUMNS = (
     Column("time_s", description="sample time [s], strictly increasing, on a uniform grid (dropped samples allowed)"),
@@ -27,7 +28,7 @@ LOG_COLUMNS = (
 
 def sample_steps(t: np.ndarray, where: str = "flight log") -> tuple[float, np.ndarray]:
     """The sample period of a flight log and each row's index on its grid
-    (:func:`flapjax.identify.data.sample_grid`: steps a whole number of
+    (:func:`flapjax.identify.sampling.sample_grid`: steps a whole number of
     periods within 1 % of a period, at most half the grid dropped)."""
     return sample_grid(t, where, tolerance=0.01, max_missing=0.5)
 

@@ -74,7 +74,7 @@ from flapjax.identify.flapper.flight_format import (
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_report import summary, write_flight_plots
 from flapjax.identify.flapper.flight_shooting import logged_segments
-from flapjax.identify.data import with_dropouts
+from flapjax.identify.sampling import with_dropouts
 from flapjax.identify.flapper.flight_synthetic import (
     SAMPLE_HIDDEN,
     synthetic_flight_log,

@@ -45,7 +45,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from flapjax import scene as sc
-from flapjax.identify.data import Column, DataError, column_names, read_table, sample_grid
+from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.identify.sampling import sample_grid
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
 SCENE_KEYS = {"ground_z_m": 0.0, "wall_x_m": math.inf, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
