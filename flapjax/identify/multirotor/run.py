@@ -107,10 +107,11 @@ def gap_settle_time(prof: rotor.RotorProfile) -> float:
 
 def after_gaps(t: np.ndarray, settle: float) -> np.ndarray:
     """(N,) bool: rows within ``settle`` [s] after a gap in the times ``t``
-    (a step beyond 1.5 median steps: dropped samples, whose commands the
-    actuator replay does not know)."""
+    (a step of more than one sample period, counted as
+    :func:`~flapjax.identify.sampling.sample_grid` counts it: dropped
+    samples, whose commands the actuator replay does not know)."""
     steps = np.diff(t)
-    gap_ends = np.flatnonzero(steps > 1.5 * np.median(steps)) + 1
+    gap_ends = np.flatnonzero(np.rint(steps / np.median(steps)) > 1) + 1
     out = np.zeros(t.shape[0], dtype=bool)
     for i in gap_ends:
         out[i:np.searchsorted(t, t[i] + settle)] = True
