@@ -64,9 +64,6 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
             cols, drawn = S.noisy_log(truth, seed)
             if dropouts:
                 cols = with_dropouts(cols, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
-                # every log now has its own row count, so its own compiled fit: drop the
-                # previous ones, or a hundred of them fill the memory
-                jax.clear_caches()
             path = S.write_log(Path(tmp) / f"hover_{seed}.npz", cols)
             t1 = time.perf_counter()
             res = fit_hover_log(prof, read_hover_log(path, prof.n_rotors))

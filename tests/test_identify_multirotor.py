@@ -278,7 +278,11 @@ def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path)
     whole = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),
                           validation_fraction=0.15)
     gaps = with_dropouts(cols, 0.05, seed=7)  # a stream apart from the noise's
+    compiled = R._residuals._cache_size()
     res = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "gaps.npz", gaps), 4), validation_fraction=0.15)
+    # fewer rows, padded to the same length: the fit reuses the whole log's programs
+    assert R.padded_length(gaps["time_s"].size) == R.padded_length(cols["time_s"].size)
+    assert R._residuals._cache_size() == compiled
     assert res["fit"]["samples_dropped"] == cols["time_s"].size - gaps["time_s"].size
     assert 0 < res["fit"]["rows_settling_after_gaps"] and res["fit"]["rows"] < whole["fit"]["rows"]
     for k in R.REPORTED:
@@ -289,6 +293,43 @@ def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path)
         lo, hi = (0.8, 2.0) if k in ("wall_fade_start", "wall_range") else (1.0, 1.5)
         assert lo <= res[f"{k}_std"] / whole[f"{k}_std"] < hi, (k, res[f"{k}_std"] / whole[f"{k}_std"])
     assert max(res["validation"]["rms_over_sigma"]) < 1.1
+
+
+def test_padded_length_is_one_of_few_sizes_with_bounded_waste():
+    ns = np.arange(1, 200_001, 7)
+    sizes = np.array([R.padded_length(int(n)) for n in ns])
+    assert np.all(sizes >= ns) and np.all(np.diff(sizes) >= 0)  # covers the log, grows with it
+    assert np.all(sizes % 64 == 0) and R.padded_length(1) == R.padded_length(1024) == 1024
+    assert np.all(sizes[ns > 1024] <= 1.19 * ns[ns > 1024] + 64)  # at most 19 % padding
+    assert len(np.unique(sizes)) == 32  # up to 200 000 rows: 32 compiled fits, not one per length
+
+
+def test_padded_inputs_leave_the_log_rows_unchanged(tmp_path):
+    log = read_hover_log(_write_csv(tmp_path / "log.csv", _columns(n=600)), 4)
+    whole = M.hover_inputs(PROF, log)
+    padded = M.hover_inputs(PROF, log, length=1024)
+    assert padded.dt.shape == (1024,) and whole.dt.shape == (600,)
+    # the actuator replay is causal: the held rows after the log change none of its own
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(padded.rows(slice(0, 600)))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_allclose(np.asarray(padded.dt[600:]), log.dt)
+    with pytest.raises(ConfigError, match="length: must be at least the log's 600 rows"):
+        M.hover_inputs(PROF, log, length=599)
+
+
+def test_gauss_newton_covariance_ignores_padded_zero_residuals():
+    from flapjax.identify.losses import gauss_newton_covariance
+
+    rng = np.random.default_rng(0)
+    jac, r = rng.normal(size=(40, 3)), rng.normal(size=40)
+    cov, s2 = gauss_newton_covariance(r, jac)
+    pad_r, pad_j = np.concatenate([r, np.zeros(24)]), np.concatenate([jac, np.zeros((24, 3))])
+    cov_p, s2_p = gauss_newton_covariance(pad_r, pad_j, n_residuals=40)
+    np.testing.assert_allclose(cov_p, cov, rtol=1e-12)
+    assert s2_p == pytest.approx(np.sum(r**2) / 37, rel=1e-12)
+    assert gauss_newton_covariance(pad_r, pad_j)[1] < s2  # counting the pads would shrink the variance
+    with pytest.raises(ConfigError, match=r"n_residuals: must be in \(0, 64\]"):
+        gauss_newton_covariance(pad_r, pad_j, n_residuals=65)
 
 
 def test_excitation_flags_unexcited_coefficients():

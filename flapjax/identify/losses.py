@@ -114,13 +114,20 @@ def r_squared(y, y_fit) -> float:
 # ---------------------------------------------------------------------------
 
 
-def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None) -> tuple[np.ndarray, float]:
+def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None,
+                            n_residuals: int | None = None) -> tuple[np.ndarray, float]:
     """``(sigma^2 (J^T J)^+, sigma^2)`` of least-squares residuals ``r`` (n,)
     and their Jacobian ``J`` (n, p) at the fit; ``sigma^2 = SSR / (n - p)``,
-    or the given ``sigma`` (residual units) when ``n <= p``."""
+    or the given ``sigma`` (residual units) when ``n <= p``. ``n_residuals``
+    replaces ``n`` when ``r`` holds rows padded with zero residuals (masked
+    rows that keep one compiled shape): only real residuals count."""
     r = np.asarray(residuals, dtype=float).ravel()
     jac = np.asarray(jacobian, dtype=float)
     n, p = r.size, jac.shape[1]
+    if n_residuals is not None:
+        if not 0 < int(n_residuals) <= n:
+            raise ConfigError(f"n_residuals: must be in (0, {n}] (the residual vector's length), got {n_residuals!r}")
+        n = int(n_residuals)
     if n > p:
         s2 = float(np.sum(r**2)) / (n - p)
     elif sigma is not None:
@@ -135,6 +142,7 @@ def gauss_newton_uncertainty(
     trainable: Trainable,
     *,
     sigma: float | None = None,
+    n_residuals: int | None = None,
     compiler_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Parameter standard deviations from the curvature of a least-squares loss.
@@ -144,7 +152,8 @@ def gauss_newton_uncertainty(
     Hessian ``H = J^T J / n``; the covariance of theta is
     ``sigma^2 (J^T J)^-1`` where ``sigma^2`` is the residual variance
     ``SSR / (n - p)`` (or the given ``sigma``, in residual units, when
-    ``n <= p``). Log-space standard deviations are relative ones; they are
+    ``n <= p``; ``n`` is ``n_residuals`` when the residuals are padded with
+    masked zero rows). Log-space standard deviations are relative ones; they are
     mapped to physical units by the delta method (``std = value * std_log``).
     J comes from forward mode (``jax.jacfwd``): one JVP per parameter, in
     one program compiled with ``compiler_options`` when they are given
@@ -161,7 +170,7 @@ def gauss_newton_uncertainty(
     if compiler_options is not None:
         jacobian = jax.jit(jacobian, compiler_options=compiler_options)
     jac = jacobian(flat)
-    cov, s2 = gauss_newton_covariance(r0, jac, sigma=sigma)
+    cov, s2 = gauss_newton_covariance(r0, jac, sigma=sigma, n_residuals=n_residuals)
     jtj = np.asarray(jac.T @ jac, dtype=float)
     std_flat = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     denom = np.outer(std_flat, std_flat)
@@ -181,5 +190,5 @@ def gauss_newton_uncertainty(
         "relative_std": rel,
         "correlation": corr.tolist(),
         "sigma": math.sqrt(s2),
-        "hessian": (jtj / jac.shape[0]).tolist(),
+        "hessian": (jtj / (jac.shape[0] if n_residuals is None else int(n_residuals))).tolist(),
     }

@@ -30,11 +30,13 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax import rotor
 from flapjax.identify.multirotor.log import HoverLog
 from flapjax.math import quat_to_mat
+from flapjax.validation import ConfigError
 
 #: Chain switches of the hover model: everything but wind (indoor flights).
 HOVER_OPTIONS = rotor.ChainOptions(saturation=True, actuator=True, ground_effect=True, wall_effect=True, drag=True,
@@ -90,8 +92,7 @@ def replay_actuator(prof: rotor.RotorProfile, commands, dt) -> Float[Array, "N n
 
 
 @jax.jit
-def _inputs(prof, scene, time, quat, position, velocity, cmd, last_dt):
-    dt = jnp.concatenate([jnp.diff(time), last_dt[None]])
+def _inputs(prof, scene, dt, quat, position, velocity, cmd):
     rot = jax.vmap(quat_to_mat)(quat)
     prox = jax.vmap(lambda x, r: rotor.rotor_proximity(scene, prof, x, r))(position, rot)
     v_body = jnp.einsum("kji,kj->ki", rot, velocity)
@@ -99,11 +100,25 @@ def _inputs(prof, scene, time, quat, position, velocity, cmd, last_dt):
                        velocity_body=v_body, dt=dt)
 
 
-def hover_inputs(prof: rotor.RotorProfile, log: HoverLog) -> HoverInputs:
-    """The model inputs of a whole log (float64 under x64)."""
-    f = lambda x: jnp.asarray(x)  # noqa: E731
-    return _inputs(prof, log.scene_model(), f(log.time), f(log.quat), f(log.position), f(log.velocity),
-                   f(log.thrust_command), f(log.dt))
+def hover_inputs(prof: rotor.RotorProfile, log: HoverLog, *, length: int | None = None) -> HoverInputs:
+    """The model inputs of a whole log (float64 under x64).
+
+    With ``length`` (at least the log's row count) the inputs have that many
+    rows: the log is extended by holding its last row, time advancing one
+    sample period per row. The replay is causal, so the log's own rows are
+    unchanged; logs padded to one length share one compiled fit."""
+    n = log.n_samples
+    m = n if length is None else int(length)
+    if m < n:
+        raise ConfigError(f"length: must be at least the log's {n} rows, got {length!r}")
+
+    def f(x):
+        x = np.asarray(x)
+        return jnp.asarray(np.concatenate([x, np.repeat(x[-1:], m - n, axis=0)]) if m > n else x)
+
+    dt = np.concatenate([np.diff(log.time), np.full(m - n + 1, log.dt)])  # the last row's step: the median
+    return _inputs(prof, log.scene_model(), jnp.asarray(dt), f(log.quat), f(log.position), f(log.velocity),
+                   f(log.thrust_command))
 
 
 def _vec(params, name):
