@@ -19,8 +19,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m flapjax.demo
 
-# The everyday suite: every formula, bad-input check and notebook.
+# The everyday suite: every formula, bad-input check and notebook. Its
+# programs are short, so XLA compiles them without LLVM optimization (half
+# the compile time; see tests/conftest.py).
 test: $(STAMP)
+	FLAPJAX_TEST_XLA_FLAGS="--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0" \
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"
 
 # Long flights, identification runs end to end, coverage over noise seeds.
