@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache for flapjax's commands.
+"""Compile-time settings of flapjax's commands: JAX's persistent
+compilation cache and XLA's faster-compiling CPU emitters.
 
 A compiled XLA program is written to disk the first time and read back on
 later runs, so a second ``flapjax identify`` or ``flapjax evaluate`` skips
@@ -13,6 +14,13 @@ Clear it with ``python -m flapjax.cache clear`` (or ``rm -rf`` the folder
 that ``python -m flapjax.cache`` prints). Entries are keyed by the program,
 the JAX version and the device, so a stale entry is never used for a
 different program; deleting the folder only costs recompilation.
+
+:func:`prefer_fast_cpu_compile` picks XLA's classic CPU emitters
+(:data:`FAST_CPU_COMPILE_FLAG`) unless ``XLA_FLAGS`` already chooses: they
+compile flapjax's programs in about two thirds of the time and run them as
+fast (a cold ``flapjax identify --data identification/data/flight_log.csv``:
+24 s -> 18 s on a 2-core CPU, the same numbers). The commands call it
+first; in your own scripts, set ``XLA_FLAGS`` before JAX starts.
 """
 
 from __future__ import annotations
@@ -52,6 +60,22 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder
+
+
+#: XLA flag of :func:`prefer_fast_cpu_compile` (ignored by GPU and TPU compilers).
+FAST_CPU_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
+
+
+def prefer_fast_cpu_compile() -> bool:
+    """Add :data:`FAST_CPU_COMPILE_FLAG` to ``XLA_FLAGS`` unless they already
+    choose the CPU emitters; returns whether it was added. XLA reads the
+    variable when JAX starts its backend (the first computation), so call it
+    before that; later it has no effect."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_use_fusion_emitters" in flags:
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {FAST_CPU_COMPILE_FLAG}".strip()
+    return True
 
 
 def clear_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:

@@ -1,4 +1,6 @@
-"""flapjax.cache: where the persistent compilation cache lives and how to clear it."""
+"""flapjax.cache: where the persistent compilation cache lives, how to clear it, and the CPU compile flag."""
+
+import os
 
 import jax
 
@@ -28,3 +30,35 @@ def test_enable_points_jax_at_the_folder_and_clear_removes_it(tmp_path):
     (folder / "entry").write_text("x")
     assert cache.clear_compilation_cache(folder) == folder and not folder.exists()
     assert cache.main(["bogus"]) == 2
+
+
+def test_fast_cpu_compile_flag_is_added_unless_the_user_chose(monkeypatch):
+    from flapjax.cache import FAST_CPU_COMPILE_FLAG, prefer_fast_cpu_compile
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    assert prefer_fast_cpu_compile() is True
+    assert os.environ["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=2 {FAST_CPU_COMPILE_FLAG}"
+    assert prefer_fast_cpu_compile() is False  # once is enough
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    assert prefer_fast_cpu_compile() is False and os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+    monkeypatch.delenv("XLA_FLAGS")
+    assert prefer_fast_cpu_compile() is True and os.environ["XLA_FLAGS"] == FAST_CPU_COMPILE_FLAG
+
+
+def test_importing_flapjax_leaves_the_jax_backend_unstarted():
+    """XLA reads XLA_FLAGS (and the CLI's compile flag) when JAX starts its
+    backend: importing flapjax must not start it (no arrays built at import,
+    e.g. as default arguments), and defaults then follow the x64 setting the
+    user picks after importing."""
+    import subprocess
+    import sys
+
+    modules = ("flapjax", "flapjax.cli", "flapjax.aero", "flapjax.rotor", "flapjax.control", "flapjax.sim",
+               "flapjax.sim.flapper", "flapjax.sim.multirotor", "flapjax.tasks", "flapjax.identify",
+               "flapjax.identify.flapper", "flapjax.identify.multirotor", "flapjax.evaluate", "flapjax.render",
+               "flapjax.demo", "flapjax.scene", "flapjax.noise", "flapjax.rng", "flapjax.files", "flapjax.math")
+    code = (f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
+            "from jax._src import xla_bridge\nprint(xla_bridge.backends_are_initialized())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -75,7 +75,7 @@ class Dickinson1999(CoefficientModel):
     pressure uses the Whitney & Wood ``d_cp``, which the 1999 paper does not fit.
     """
 
-    cop: WhitneyWood = WhitneyWood()
+    cop: WhitneyWood = eqx.field(default_factory=WhitneyWood)
 
     def normal(self, alpha: Scalar) -> Scalar:
         sin_a = jnp.sin(alpha)

@@ -38,7 +38,7 @@ class AeroOptions(eqx.Module):
     damping_limit: Scalar = eqx.field(converter=_as_array, default=0.05)
     rotational_damping: Scalar = eqx.field(converter=_as_array, default=5.0)
     angular_velocity_limit: Scalar = eqx.field(converter=_as_array, default=5000.0)
-    coefficients: CoefficientModel = WhitneyWood()
+    coefficients: CoefficientModel = eqx.field(default_factory=WhitneyWood)
 
     def __check_init__(self):
         check_positive("AeroOptions.lift_scale", self.lift_scale)

@@ -86,7 +86,7 @@ def wing_loads(
     v_body: Float[Array, "3"],
     w_body: Float[Array, "3"],
     side: int,
-    options: AeroOptions = AeroOptions(),
+    options: AeroOptions | None = None,
 ) -> WingLoads:
     """Closed-form quasi-steady loads of one wing (seed sections 4-7).
 
@@ -97,11 +97,12 @@ def wing_loads(
       w_body: (3,) body angular velocity in the body frame [rad/s]; its norm is
         clipped to ``options.angular_velocity_limit``.
       side: +1 left wing, -1 right wing (static).
-      options: scales, clips and the coefficient model.
+      options: scales, clips and the coefficient model (default ``AeroOptions()``).
     """
     s = check_side(side)
     geom = wing.geometry
     R, cbar = geom.span, geom.mean_chord
+    options = AeroOptions() if options is None else options
     w_body = clip_norm(jnp.asarray(w_body), options.angular_velocity_limit)
     vel = affine_velocity(
         kin,

@@ -10,6 +10,7 @@ starts of the lumped averaged-model robot with it and counts how many settle.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import equinox as eqx
@@ -323,7 +324,7 @@ class HoverQuality(eqx.Module):
     position_error: Scalar
     healthy: Bool[Array, ""]
 
-    def meets(self, *, cycle_mean_tilt: float = jnp.deg2rad(1.0), tilt_rms: float = jnp.deg2rad(3.0),
+    def meets(self, *, cycle_mean_tilt: float = math.radians(1.0), tilt_rms: float = math.radians(3.0),
               altitude_error: float = 0.005) -> Bool[Array, "..."]:
         """Whether each world meets the bounds [rad, rad, m]."""
         return (self.healthy & (self.cycle_mean_tilt < cycle_mean_tilt) & (self.tilt_rms < tilt_rms)
