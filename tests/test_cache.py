@@ -58,7 +58,9 @@ def test_importing_flapjax_leaves_the_jax_backend_unstarted():
                "flapjax.identify.flapper", "flapjax.identify.multirotor", "flapjax.evaluate", "flapjax.render",
                "flapjax.demo", "flapjax.scene", "flapjax.noise", "flapjax.rng", "flapjax.files", "flapjax.math")
     code = (f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
-            "from jax._src import xla_bridge\nprint(xla_bridge.backends_are_initialized())")
+            "from jax._src import xla_bridge\nprint(xla_bridge.backends_are_initialized())\n"
+            "import jax\njax.config.update('jax_enable_x64', True)\nfrom flapjax import aero\n"
+            "print(aero.AeroOptions().coefficients.normal_coefficients.dtype, aero.Dickinson1999().cop.cop_coefficients.dtype)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert out.stdout.strip().splitlines()[-2:] == ["False", "float64 float64"]
