@@ -67,6 +67,13 @@ def identify(
         "fixed-base rollout (slow; cycle means fix the lift scale, barely the hinge stiffness and wing inertia: "
         "a phase-resolved record with phase_rad fixes all three)."
     ),
+    mass: Optional[float] = typer.Option(
+        None, "--mass", help="With --data FLIGHT.csv: mass of the robot that flew [kg] (default the nominal robot's)."
+    ),
+    inertia: Optional[str] = typer.Option(
+        None, "--inertia", help="With --data FLIGHT.csv: its inertia about the centre of mass, body axes [kg m^2]: "
+        "'Ixx,Iyy,Izz' or 'Ixx,Iyy,Izz,Ixy,Ixz,Iyz' (default the nominal robot's)."
+    ),
 ) -> None:
     """Identify the flapper's models from simulations, or fit a measured data file.
 
@@ -93,13 +100,13 @@ def identify(
             from flapjax.identify.from_file import identify_from_file
 
             identify_from_file(data, robot=robot, out_dir=out, quick=quick, progress=progress, echo=typer.echo,
-                               physical=physical)
+                               physical=physical, mass=mass, inertia=_numbers("--inertia", inertia))
         except BaseException as exc:  # no traceback reaches the user: bad input exits 2
             exit_on_error(exc)
         typer.echo(f"done in {time.perf_counter() - start:.1f} s")
         return
-    if robot is not None or physical:
-        exit_on_error(ConfigError("--robot and --physical need --data FILE"))
+    if robot is not None or physical or mass is not None or inertia is not None:
+        exit_on_error(ConfigError("--robot, --physical, --mass and --inertia need --data FILE"))
     from flapjax.identify import flapper
 
     try:
@@ -116,6 +123,16 @@ def identify(
 from flapjax.cli_evaluate import evaluate  # noqa: E402
 
 app.command("evaluate")(evaluate)
+
+
+def _numbers(option: str, text: str | None) -> list[float] | None:
+    """Comma-separated numbers of a command-line option, or None."""
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.replace(" ", "").split(",")]
+    except ValueError:
+        raise ConfigError(f"{option}: expected comma-separated numbers, got {text!r}") from None
 
 if __name__ == "__main__":  # pragma: no cover
     app()

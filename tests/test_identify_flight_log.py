@@ -99,6 +99,51 @@ def test_logged_segments_never_count_a_sample_after_a_gap():
     assert starts[-1] == 84  # 94 would reach past the log
 
 
+@pytest.mark.parametrize("mass, inertia, match", [
+    (-0.03, None, "mass: must be > 0"),
+    (float("nan"), None, "mass: .*NaN|mass: .*nan|mass: .*finite"),
+    (None, [1e-5, 1e-5], "inertia: expected 3 principal moments, 6 values"),
+    (None, [1e-5, 1e-5, -1e-6], "inertia: must be positive definite"),
+    (None, [1e-5, 1e-5, 3e-5], "inertia: principal moments must satisfy the triangle inequality"),
+    (None, [[1e-5, 1e-6, 0], [0, 1e-5, 0], [0, 0, 1e-5]], "inertia: must be symmetric"),
+    (None, ["a", "b", "c"], "inertia: expected numbers"),
+])
+def test_bad_body_is_refused_naming_the_field(mass, inertia, match):
+    from flapjax.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        FL.body(mass, inertia)
+
+
+def test_body_defaults_to_the_nominal_robot_and_reads_six_values():
+    mass0, g0, inertia0 = FL.robot_body()
+    assert FL.body()[0] == mass0 and FL.body()[1] == g0 and np.array_equal(FL.body()[2], inertia0)
+    mass, g, inertia = FL.body(0.031, [2e-5, 2.2e-5, 1e-5, 1e-7, -2e-7, 3e-7])
+    assert mass == 0.031 and g == g0
+    np.testing.assert_array_equal(inertia, [[2e-5, 1e-7, -2e-7], [1e-7, 2.2e-5, 3e-7], [-2e-7, 3e-7, 1e-5]])
+
+
+def test_cli_mass_and_inertia_apply_to_flight_logs_only(tmp_path):
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from flapjax.cli import app
+
+    runner = CliRunner()
+    stand = Path(__file__).resolve().parents[1] / "identification" / "data" / "stand_sample.csv"
+    res = runner.invoke(app, ["identify", "--data", str(stand), "--mass", "0.03", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--mass and --inertia apply to flapper flight logs only" in res.output, res.output
+    assert "stand table" in res.output
+    flight = Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv"
+    res = runner.invoke(app, ["identify", "--data", str(flight), "--inertia", "1e-5,x,2e-5", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--inertia: expected comma-separated numbers, got '1e-5,x,2e-5'" in res.output
+    res = runner.invoke(app, ["identify", "--data", str(flight), "--mass", "-1", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "mass: must be > 0" in res.output, res.output
+    res = runner.invoke(app, ["identify", "--mass", "0.03", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "need --data FILE" in res.output
+
+
 def test_short_log_is_refused(tmp_path):
     path = FL.write_flight_log(tmp_path / "short.csv", _log(n=30))
     with pytest.raises(DataError, match="at least 50 samples"):
@@ -175,3 +220,15 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
     p = CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json")
     assert float(p.roll_speed_coupling) == pytest.approx(raw["L_v"])
     assert (tmp_path / "flight_residuals.png").is_file() and (tmp_path / "flight_validation.png").is_file()
+    mass, _, inertia = FL.robot_body()
+    assert raw["body"] == {"mass_kg": mass, "inertia_kgm2": inertia.tolist(), "given": []}
+    # The same log flown by a robot 10 % heavier with 20 % more inertia: the
+    # fitted forces scale with the mass and the moments with the inertia.
+    heavy = FL.run_flight_identification(sample, tmp_path / "heavy", progress=False, echo=lambda s: None,
+                                         mass=1.1 * mass, inertia=1.2 * inertia)
+    assert heavy["body"]["given"] == ["mass", "inertia"] and heavy["body"]["mass_kg"] == pytest.approx(1.1 * mass)
+    for k in ("k_f", "k_v"):
+        assert heavy[k] / raw[k] == pytest.approx(1.1, rel=1e-3), k
+    for k in ("k_roll", "k_pitch", "D_w_x", "D_w_y"):  # the unidentified yaw damping stays: not exactly 1.2
+        assert heavy[k] / raw[k] == pytest.approx(1.2, rel=1e-2), k
+    assert heavy["roll_offset"] == pytest.approx(raw["roll_offset"], abs=0.1 * raw["roll_offset_std"])

@@ -82,7 +82,7 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
 
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
                        quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
-                       physical: bool = False) -> dict:
+                       physical: bool = False, mass: float | None = None, inertia=None) -> dict:
     """Run the study the data file at ``path`` belongs to (module docstring)
     and return its results dict (also written to ``out_dir/results.json``).
 
@@ -95,10 +95,13 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
       echo: where messages go.
       physical: stand tables only: also fit the per-wing physical
         parameters through the fixed-base rollout (slow).
+      mass, inertia: flapper flight logs only: the mass [kg] and inertia
+        [kg m^2] of the robot that flew (default the nominal robot's; see
+        :func:`flapjax.identify.flapper.flight_dynamics.body`).
     """
     with _data_notes(echo):
         return _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo,
-                          physical=physical)
+                          physical=physical, mass=mass, inertia=inertia)
 
 
 @contextlib.contextmanager
@@ -120,12 +123,17 @@ def _data_notes(echo: Callable[[str], None]):
         yield
 
 
-def _run_study(path, *, robot, out_dir, quick, progress, echo, physical) -> dict:
+def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia) -> dict:
     study = pick_study(column_names(path), robot, path)
+    what = {"hover": "multirotor hover log", "flight": "flapper flight log", "stand": "stand table",
+            "waveform": "phase-resolved stand record"}[study]
     if physical and study != "stand":
-        what = {"hover": "multirotor hover log", "flight": "flapper flight log",
-                "waveform": "phase-resolved stand record, whose study fits the physical parameters anyway"}[study]
-        raise DataError(f"{path}: --physical applies to stand tables of cycle means only (this file is a {what})")
+        extra = ", whose study fits the physical parameters anyway" if study == "waveform" else ""
+        raise DataError(f"{path}: --physical applies to stand tables of cycle means only (this file is a {what}{extra})")
+    if (mass is not None or inertia is not None) and study != "flight":
+        where = " (the robot profile's, --robot)" if study == "hover" else ""
+        raise DataError(f"{path}: --mass and --inertia apply to flapper flight logs only (this file is a {what}, "
+                        f"whose fit does not use them{where})")
     if study == "waveform":
         from flapjax.identify.flapper.waveform_report import run_waveform_identification
 
@@ -144,4 +152,5 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical) -> dict
         return run_hover_identification(path, robot, out_dir, quick=quick, progress=progress, echo=echo)
     from flapjax.identify.flapper.flight_log import run_flight_identification
 
-    return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo)
+    return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo, mass=mass,
+                                     inertia=inertia)

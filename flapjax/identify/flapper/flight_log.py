@@ -46,11 +46,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.flight_dynamics import (
+    body,
     derivative,
     euler_to_quat,
     fly,
@@ -88,6 +92,7 @@ __all__ = [
     "LOG_COLUMNS",
     "QUICK",
     "SAMPLE_HIDDEN",
+    "body",
     "derivative",
     "euler_to_quat",
     "fly",
@@ -120,6 +125,8 @@ def run_flight_identification(
     quick: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] = print,
+    mass: float | None = None,
+    inertia=None,
 ) -> dict:
     """Identify the cycle-averaged model from the flight log at ``path`` and
     write ``out_dir/results.json`` (every identified value ``name`` with
@@ -128,6 +135,11 @@ def run_flight_identification(
     :meth:`CycleAveragedParams.from_json`) and the residual and validation
     plots (PNG). Returns the ``results.json`` dict. ``quick`` caps the
     Levenberg-Marquardt iterations; ``progress`` shows a bar over them.
+    ``mass`` [kg] and ``inertia`` [kg m^2] are those of the robot that flew
+    (:func:`~flapjax.identify.flapper.flight_dynamics.body`; default the
+    nominal robot's); the fitted forces scale with the mass and the moments
+    with the inertia, so give yours. ``results.json`` records them under
+    ``body``.
 
     Raises :class:`DataError` for a bad log (naming file, column, row) and
     :class:`ConfigError` for an unusable output folder, before any fit.
@@ -135,6 +147,7 @@ def run_flight_identification(
     jax.config.update("jax_enable_x64", True)
     started = time.perf_counter()
     path = Path(path)
+    body_mass, gravity, body_inertia = body(mass, inertia)
     log = read_flight_log(path)
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
@@ -148,14 +161,22 @@ def run_flight_identification(
             bar.update(1)
             bar.set_postfix(cost=f"{cost:.4g}")
 
+        base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(),
+                           (jnp.asarray(body_mass), jnp.asarray(gravity)))
+        given = [k for k, v in (("mass", mass), ("inertia", inertia)) if v is not None]
+        echo(f"body: mass {body_mass * 1e3:.4g} g, principal inertia "
+             f"{np.array2string(np.linalg.eigvalsh(body_inertia) * 1e9, precision=4)} g mm^2 "
+             + ("(given)" if len(given) == 2 else f"({', '.join(given) + ' given, ' if given else ''}the rest the "
+                "nominal robot's: give those of the robot that flew, --mass and --inertia)"))
         try:
-            result = identify_flight_log(log, **settings, callback=tick)
+            result = identify_flight_log(log, base=base, inertia=body_inertia, **settings, callback=tick)
         finally:
             bar.close()
         results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
         results.update({
             "cycle_averaged": result["identified"].to_dict(), "fit": result["fit"], "noise": result["noise"],
             "validation": result["validation"], "settings": settings,
+            "body": {"mass_kg": body_mass, "inertia_kgm2": body_inertia.tolist(), "given": given},
         })
         write_json(out / "cycle_averaged.json", {
             "comment": f"Cycle-averaged model identified from the flight log {path.name}; load with "
