@@ -113,3 +113,28 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
         hi_s = "inf" if hi is None else str(hi)
         raise ConfigError(f"{name}: must be an integer in [{lo_s}, {hi_s}], got {v}")
     return v
+
+
+def inertia_matrix(name: str, value: Any) -> np.ndarray:
+    """A rigid body's (3, 3) inertia [kg m^2] from three principal moments,
+    six values (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a (3, 3) matrix. Raises
+    :class:`ConfigError` naming ``name`` unless it is finite, symmetric and
+    positive definite with principal moments that satisfy the triangle
+    inequality (a physical body)."""
+    arr = as_float_array(name, value)
+    if arr.size == 3:
+        arr = np.diag(arr.ravel())
+    elif arr.size == 6:
+        xx, yy, zz, xy, xz, yz = arr.ravel()
+        arr = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    elif arr.shape != (3, 3):
+        raise ConfigError(f"{name}: expected 3 principal moments, 6 values (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a "
+                          f"(3, 3) matrix [kg m^2], got shape {arr.shape}")
+    if not np.allclose(arr, arr.T, rtol=1e-9, atol=0.0):
+        raise ConfigError(f"{name}: must be symmetric, got {arr.tolist()}")
+    moments = np.linalg.eigvalsh(arr)
+    if moments[0] <= 0:
+        raise ConfigError(f"{name}: must be positive definite, principal moments {moments.tolist()} kg m^2")
+    if moments[2] > (moments[0] + moments[1]) * (1 + 1e-9):
+        raise ConfigError(f"{name}: principal moments must satisfy the triangle inequality, got {moments.tolist()}")
+    return arr

@@ -1,8 +1,6 @@
 """Flight-log identification: log checks, the rigid body under the averaged
 model, and (slow) recovery of hidden values from synthetic logs."""
 
-import json
-
 import jax
 import jax.numpy as jnp
 import numpy as np

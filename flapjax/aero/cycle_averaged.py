@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from flapjax.validation import ConfigError, as_float_array, check_positive
+from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix
 
 Scalar = Float[Array, ""]
 
@@ -241,18 +241,6 @@ def _default_inertia() -> np.ndarray:
     return flapper_model.composite_inertia(flapper_model.build("fixed"), "base")[2]
 
 
-def _inertia_matrix(inertia) -> np.ndarray:
-    arr = np.asarray(inertia, dtype=float)
-    if arr.shape == (3,):
-        arr = np.diag(arr)
-    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
-        raise ConfigError(f"linearize_hover.inertia: expected (3,) principal values or a (3, 3) matrix [kg m^2], "
-                          f"got shape {arr.shape}")
-    if np.any(np.linalg.eigvalsh(0.5 * (arr + arr.T)) <= 0):
-        raise ConfigError("linearize_hover.inertia: must be positive definite")
-    return arr
-
-
 def hover_dynamics(params: CycleAveragedParams, state, inputs, *, inertia, frequency):
     """Time derivative of the reduced hover state under the averaged model
     (level flight at constant altitude, yaw and yaw rate zero); no batch axis.
@@ -307,7 +295,7 @@ def linearize_hover(params: CycleAveragedParams, inertia=None, *, frequency=None
       frequency: () linearization frequency [Hz]; default the hover frequency.
     Returns: ``A`` (8, 8) [1/s, 1/s^2 ...] and ``B`` (8, 2), float64 numpy arrays.
     """
-    inertia = _inertia_matrix(_default_inertia() if inertia is None else inertia)
+    inertia = inertia_matrix("linearize_hover.inertia", _default_inertia() if inertia is None else inertia)
     f = params.hover_frequency if frequency is None else jnp.asarray(frequency, dtype=float)
     s0, u0 = jnp.zeros(8), jnp.zeros(2)
     dyn = lambda s, u: hover_dynamics(params, s, u, inertia=inertia, frequency=f)  # noqa: E731

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
-from flapjax.validation import ConfigError, as_float_array, check_positive
+from flapjax.validation import as_float_array, check_positive, inertia_matrix
 
 
 def quat_mul(a, b):
@@ -143,21 +143,5 @@ def body(mass: float | None = None, inertia=None) -> tuple[float, float, np.ndar
         check_positive("mass", as_float_array("mass", mass, ()))
         mass0 = float(mass)
     if inertia is not None:
-        arr = as_float_array("inertia", inertia)
-        if arr.size == 3:
-            arr = np.diag(arr.ravel())
-        elif arr.size == 6:
-            xx, yy, zz, xy, xz, yz = arr.ravel()
-            arr = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-        elif arr.shape != (3, 3):
-            raise ConfigError(f"inertia: expected 3 principal moments, 6 values (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a "
-                              f"(3, 3) matrix [kg m^2], got {arr.size} values")
-        if not np.allclose(arr, arr.T, rtol=1e-9, atol=0.0):
-            raise ConfigError(f"inertia: must be symmetric, got {arr.tolist()}")
-        moments = np.linalg.eigvalsh(arr)
-        if moments[0] <= 0:
-            raise ConfigError(f"inertia: must be positive definite, principal moments {moments.tolist()} kg m^2")
-        if moments[2] > (moments[0] + moments[1]) * (1 + 1e-9):
-            raise ConfigError(f"inertia: principal moments must satisfy the triangle inequality, got {moments.tolist()}")
-        inertia0 = arr
+        inertia0 = inertia_matrix("inertia", inertia)
     return mass0, gravity, np.asarray(inertia0, dtype=float)
