@@ -223,3 +223,15 @@ def test_linearize_hover_matches_finite_differences_and_closed_form():
 
 def eqx_replace(params, **changes):
     return CycleAveragedParams.from_dict({**params.to_dict(), **changes})
+
+
+@pytest.mark.parametrize("inertia, match", [
+    ([1e-5, 1e-5, 3e-5], "linearize_hover.inertia: principal moments must satisfy the triangle inequality"),
+    ([[1e-5, 0, 0], [0, -1e-5, 0], [0, 0, 1e-5]], "linearize_hover.inertia: must be positive definite"),
+    ([1e-5, 1e-5, 1e-5, 1e-5], "linearize_hover.inertia: expected 3 principal moments, 6 values"),
+])
+def test_linearize_hover_refuses_an_unphysical_inertia(inertia, match):
+    from flapjax.aero.cycle_averaged import linearize_hover
+
+    with pytest.raises(ConfigError, match=match):
+        linearize_hover(CycleAveragedParams(), inertia)
