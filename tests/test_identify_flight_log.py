@@ -121,6 +121,16 @@ def test_body_defaults_to_the_nominal_robot_and_reads_six_values():
     np.testing.assert_array_equal(inertia, [[2e-5, 1e-7, -2e-7], [1e-7, 2.2e-5, 3e-7], [-2e-7, 3e-7, 1e-5]])
 
 
+def test_body_line_says_where_mass_and_inertia_come_from():
+    from flapjax.identify.flapper.flight_report import body_line
+
+    inertia = np.diag([3e-6, 5e-6, 4e-6])
+    assert body_line(0.03, inertia, ["mass", "inertia"]) == "body: mass 30 g, principal inertia 3000, 4000, 5000 g mm^2 (given)"
+    assert body_line(0.03, inertia, []).endswith("(the nominal robot's: give those of the robot that flew, "
+                                                 "--mass and --inertia)")
+    assert "(inertia given, the rest the nominal robot's: give" in body_line(0.03, inertia, ["inertia"])
+
+
 def test_cli_mass_and_inertia_apply_to_flight_logs_only(tmp_path):
     from pathlib import Path
 

@@ -76,7 +76,7 @@ from flapjax.identify.flapper.flight_format import (
     write_flight_log,
 )
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
-from flapjax.identify.flapper.flight_report import summary, write_flight_plots
+from flapjax.identify.flapper.flight_report import body_line, summary, write_flight_plots
 from flapjax.identify.flapper.flight_shooting import logged_segments
 from flapjax.identify.sampling import with_dropouts
 from flapjax.identify.flapper.flight_synthetic import (
@@ -164,10 +164,7 @@ def run_flight_identification(
         base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(),
                            (jnp.asarray(body_mass), jnp.asarray(gravity)))
         given = [k for k, v in (("mass", mass), ("inertia", inertia)) if v is not None]
-        echo(f"body: mass {body_mass * 1e3:.4g} g, principal inertia "
-             f"{np.array2string(np.linalg.eigvalsh(body_inertia) * 1e9, precision=4)} g mm^2 "
-             + ("(given)" if len(given) == 2 else f"({', '.join(given) + ' given, ' if given else ''}the rest the "
-                "nominal robot's: give those of the robot that flew, --mass and --inertia)"))
+        echo(body_line(body_mass, body_inertia, given))
         try:
             result = identify_flight_log(log, base=base, inertia=body_inertia, **settings, callback=tick)
         finally:

@@ -65,3 +65,16 @@ def summary(results: dict) -> str:
                  f"attitude RMS {v['identified']['attitude_rms_deg']:.2f} deg (start model: "
                  f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg)")
     return "\n".join(lines)
+
+
+def body_line(mass: float, inertia, given: list[str]) -> str:
+    """The line saying which mass [kg] and (3, 3) inertia [kg m^2] a flight
+    log is fitted with and where they come from (``given``: the names the
+    user gave, ``mass`` and/or ``inertia``; the rest are the nominal robot's)."""
+    moments = ", ".join(f"{x:.4g}" for x in np.linalg.eigvalsh(np.asarray(inertia, dtype=float)) * 1e9)
+    if len(given) == 2:
+        source = "given"
+    else:
+        source = (f"{given[0]} given, the rest the nominal robot's" if given else "the nominal robot's")
+        source += ": give those of the robot that flew, --mass and --inertia"
+    return f"body: mass {mass * 1e3:.4g} g, principal inertia {moments} g mm^2 ({source})"
