@@ -13,29 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
+from flapjax.math import quat_mul
+from flapjax.math import quat_to_mat as quat_to_rot  # R_WB of (w, x, y, z)
 from flapjax.validation import as_float_array, check_positive, inertia_matrix
-
-
-def quat_mul(a, b):
-    """Hamilton product of (4,) quaternions (w, x, y, z)."""
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    return jnp.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
-
-
-def quat_to_rot(q):
-    """(3, 3) R_WB of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    return jnp.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def euler_to_quat(roll, pitch, yaw):
