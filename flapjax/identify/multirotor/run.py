@@ -8,7 +8,9 @@ deviations come from :func:`flapjax.identify.losses.gauss_newton_uncertainty`
 with the residual variance of the data. The last ``validation_fraction`` of
 the log is held out and predicted
 (:func:`~flapjax.identify.multirotor.hover_report.run_hover_identification`
-reads a file, fits, and writes ``results.json`` and plots).
+reads a file, fits, and writes ``results.json`` and plots). The log is
+padded to one of a few lengths (:func:`padded_length`; the padded rows are
+masked out) so that logs of different lengths share one compiled fit.
 
 Coefficients the log cannot excite are held at the chain's defaults and
 listed in ``not_identified`` with the reason: ``ground_coeff`` needs
@@ -121,9 +123,10 @@ def after_gaps(t: np.ndarray, settle: float) -> np.ndarray:
 def padded_length(n: int) -> int:
     """The row count a log of ``n`` rows is padded to: one of a few sizes
     (1024 rows, then steps of a factor 2^(1/4) rounded up to 64 rows), at
-    most 19 % plus 64 rows more than ``n``. Every compiled program of the fit depends on the
-    row count, so logs of different lengths padded to one size share them
-    (a session fitting many logs neither recompiles nor piles up programs)."""
+    most 19 % plus 64 rows more than ``n``. Every compiled program of the
+    fit depends on the row count, so logs of different lengths padded to one
+    size share them (a session fitting many logs neither recompiles nor
+    piles up programs)."""
     if n <= 1024:
         return 1024
     k = math.ceil(4.0 * math.log2(n / 1024.0) - 1e-9)
