@@ -8,6 +8,7 @@ up), the quaternion R_WB (w, x, y, z) and the body rates (3) [rad/s].
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -125,3 +126,9 @@ def body(mass: float | None = None, inertia=None) -> tuple[float, float, np.ndar
     if inertia is not None:
         inertia0 = inertia_matrix("inertia", inertia)
     return mass0, gravity, np.asarray(inertia0, dtype=float)
+
+
+def start_model(mass: float, gravity: float) -> CycleAveragedParams:
+    """The seed's averaged model with this body's ``mass`` [kg] and
+    ``gravity`` [m/s^2]: the flight fit's start values and fixed fields."""
+    return eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(), (jnp.asarray(mass), jnp.asarray(gravity)))

@@ -10,13 +10,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
-from flapjax.identify.flapper.flight_dynamics import robot_body
+from flapjax.identify.flapper.flight_dynamics import robot_body, start_model
 from flapjax.identify.flapper.flight_format import noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
@@ -131,7 +130,7 @@ def identify_flight_log(
     if base is None or inertia is None:
         mass, g, inertia_robot = robot_body()
         if base is None:
-            base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(), (jnp.asarray(mass), jnp.asarray(g)))
+            base = start_model(mass, g)
         if inertia is None:
             inertia = inertia_robot
     inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))

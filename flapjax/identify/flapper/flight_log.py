@@ -46,13 +46,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.flight_dynamics import (
     body,
     derivative,
@@ -65,6 +62,7 @@ from flapjax.identify.flapper.flight_dynamics import (
     rk4,
     robot_body,
     rotvec_to_quat,
+    start_model,
 )
 from flapjax.identify.flapper.flight_fit import DEFAULTS, QUICK, identify_flight_log
 from flapjax.identify.flapper.flight_format import (
@@ -161,12 +159,10 @@ def run_flight_identification(
             bar.update(1)
             bar.set_postfix(cost=f"{cost:.4g}")
 
-        base = eqx.tree_at(lambda p: (p.mass, p.gravity), CycleAveragedParams(),
-                           (jnp.asarray(body_mass), jnp.asarray(gravity)))
         given = [k for k, v in (("mass", mass), ("inertia", inertia)) if v is not None]
         echo(body_line(body_mass, body_inertia, given))
         try:
-            result = identify_flight_log(log, base=base, inertia=body_inertia, **settings, callback=tick)
+            result = identify_flight_log(log, base=start_model(body_mass, gravity), inertia=body_inertia, **settings, callback=tick)
         finally:
             bar.close()
         results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
