@@ -19,7 +19,7 @@ different program; deleting the folder only costs recompilation.
 (:data:`FAST_CPU_COMPILE_FLAG`) unless ``XLA_FLAGS`` already chooses: they
 compile flapjax's programs in about two thirds of the time and run them as
 fast (a cold ``flapjax identify --data identification/data/flight_log.csv``:
-24 s -> 18 s on a 2-core CPU, the same numbers). The commands call it
+24 s -> 19 s on a 2-core CPU, the same numbers). The commands call it
 first; in your own scripts, set ``XLA_FLAGS`` before JAX starts.
 """
 

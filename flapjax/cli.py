@@ -34,8 +34,8 @@ def main() -> None:
     Compiled programs are kept in JAX's persistent compilation cache
     (:mod:`flapjax.cache`; folder from ``FLAPJAX_CACHE_DIR``, cleared with
     ``python -m flapjax.cache clear``), so a second run compiles little; on
-    CPU they are compiled with XLA's classic emitters, a third faster to
-    compile (unless ``XLA_FLAGS`` chooses).
+    CPU they are compiled with XLA's classic emitters, in about two thirds
+    of the time (unless ``XLA_FLAGS`` chooses).
     """
     from flapjax.cache import enable_compilation_cache, prefer_fast_cpu_compile
 

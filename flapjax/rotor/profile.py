@@ -29,7 +29,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.rotor.feasibility import check_feasible
-from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, inertia_matrix, is_traced
 
 _AXIS_TOL = 1e-6
 
@@ -174,9 +174,7 @@ def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
     check_positive("mass", out["mass"])
     out["inertia"] = as_float_array("inertia", v["inertia"], (3,))
     check_positive("inertia", out["inertia"])
-    i_x, i_y, i_z = out["inertia"]
-    if i_x + i_y < i_z or i_y + i_z < i_x or i_z + i_x < i_y:
-        raise ConfigError(f"inertia: principal moments must satisfy the triangle inequality, got {out['inertia'].tolist()}")
+    inertia_matrix("inertia", out["inertia"])  # a physical body: the triangle inequality
     out["hull_half_size"] = as_float_array("hull_half_size", v["hull_half_size"], (3,))
     check_positive("hull_half_size", out["hull_half_size"])
     out["arm_base"] = as_float_array("arm_base", v["arm_base"], (3,))

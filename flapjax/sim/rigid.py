@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from flapjax.math import quat_integrate, quat_to_mat
-from flapjax.validation import ConfigError, as_float_array, check_positive, is_traced
+from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -63,9 +63,7 @@ class RigidBody(eqx.Module):
                 raise ConfigError(f"inertia_quat: must be a unit quaternion, got {q.tolist()}")
             check_positive("mass", mass)
             check_positive("inertia", inertia)
-            i = sorted(float(x) for x in jnp.asarray(inertia))
-            if i[2] > i[0] + i[1] * (1 + 1e-9):
-                raise ConfigError(f"inertia: principal moments must satisfy the triangle inequality, got {list(i)}")
+            inertia_matrix("inertia", inertia)  # a physical body: the triangle inequality
         self.mass = jnp.asarray(mass, dtype=float)
         self.inertia = jnp.asarray(inertia, dtype=float)
         self.gravity = jnp.asarray(gravity, dtype=float)
