@@ -316,5 +316,5 @@ def test_auto_grad_mode_takes_reverse_for_many_parameters_or_a_gradient_line_sea
     assert fit_mod.choose_grad_mode(2, zoom) == "reverse"
     backtracking = idf.make_optimizer("lbfgs", line_search="backtracking").init(t)
     assert fit_mod.choose_grad_mode(2, backtracking) == "forward"
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="grad_mode"):
         idf.make_fit_step(lambda p, d: 0.0, idf.make_optimizer("adam"), grad_mode="sideways")

@@ -76,3 +76,22 @@ def test_float32_allocation_does_not_invert_rounding_noise(name):
     t64 = rotor.allocate(p64, w)
     assert t32.dtype == jnp.float32
     np.testing.assert_allclose(t32, t64, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["hexa", "hexa_tilted"])
+def test_weighted_allocation_is_the_weighted_optimum(name):
+    # min sum W_i T_i^2 subject to B T = w (reachable w): the optimality
+    # condition is W T in range(B^T), and for a fully actuated layout
+    # T = W^-1 B^T (B W^-1 B^T)^-1 w.
+    p = rotor.profiles.preset(name)
+    b = np.asarray(rotor.allocation_matrix(p))
+    weights = np.linspace(0.5, 4.0, p.n_rotors)
+    w = b @ np.linspace(2.0, 5.0, p.n_rotors)  # reachable by construction
+    t = np.asarray(rotor.allocate(p, jnp.asarray(w), weights=jnp.asarray(weights)))
+    np.testing.assert_allclose(b @ t, w, atol=1e-10)
+    row_space = np.linalg.pinv(b) @ b
+    wt = weights * t
+    np.testing.assert_allclose(wt - row_space @ wt, 0.0, atol=1e-10)
+    if name == "hexa_tilted":
+        winv = np.diag(1.0 / weights)
+        np.testing.assert_allclose(t, winv @ b.T @ np.linalg.solve(b @ winv @ b.T, w), rtol=1e-10)

@@ -35,16 +35,6 @@ def test_saturation_before_proximity():
     np.testing.assert_allclose(out.wrench[2], 4 * 8.0 * 4 / 3, rtol=1e-12)
 
 
-def test_tilted_rotor_sees_ground_later():
-    # A rotor tilted by 30 deg at height z above the ground: the downwash ray
-    # reaches the ground after z / cos(30 deg), so the factor is smaller.
-    z, tilt = 0.7 * R, np.radians(30.0)
-    k_axis = rotor.ground_effect_factor(z / np.cos(tilt), R)
-    k_world = rotor.ground_effect_factor(z, R)
-    assert float(k_axis) < float(k_world)
-    np.testing.assert_allclose(k_axis, 1 / (1 - (np.cos(tilt) / (4 * 0.7)) ** 2), rtol=1e-12)
-
-
 def test_wall_force_moment_about_com():
     prof = rotor.profiles.quad_x()
     opts = rotor.ChainOptions(actuator=False, ground_effect=False, drag=False, wind=False)
@@ -194,3 +184,43 @@ def test_command_and_turbulence_draws_enter_only_their_own_step():
     np.testing.assert_array_equal(a.disturbance_state.turbulence, b.disturbance_state.turbulence)
     np.testing.assert_array_equal(a.thrust_command, c.thrust_command)
     assert float(jnp.max(jnp.abs(a.disturbance_state.turbulence - c.disturbance_state.turbulence))) > 1e-3
+
+
+def test_control_margin_is_the_nearest_limit_as_a_fraction_of_the_range():
+    prof = rotor.profiles.quad_x()  # T_min = 0.1 N, T_max = 8 N
+    opts = rotor.ChainOptions(actuator=False, ground_effect=False, wall_effect=False, drag=False, wind=False)
+    inputs = rotor.ChainInput(rotor.ActuatorState.at_thrust(prof, jnp.full(4, 4.0)), _near(prof, h=jnp.inf))
+    span = 8.0 - 0.1
+    for command, margin in (([15.0, 4.0, 4.0, 4.0], (8.0 - 15.0) / span),   # beyond T_max
+                            ([6.0, 1.0, 3.0, 5.0], (1.0 - 0.1) / span),     # nearest: rotor 1 to T_min
+                            ([7.5, 2.0, 3.0, 5.0], (8.0 - 7.5) / span),     # nearest: rotor 0 to T_max
+                            ([-0.5, 2.0, 3.0, 5.0], (-0.5 - 0.1) / span)):  # below T_min
+        out = rotor.realize_thrusts(prof, jnp.array(command), inputs, opts, dt=DT)
+        np.testing.assert_allclose(out.control_margin, margin, rtol=1e-12)
+        np.testing.assert_array_equal(out.saturated, (np.array(command) >= 8.0) | (np.array(command) <= 0.1))
+
+
+def test_drag_acts_on_the_velocity_relative_to_the_air():
+    # A yawed, pitched body: steady air velocity in the world, body velocity
+    # in the body frame. Moving with the air gives no drag; at rest the drag
+    # pushes along the air velocity expressed in the body frame.
+    prof = rotor.profiles.quad_x()
+    opts = rotor.ChainOptions(actuator=False, ground_effect=False, wall_effect=False, wind=False)
+    air = jnp.array([2.0, -1.0, 0.5])
+    params = rotor.ChainParams(wind=rotor.WindParams(air_velocity=air))
+    yaw, pitch = 0.9, 0.3
+    rz = jnp.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+    ry = jnp.array([[np.cos(pitch), 0.0, np.sin(pitch)], [0.0, 1.0, 0.0], [-np.sin(pitch), 0.0, np.cos(pitch)]])
+    rot = rz @ ry
+    thrust = jnp.full(4, 4.0)
+
+    def drag(v_body):
+        motion = rotor.BodyMotion(rotation=rot, velocity_body=v_body, time=jnp.zeros(()))
+        inputs = rotor.ChainInput(rotor.ActuatorState.at_thrust(prof, thrust), _near(prof, h=jnp.inf), motion)
+        return rotor.realize_thrusts(prof, thrust, inputs, opts, dt=DT, params=params).drag_force
+
+    np.testing.assert_allclose(drag(rot.T @ air), 0.0, atol=1e-15)
+    a_body = np.asarray(rot.T @ air)
+    d = rotor.DragParams()
+    expected = np.asarray(d.linear) * a_body + np.asarray(d.quadratic) * np.linalg.norm(a_body) * a_body
+    np.testing.assert_allclose(drag(jnp.zeros(3)), expected, rtol=1e-13)

@@ -73,3 +73,48 @@ def test_free_air_is_neutral():
     k, lat = rotor.wall_effect(jnp.full(4, 3.0), free.wall_distance, free.wall_normal, jnp.full(4, R), p)
     np.testing.assert_array_equal(k, 1.0)
     np.testing.assert_array_equal(lat, 0.0)
+
+
+def test_ground_gain_closed_form():
+    # T_IGE / T_OGE = 1 / (1 - k_g (R / 4h)^2): at h = R, 1 / (1 - k_g / 16);
+    # at the clamp h = R / 2, 1 / (1 - k_g / 4).
+    kg = 1.35
+    np.testing.assert_allclose(rotor.ground_effect_factor(R, R, kg), 1 / (1 - kg / 16), rtol=1e-14)
+    np.testing.assert_allclose(rotor.ground_effect_factor(2.5 * R, R, kg), 1 / (1 - kg / 100), rtol=1e-14)
+    np.testing.assert_allclose(rotor.ground_effect_factor(0.3 * R, R, kg), 1 / (1 - kg / 4), rtol=1e-14)
+    np.testing.assert_allclose(jax.grad(rotor.ground_effect_factor, argnums=2)(R, R, kg), (1 / 16) / (1 - kg / 16) ** 2,
+                               rtol=1e-12)
+
+
+def test_wall_coefficients_act_on_their_own_terms():
+    # c_T only scales the thrust, c_L only the lateral force; the window has
+    # its own fade start and range (d_fade = 1.5 R, d_max = 3.5 R here).
+    p = rotor.ProximityParams(wall_thrust_coeff=0.12, wall_lateral_coeff=0.08, wall_fade_start=1.5, wall_range=3.5)
+    normal = jnp.array([[0.0, -1.0, 0.0]])
+    thrust = jnp.array([2.5])
+
+    def f(d):
+        return rotor.wall_effect(thrust, jnp.array([d]), normal, jnp.array([R]), p)
+
+    factor, lateral = f(1.2 * R)
+    np.testing.assert_allclose(factor[0], 1 + 0.12 / 1.2**2, rtol=1e-14)
+    np.testing.assert_allclose(lateral[0], [0.0, 0.08 * 2.5 / 1.2**2, 0.0], rtol=1e-14, atol=1e-16)
+    # Midway through the fade the quintic window is 1/2: d = 2.5 R.
+    np.testing.assert_allclose(rotor.wall_window(jnp.array(2.5 * R), R, p), 0.5, rtol=1e-14)
+    factor, lateral = f(2.5 * R)
+    np.testing.assert_allclose(factor[0], 1 + 0.5 * 0.12 / 2.5**2, rtol=1e-13)
+    np.testing.assert_allclose(lateral[0, 1], 0.5 * 0.08 * 2.5 / 2.5**2, rtol=1e-13)
+    # At s = 1/4 of the fade: 1 - s^3 (10 - 15 s + 6 s^2).
+    s = 0.25
+    np.testing.assert_allclose(rotor.wall_window(jnp.array((1.5 + 2 * s) * R), R, p),
+                               1 - s**3 * (10 - 15 * s + 6 * s**2), rtol=1e-14)
+    # C2: first and second derivatives vanish at both ends of the fade.
+    window = lambda d: rotor.wall_window(d, R, p)  # noqa: E731
+    for end in (1.5 * R, 3.5 * R):
+        for side in (-1e-9, 1e-9):
+            d = jnp.asarray(end + side * R)
+            assert abs(float(jax.grad(window)(d))) * R < 1e-6
+            assert abs(float(jax.grad(jax.grad(window))(d))) * R**2 < 1e-6
+    # Inside the fade the second derivative is not zero (a cubic smoothstep,
+    # C1 only, would have 6 / (d_max - d_fade)^2 at the start).
+    assert abs(float(jax.grad(jax.grad(window))(jnp.asarray(1.7 * R)))) * R**2 > 0.1
