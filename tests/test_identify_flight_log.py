@@ -185,6 +185,20 @@ def test_rigid_body_matches_the_reduced_hover_dynamics():
     np.testing.assert_allclose(d13[10:12], d8[6:8], rtol=1e-12)
 
 
+def test_attitude_rate_is_the_body_rate():
+    # The quaternion's rate must turn R_WB as dR/dt = R [w]x with w the body
+    # rates (not the world rates), at any attitude: compare through R(q).
+    params = CycleAveragedParams()
+    inertia = jnp.diag(jnp.array([5e-6, 4e-6, 3e-6]))
+    q = FL.euler_to_quat(0.3, -0.4, 2.0)
+    w = jnp.array([0.7, -1.1, 0.5])
+    s13 = jnp.concatenate([jnp.array([0.0, 0.0, 0.5, 0.3, -0.2, 0.1]), q, w])
+    q_dot = FL.derivative(params, inertia, s13, 43.0, jnp.zeros(2))[6:10]
+    r, r_dot = jax.jvp(FL.quat_to_rot, (q,), (q_dot,))
+    np.testing.assert_allclose(r_dot, r @ jnp.cross(jnp.eye(3), w), atol=1e-12)  # [w]x = cross(I, w)
+    np.testing.assert_allclose(jnp.dot(q, q_dot), 0.0, atol=1e-15)  # stays unit
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_flight_log_recovers_hidden_values(seed):
