@@ -63,6 +63,32 @@ def test_rotational_damping_golden_value_and_dissipation():
         assert m_rd * theta_dot <= 0.0
 
 
+@pytest.mark.parametrize("planform", ["rectangle", "triangle"])
+def test_rotational_damping_equals_its_area_integral(planform):
+    # A chord element at distance x behind the feathering axis (the leading
+    # edge) moves at theta_dot x normal to the wing; its drag
+    # 1/2 rho C_rd |theta_dot x| theta_dot x per unit area, times the arm x,
+    # integrated over the wing area, is the damping moment.
+    R, c0 = 0.07, 0.04
+    if planform == "rectangle":
+        wing, chord_fn = WING, lambda r: np.full_like(r, 0.02)
+    else:
+        geom = aero.WingGeometry.from_planform([[0, 0], [R, 0], [0, c0]])
+        wing = aero.Wing(geometry=geom, rho=1.225, shoulder_half_width=0.01395, stroke_plane_offset=0.0189913)
+        chord_fn = lambda r: c0 * (1 - r / R)  # noqa: E731
+    c_rd = 5.0
+    r = (np.arange(4000) + 0.5) * (R / 4000)
+    u = (np.arange(400) + 0.5) / 400  # x = u c(r): midpoint rule across each chord
+    for theta_dot in (-180.0, 7.0, 260.0):
+        c = chord_fn(r)[:, None]
+        x = u[None, :] * c
+        per_area = 0.5 * 1.225 * c_rd * np.abs(theta_dot * x) * theta_dot * x * x
+        reference = -np.sum(per_area * c / u.size) * (R / r.size)
+        kin = aero.WingKinematics(stroke=0.1, stroke_rate=50.0, pitch=0.2, pitch_rate=theta_dot)
+        out = loads(kin, wing=wing, options=aero.AeroOptions(rotational_damping=c_rd, damping_limit=1e3))
+        np.testing.assert_allclose(float(out.damping_moment), reference, rtol=2e-5)
+
+
 def test_pure_flapping_force_scales_with_frequency_squared():
     """Same phase and amplitude at 15 and 30 Hz, body at rest: ratio exactly 4."""
     def force_at(f):

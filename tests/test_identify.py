@@ -157,6 +157,61 @@ def test_uncertainty_from_curvature_matches_linear_regression():
     np.testing.assert_allclose(unc["std"]["k_f"], np.sqrt(s2 / np.sum(x**2)), rtol=1e-6)
 
 
+def test_uncertainty_of_mixed_log_and_signed_parameters_matches_ordinary_least_squares():
+    # y = a x + b x^2 + c with a positive (trained in log space) and b, c
+    # signed: at the least-squares optimum the reported standard deviations
+    # and correlations are those of sigma^2 (X^T X)^-1, sigma^2 = SSR / (n - 3).
+    rng = np.random.default_rng(3)
+    x = np.linspace(-1.0, 2.0, 25)
+    y = 0.8 * x - 0.3 * x**2 + 0.1 + rng.normal(0.0, 0.05, x.size)
+    design = np.stack([x, x**2, np.ones_like(x)], axis=1)
+    beta = np.linalg.lstsq(design, y, rcond=None)[0]
+    ssr = float(np.sum((y - design @ beta) ** 2))
+    cov = ssr / (x.size - 3) * np.linalg.inv(design.T @ design)
+    t, n = idf.split({"a": beta[0], "b": beta[1], "c": beta[2]}, ["a", "b", "c"], signed=["b", "c"])
+
+    def residual_fn(tr):
+        p = idf.combine(tr, n)
+        return (p["a"] * x + p["b"] * x**2 + p["c"] - y) / 0.5  # any residual scale gives the same answer
+
+    unc = idf.gauss_newton_uncertainty(residual_fn, t)
+    np.testing.assert_allclose([unc["std"][k] for k in "abc"], np.sqrt(np.diag(cov)), rtol=1e-9)
+    np.testing.assert_allclose(unc["relative_std"]["a"], np.sqrt(cov[0, 0]) / beta[0], rtol=1e-9)
+    np.testing.assert_allclose(unc["relative_std"]["b"], np.sqrt(cov[1, 1]) / abs(beta[1]), rtol=1e-9)
+    corr = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+    flat_order = list(t.log) + list(t.linear)  # the trainable's flattening: log space first
+    assert flat_order == ["a", "b", "c"]
+    np.testing.assert_allclose(unc["correlation"], corr, atol=1e-9)
+    np.testing.assert_allclose(unc["sigma"], np.sqrt(ssr / (x.size - 3)) / 0.5, rtol=1e-9)
+
+
+def test_correlation_is_labelled_in_the_flattened_order_and_reordered_by_name():
+    # Dicts built out of alphabetical order: JAX flattens sorted keys, so the
+    # matrix rows follow Trainable.names, not the insertion order.
+    from jax.flatten_util import ravel_pytree
+
+    from flapjax.identify.losses import flat_names
+
+    t = idf.Trainable(log={"z_gain": jnp.log(jnp.array([2.0, 3.0])), "a_gain": jnp.log(jnp.array(4.0))},
+                      linear={"offset": jnp.array(0.5), "bias": jnp.array(-1.0)})
+    assert t.names == ("a_gain", "z_gain", "bias", "offset")
+    assert flat_names(t) == ["a_gain", "z_gain[0]", "z_gain[1]", "bias", "offset"]
+    weights = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    x = jnp.linspace(0.0, 1.0, 40)
+
+    def residual_fn(tr):  # each entry of the flattened vector gets its own regressor
+        flat = ravel_pytree(tr)[0]
+        return jnp.sin(jnp.outer(x, weights) + 0.3) @ flat + jnp.cos(7 * x)
+
+    unc = idf.gauss_newton_uncertainty(residual_fn, t)
+    assert unc["names"] == flat_names(t)
+    full = np.asarray(unc["correlation"])
+    sub = idf.correlation_among(unc, ["offset", "a_gain"])
+    np.testing.assert_allclose(sub, [[1.0, full[4, 0]], [full[0, 4], 1.0]], rtol=1e-12)
+    with pytest.raises(ConfigError, match="names: \\['z_gain'\\] are not among"):
+        idf.correlation_among(unc, ["z_gain"])
+
+
 # --- through rollouts of the per-wing model -------------------------------------
 
 

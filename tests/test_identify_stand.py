@@ -69,6 +69,29 @@ def test_sample_writes_values_stds_validation_and_plots(sample_run):
     assert avg["lift_coefficient"] == pytest.approx(res["k_f"]) and avg["roll_gain"] == pytest.approx(res["k_roll"])
 
 
+def test_stand_standard_deviations_are_those_of_weighted_least_squares():
+    # The stand model is linear in its parameters: each column is the model
+    # with that parameter at 1 and the others at 0. With the channel noise
+    # levels as weights, the reported standard deviations and correlations
+    # must be sigma^2 (A^T A)^-1 with sigma^2 = SSR / (n - p) -- through the
+    # log-space k_f and the rescaled signed terms alike.
+    data = S.load_stand_table(SAMPLE)
+    fit = S.fit_stand(data)
+    train = data.rows(fit.fit_rows)
+    plate, channels = train.plate, list(fit.channels)
+    weights = np.array([fit.sigma[ch] for ch in channels])
+    column = lambda n: (np.asarray(S.stand_model({n: 1.0}, train.frequency, plate, channels, f_ref=fit.f_ref))
+                        / weights).ravel()
+    a = np.stack([column(n) for n in fit.names], axis=1)
+    y = (np.stack([train.channels[ch] for ch in channels], axis=1) / weights).ravel()
+    beta = np.linalg.lstsq(a, y, rcond=None)[0]
+    cov = np.sum((y - a @ beta) ** 2) / (y.size - len(fit.names)) * np.linalg.inv(a.T @ a)
+    assert len(fit.names) == 10  # the five model terms and the five channel offsets
+    np.testing.assert_allclose([fit.values[n] for n in fit.names], beta, rtol=1e-6)
+    np.testing.assert_allclose([fit.std[n] for n in fit.names], np.sqrt(np.diag(cov)), rtol=1e-5)
+    np.testing.assert_allclose(fit.correlation, cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov))), atol=1e-6)
+
+
 def test_sample_recovers_hidden_values_within_two_sigma(sample_run):
     _, res = sample_run
     truth = json.loads((DATA / "stand_sample.hidden.json").read_text())

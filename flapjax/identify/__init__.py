@@ -38,6 +38,7 @@ from flapjax.identify.fit import (
 )
 from flapjax.identify.losses import (
     Measurements,
+    correlation_among,
     gauss_newton_uncertainty,
     least_squares,
     r_squared,
@@ -60,6 +61,7 @@ __all__ = [
     "StudyResult",
     "Trainable",
     "combine",
+    "correlation_among",
     "fit",
     "gauss_newton_uncertainty",
     "least_squares",

@@ -62,7 +62,10 @@ class Trainable(eqx.Module):
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(self.log) + tuple(self.linear)
+        """The parameter names in the order of the flattened vector
+        (``jax.flatten_util.ravel_pytree``: the log entries, then the linear
+        ones, each sorted by name as JAX orders dict keys), one per leaf."""
+        return tuple(path[-1].key for path, _ in jax.tree_util.tree_flatten_with_path(self)[0])
 
 
 class Nominal(eqx.Module):

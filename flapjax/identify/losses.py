@@ -137,6 +137,29 @@ def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None,
     return s2 * np.linalg.pinv(jac.T @ jac), s2
 
 
+def flat_names(trainable: Trainable) -> list[str]:
+    """One name per entry of the flattened ``trainable`` vector, in order:
+    ``name`` for a scalar, ``name[i]`` for entry ``i`` of an array
+    (C order)."""
+    out = []
+    for name, leaf in zip(trainable.names, jax.tree.leaves(trainable)):
+        size = int(np.size(leaf))
+        out += [name] if np.ndim(leaf) == 0 else [f"{name}[{i}]" for i in range(size)]
+    return out
+
+
+def correlation_among(uncertainty: dict[str, Any], names) -> np.ndarray:
+    """(k, k) correlation of ``names`` (in that order) from the output of
+    :func:`gauss_newton_uncertainty`; raises :class:`ConfigError` naming an
+    entry it does not hold."""
+    order = list(uncertainty["names"])
+    missing = [n for n in names if n not in order]
+    if missing:
+        raise ConfigError(f"names: {missing} are not among the fitted entries {order}")
+    idx = [order.index(n) for n in names]
+    return np.asarray(uncertainty["correlation"], dtype=float)[np.ix_(idx, idx)]
+
+
 def gauss_newton_uncertainty(
     residual_fn: Callable[[Trainable], Array],
     trainable: Trainable,
@@ -161,8 +184,11 @@ def gauss_newton_uncertainty(
     the pure-JAX joint tree).
 
     Returns a dict: ``std`` (name -> physical std), ``relative_std``,
-    ``correlation`` (p x p nested list), ``sigma`` (residual std used),
-    ``hessian`` (p x p, the Gauss-Newton loss curvature).
+    ``names`` (the p entries of the flattened trainable vector, in order:
+    ``name`` for a scalar, ``name[i]`` for the entries of an array),
+    ``correlation`` (p x p nested list, rows and columns in the order of
+    ``names``; :func:`correlation_among` picks any order), ``sigma``
+    (residual std used), ``hessian`` (p x p, the Gauss-Newton loss curvature).
     """
     flat, unravel = jax.flatten_util.ravel_pytree(trainable)
     r0 = residual_fn(trainable)
@@ -188,6 +214,7 @@ def gauss_newton_uncertainty(
     return {
         "std": std,
         "relative_std": rel,
+        "names": flat_names(trainable),
         "correlation": corr.tolist(),
         "sigma": math.sqrt(s2),
         "hessian": (jtj / (jac.shape[0] if n_residuals is None else int(n_residuals))).tolist(),

@@ -30,7 +30,7 @@ import numpy as np
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper.config import PHYSICAL_UNITS, convergence_for, optimizer_for, progress_callback
 from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
-from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
+from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim import tree
@@ -177,8 +177,8 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
         "relative_residual_rms": float(np.sqrt(np.mean((fitted / targets - 1.0) ** 2))),
         "residual_sigma": unc["sigma"],
         "relative_std": {k: float(v) for k, v in unc["relative_std"].items()},
-        "correlation": unc["correlation"],
-        "loss_curvature": unc["hessian"],
+        "correlation": {"names": list(names), "matrix": correlation_among(unc, names).tolist()},
+        "loss_curvature": {"names": unc["names"], "matrix": unc["hessian"]},
         "start": {k: start[k] for k in names},
         "final_loss": float(res.final_loss),
         "fit_steps": res.steps,
@@ -393,7 +393,7 @@ def fit_physical_to_stand(
         "values": {k: float(res.params[k]) for k in parameters},
         "std": {k: float(np.asarray(unc["std"][k])) for k in parameters},
         "relative_std": {k: float(np.asarray(unc["relative_std"][k])) for k in parameters},
-        "correlation": unc["correlation"],
+        "correlation": {"names": list(parameters), "matrix": correlation_among(unc, parameters).tolist()},
         "residual_sigma": unc["sigma"],
         "channels": list(channels),
         "rows": [int(i) + 1 for i in rows],

@@ -38,6 +38,7 @@ from flapjax.identify.flapper.stand_prediction import (
 )
 from flapjax.identify.losses import (
     Measurements,
+    correlation_among,
     gauss_newton_uncertainty,
     least_squares,
     r_squared,
@@ -237,7 +238,7 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
         std[n] = s if n == "k_f" else s * units[n]
     ls = _closed_form(train, names, channels, sigma, f_ref)
     fitted = StandFit(values=values, std=std, least_squares=ls, channels=channels,
-                      sigma={ch: float(s) for ch, s in zip(channels, sigma)}, correlation=unc["correlation"],
+                      sigma={ch: float(s) for ch, s in zip(channels, sigma)}, correlation=correlation_among(unc, names).tolist(),
                       names=names, fit_rows=np.nonzero(~held)[0], validation_rows=np.nonzero(held)[0],
                       validation={}, r2={}, loss=np.asarray(second.loss), converged=bool(second.converged),
                       reason=second.reason, steps=first.steps + second.steps, f_ref=float(f_ref))

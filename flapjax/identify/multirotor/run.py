@@ -133,14 +133,6 @@ def padded_length(n: int) -> int:
     return int(64 * math.ceil(1024.0 * 2.0 ** (k / 4.0) / 64.0))
 
 
-def _index_map(trainable: Trainable) -> dict[str, int]:
-    flat, unravel = jax.flatten_util.ravel_pytree(trainable)
-    idx = unravel(jnp.arange(flat.shape[0], dtype=flat.dtype))
-    out = {k: int(v) for k, v in idx.log.items()}
-    out.update({k: int(v) for k, v in idx.linear.items()})
-    return out
-
-
 class _Problem(eqx.Module):
     """One fit's fixed data: the profile, the inputs and measured specific
     force of the padded log, which rows are fitted, the held parameters and
@@ -298,14 +290,12 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     predict = lambda params, x: _predict(params, prof, x)  # noqa: E731
     params = {k: float(v) for k, v in fitted.items()}
     std = {k: float(v) for k, v in unc["std"].items()}
-    idx = _index_map(trainable)
-    corr = np.asarray(unc["correlation"])
     # wall_range = fade start + width, with their covariance
     values = dict(params)
     values["wall_range"] = params["wall_fade_start"] + params["wall_fade_width"]
     if "wall_fade_start" in std and "wall_fade_width" in std:
         s1, s2 = std["wall_fade_start"], std["wall_fade_width"]
-        rho = corr[idx["wall_fade_start"], idx["wall_fade_width"]]
+        rho = L.correlation_among(unc, ["wall_fade_start", "wall_fade_width"])[0, 1]
         std["wall_range"] = math.sqrt(max(s1 * s1 + s2 * s2 + 2.0 * rho * s1 * s2, 0.0))
     not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
     out = data_record("hover", log.path, {k: values[k] for k in REPORTED},
@@ -337,7 +327,8 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
              "rows_settling_after_gaps": int(settling.sum()), "steps": len(history), "converged": bool(result.converged),
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
              "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
-             "parameters": list(trainable_names), "correlation": corr.tolist(), "seconds": _time.perf_counter() - t0},
+             "parameters": list(trainable_names),
+             "correlation": L.correlation_among(unc, trainable_names).tolist(), "seconds": _time.perf_counter() - t0},
         scene=dict(log.scene),
     )
     fit_mask = np.zeros(t.shape[0], bool)
