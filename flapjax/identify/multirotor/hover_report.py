@@ -121,7 +121,8 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
     ``weakly_identified`` (name -> reason), ``validation`` (the held-out
     segment's RMS prediction error per body axis [m/s^2], also relative to
     the fit's residual standard deviation and with the default
-    coefficients), ``fit`` (rows, steps, convergence, correlation), units.
+    coefficients), ``fit`` (rows, steps, convergence, ``correlation`` with
+    its ``names`` and ``matrix``), units.
     Load the values into a chain with
     :func:`flapjax.identify.multirotor.chain_params_from_results`.
     """

@@ -328,7 +328,9 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
              "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
              "parameters": list(trainable_names),
-             "correlation": L.correlation_among(unc, trainable_names).tolist(), "seconds": _time.perf_counter() - t0},
+             "correlation": {"names": list(trainable_names),
+                             "matrix": L.correlation_among(unc, trainable_names).tolist()},
+             "seconds": _time.perf_counter() - t0},
         scene=dict(log.scene),
     )
     fit_mask = np.zeros(t.shape[0], bool)
