@@ -206,7 +206,11 @@ def hover_position(
     from it (perpendicular distance, pitched wall included), for a level body
     at heading ``yaw`` [rad]. ``prof`` is any airframe with rotor centres
     ``prof.positions`` (n, 3) in the body frame [m] (a
-    :class:`flapjax.rotor.RotorProfile`)."""
+    :class:`flapjax.rotor.RotorProfile`). Clearances must be > 0 (checked
+    when they are concrete)."""
+    for name, value in (("ground_clearance", ground_clearance), ("wall_clearance", wall_clearance)):
+        if not is_traced(value):
+            check_positive(name, value)
     c, s = jnp.cos(yaw), jnp.sin(yaw)
     rz = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     offsets = prof.positions @ rz.T

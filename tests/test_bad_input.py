@@ -46,6 +46,41 @@ def _flapper(root="fixed", **kwargs):
 
     return flapper.make_robot(root, "wing", **kwargs)
 
+def _multirotor_named(name):
+    from flapjax.sim import multirotor
+
+    return multirotor.MultirotorWorld(name, backend="rigid")
+
+
+def _rigid_world():
+    return _multirotor_named("quad_x")
+
+
+def _key():
+    import jax
+
+    return jax.random.key(0)
+
+
+def _reference_hover(position):
+    from flapjax.control.wrench import Reference
+
+    return Reference.hover(position)
+
+
+def _rollout(n_steps):
+    world = _rigid_world()
+    params = world.default_params()
+    state = world.reset(params, _key(), np.array([0.0, 0.0, 0.5]))
+    return world.rollout(params, state, _reference_hover(np.array([0.0, 0.0, 0.5])), n_steps)
+
+
+def _hover_position(**clearances):
+    from flapjax import scene
+
+    return scene.hover_position(Scene(), QUAD, **{"ground_clearance": 0.1, "wall_clearance": 0.15, **clearances})
+
+
 CASES = [
     # --- wing geometry and planforms
     ("span negative", lambda t: aero.WingGeometry.rectangular(-0.07, 0.02), r"span: must be > 0, got -0\.07"),
@@ -74,6 +109,15 @@ CASES = [
         aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0), v_body=np.zeros(3), w_body=np.zeros(3),
                         side=1), side=1, rot_world_wing=np.eye(2), pos_world_origin=np.zeros(3),
         pos_world_com=np.zeros(3)), r"rot_world_wing: expected shape \(3, 3\)"),
+    ("velocity wrong length", lambda t: aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0),
+                                                       v_body=np.zeros(2), w_body=np.zeros(3), side=1),
+     r"v_body: expected shape \(3,\), got shape \(2,\)"),
+    ("rates as a matrix", lambda t: aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0),
+                                                   v_body=np.zeros(3), w_body=np.zeros((3, 3)), side=1),
+     r"w_body: expected shape \(3,\), got shape \(3, 3\)"),
+    ("batched kinematics without vmap", lambda t: aero.wing_loads(
+        aero.Wing.flapsim(), aero.WingKinematics(np.zeros(4), 1, 0, 0), v_body=np.zeros(3), w_body=np.zeros(3), side=1),
+     r"kin\.stroke: expected a scalar per wing, got shape \(4,\) \(batch with jax\.vmap\)"),
     # --- cycle-averaged model
     ("k_f negative", lambda t: CycleAveragedParams(lift_coefficient=-1e-4), r"lift_coefficient: must be > 0"),
     ("averaged mass zero", lambda t: CycleAveragedParams(mass=0.0), r"mass: must be > 0"),
@@ -126,6 +170,17 @@ CASES = [
      r"timestep: 0\.001 s is too large for a stable step: must be <= 0\.000221 s"),
     ("unknown flapper root", lambda t: _flapper(root="tethered"), r"root: must be one of"),
     ("unknown backend", lambda t: _multirotor(backend="bullet"), r"backend: must be one of \['mjx', 'rigid'\]"),
+    ("unknown preset for a world", lambda t: _multirotor_named("quad_y"),
+     r"profile: must be one of \['hexa', 'hexa_tilted', 'quad_x'\] or a profile file"),
+    ("missing profile file for a world", lambda t: _multirotor_named(str(t / "mine.toml")),
+     r"profile: profile file '.*mine\.toml' does not exist"),
+    ("start position wrong length", lambda t: _rigid_world().reset(_rigid_world().default_params(), _key(),
+                                                                   np.zeros(2)), r"position: expected shape \(3,\)"),
+    ("hover reference wrong length", lambda t: _reference_hover(np.zeros(2)), r"position: expected shape \(\.\.\., 3\)"),
+    ("rollout fractional steps", lambda t: _rollout(2.5), r"n_steps: must be an integer >= 1, got 2\.5"),
+    ("rollout negative steps", lambda t: _rollout(-5), r"n_steps: must be an integer in \[1, inf\], got -5"),
+    ("start below the ground", lambda t: _hover_position(ground_clearance=-0.1),
+     r"ground_clearance: must be > 0, got -0\.1"),
     # --- rigid backend
     ("rigid mass zero", lambda t: rigid.RigidBody(0.0, [0.01, 0.01, 0.02]), r"mass: must be > 0"),
     ("rigid inertia shape", lambda t: rigid.RigidBody(1.0, [0.01, 0.01]), r"inertia: expected shape \(3,\)"),

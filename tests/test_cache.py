@@ -64,3 +64,17 @@ def test_importing_flapjax_leaves_the_jax_backend_unstarted():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-2:] == ["False", "float64 float64"]
+
+
+def test_subpackages_load_on_first_use():
+    """``import flapjax`` loads neither MuJoCo nor the tasks, yet
+    ``flapjax.tasks.make`` and ``flapjax.sim.flapper`` work right after it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, flapjax\nprint('mujoco' in sys.modules, 'flapjax.tasks' in sys.modules)\n"
+            "print(callable(flapjax.tasks.make), callable(flapjax.sim.flapper.make_robot), 'mujoco' in sys.modules)\n"
+            "try:\n    flapjax.taks\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines() == ["False False", "True True True", "module 'flapjax' has no attribute 'taks'"]

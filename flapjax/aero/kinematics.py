@@ -25,6 +25,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from flapjax.validation import ConfigError, check_shape
+
 Scalar = Float[Array, ""]
 
 
@@ -54,6 +56,10 @@ class WingKinematics(eqx.Module):
     deviation_rate: Scalar = eqx.field(converter=_as_array, default=0.0)
     stroke_plane: Scalar = eqx.field(converter=_as_array, default=0.0)
     stroke_plane_rate: Scalar = eqx.field(converter=_as_array, default=0.0)
+
+
+_KINEMATIC_FIELDS = ("stroke", "stroke_rate", "pitch", "pitch_rate", "deviation", "deviation_rate", "stroke_plane",
+                     "stroke_plane_rate")
 
 
 class AffineVelocity(eqx.Module):
@@ -107,6 +113,12 @@ def affine_velocity(
       shoulder_half_width: d0 [m].
       stroke_plane_offset: ds [m].
     """
+    check_shape("v_body", v_body, (3,))
+    check_shape("w_body", w_body, (3,))
+    for name in _KINEMATIC_FIELDS:
+        if jnp.ndim(getattr(kin, name)) != 0:
+            raise ConfigError(f"kin.{name}: expected a scalar per wing, got shape {jnp.shape(getattr(kin, name))} "
+                              "(batch with jax.vmap)")
     s = side
     u, v, w = v_body[0], v_body[1], v_body[2]
     p, q, r = w_body[0], w_body[1], w_body[2]

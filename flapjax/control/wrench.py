@@ -26,7 +26,7 @@ from jaxtyping import Array, Float
 from flapjax.math import GRAVITY, safe_norm
 from flapjax.noise import StateEstimate
 from flapjax.rotor.profile import RotorProfile
-from flapjax.validation import as_float_array, check_range, is_traced
+from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -94,9 +94,13 @@ class Reference(eqx.Module):
 
     @classmethod
     def hover(cls, position, yaw=0.0) -> "Reference":
+        """Hold ``position`` (3,) [m] at heading ``yaw`` [rad] (either may
+        carry leading axes, e.g. one per world or per step)."""
         p = jnp.asarray(position, dtype=float)
+        if p.ndim == 0 or p.shape[-1] != 3:
+            raise ConfigError(f"position: expected shape (..., 3), got shape {p.shape}")
         return cls(position=p, velocity=jnp.zeros_like(p), acceleration=jnp.zeros_like(p),
-                   yaw=jnp.asarray(yaw, dtype=p.dtype))
+                   yaw=jnp.broadcast_to(jnp.asarray(yaw, dtype=p.dtype), p.shape[:-1]))
 
 
 class ControllerState(eqx.Module):

@@ -14,7 +14,7 @@ from flapjax.rotor.actuator import ActuatorState, actuator_step, speed_to_thrust
 from flapjax.rotor.allocation import Allocation, allocate, allocation_inverse, allocate_with_residual, allocation_matrix, reachable_projector
 from flapjax.rotor.chain import BodyMotion, ChainInput, ChainOptions, ChainOutput, ChainParams, realize_thrusts, realize_wrench, rotor_wrench
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, gust_force, turbulence_step, wind_force
-from flapjax.rotor.profile import RotorProfile, load_profile, profile_from_dict, profile_to_dict
+from flapjax.rotor.profile import RotorProfile, load_profile, profile_from_dict, profile_to_dict, resolve_profile
 from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effect_factor, rotor_proximity, wall_effect, wall_window
 
 __all__ = [
@@ -23,6 +23,6 @@ __all__ = [
     "Allocation", "allocate", "allocation_inverse", "allocate_with_residual", "allocation_matrix", "reachable_projector",
     "BodyMotion", "ChainInput", "ChainOptions", "ChainOutput", "ChainParams", "realize_thrusts", "realize_wrench", "rotor_wrench",
     "DisturbanceState", "DragParams", "WindParams", "drag_force", "gust_force", "turbulence_step", "wind_force",
-    "RotorProfile", "load_profile", "profile_from_dict", "profile_to_dict",
+    "RotorProfile", "load_profile", "profile_from_dict", "profile_to_dict", "resolve_profile",
     "ProximityInput", "ProximityParams", "ground_effect_factor", "rotor_proximity", "wall_effect", "wall_window",
 ]

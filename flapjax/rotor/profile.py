@@ -363,12 +363,16 @@ def profile_to_dict(prof: RotorProfile) -> dict[str, Any]:
     )
 
 
+#: File suffixes that name a profile file rather than a preset.
+PROFILE_SUFFIXES = (".toml", ".json")
+
+
 def load_profile(path: str | pathlib.Path, *, allow_infeasible: bool = False) -> RotorProfile:
     """Load and validate a profile from a ``.toml`` or ``.json`` file
     (``allow_infeasible``: see :class:`RotorProfile`)."""
     path = pathlib.Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".toml", ".json"):
+    if suffix not in PROFILE_SUFFIXES:
         raise ConfigError(f"path: profile files must end in .toml or .json, got {str(path)!r}")
     try:
         text = path.read_text(encoding="utf-8")
@@ -386,6 +390,26 @@ def load_profile(path: str | pathlib.Path, *, allow_infeasible: bool = False) ->
         raise ConfigError(f"{path.name}: expected a table of profile keys at the top level, got {type(cfg).__name__}")
     cfg = {"name": path.stem, **cfg}
     return profile_from_dict(cfg, source=path.name, allow_infeasible=allow_infeasible)
+
+
+def resolve_profile(robot: "str | pathlib.Path | RotorProfile", *, field: str = "robot") -> RotorProfile:
+    """A profile from a preset name (``quad_x``, ``hexa``, ``hexa_tilted``),
+    a profile file (``.toml`` / ``.json``, :func:`load_profile`) or a
+    profile (returned as is); errors name ``field``."""
+    if isinstance(robot, RotorProfile):
+        return robot
+    if not isinstance(robot, (str, pathlib.Path)):
+        raise ConfigError(f"{field}: must be a preset name {sorted(PRESETS)}, a profile file (.toml or .json) "
+                          f"or a RotorProfile, got {type(robot).__name__}")
+    if str(robot).lower().endswith(PROFILE_SUFFIXES):
+        path = pathlib.Path(robot)
+        if not path.is_file():
+            raise ConfigError(f"{field}: profile file {str(robot)!r} does not exist")
+        return load_profile(path)
+    if str(robot) not in PRESETS:
+        raise ConfigError(f"{field}: must be one of {sorted(PRESETS)} or a profile file (.toml or .json), "
+                          f"got {str(robot)!r}")
+    return preset(str(robot))
 
 
 def save_profile_json(prof: RotorProfile, path: str | pathlib.Path) -> None:

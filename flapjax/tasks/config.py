@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.rotor.chain import ChainOptions
+from flapjax.rotor.profile import PROFILE_SUFFIXES
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
 
 #: Physical effects that can be switched off for an ablation (ChainOptions flags).
@@ -23,8 +24,6 @@ EFFECTS = ("saturation", "actuator", "ground_effect", "wall_effect", "drag", "wi
 ACTION_MODES = ("setpoint", "wrench", "residual")
 #: Physics backends of a task world (``rigid``: contact-free, for tasks that need no contact).
 TASK_BACKENDS = ("mjx", "rigid")
-#: Suffixes of a robot profile file accepted as ``TaskConfig.robot``.
-PROFILE_SUFFIXES = (".toml", ".json")
 
 
 def _range(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> tuple[float, float]:
@@ -237,14 +236,7 @@ class TaskConfig:
         """The robot's :class:`~flapjax.rotor.RotorProfile` (preset or file)."""
         from flapjax import rotor
 
-        if not self.robot_is_file:
-            return rotor.profiles.preset(self.robot)
-        import pathlib
-
-        path = pathlib.Path(self.robot)
-        if not path.is_file():
-            raise ConfigError(f"robot: profile file {self.robot!r} does not exist")
-        return rotor.load_profile(path)
+        return rotor.resolve_profile(self.robot, field="robot")
 
     def chain_params(self):
         """The nominal :class:`~flapjax.rotor.ChainParams` of the task's

@@ -62,16 +62,8 @@ SETTLE_S = 0.5
 
 def resolve_robot(robot: str | rotor.RotorProfile) -> rotor.RotorProfile:
     """A preset name (``quad_x``, ``hexa``, ``hexa_tilted``), a profile file
-    (``.toml`` / ``.json``) or a profile."""
-    if isinstance(robot, rotor.RotorProfile):
-        return robot
-    if not isinstance(robot, (str, Path)):
-        raise ConfigError(f"robot: must be a preset name or a profile file path, got {robot!r}")
-    from flapjax.tasks.config import PROFILE_SUFFIXES
-
-    if str(robot).lower().endswith(PROFILE_SUFFIXES):
-        return rotor.load_profile(robot)
-    return rotor.profiles.preset(str(robot))
+    (``.toml`` / ``.json``) or a profile (:func:`flapjax.rotor.resolve_profile`)."""
+    return rotor.resolve_profile(robot, field="robot")
 
 
 def excitation(prof: rotor.RotorProfile, inputs: M.HoverInputs) -> dict[str, str]:

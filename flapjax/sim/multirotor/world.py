@@ -41,7 +41,7 @@ from flapjax.sim.multirotor.backends import PHYSICS, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
-from flapjax.validation import ConfigError, check_choice, check_int, check_positive, is_traced
+from flapjax.validation import ConfigError, check_choice, check_int, check_positive, check_shape, is_traced
 
 
 class MultirotorWorld(eqx.Module):
@@ -56,7 +56,8 @@ class MultirotorWorld(eqx.Module):
     end-effector reaches the ground or the wall is flagged ``touching``).
 
     Args:
-      profile: nominal airframe (its rotor count and geometry fix the MJCF).
+      profile: nominal airframe (its rotor count and geometry fix the MJCF); a
+        preset name or profile file is loaded (:func:`flapjax.rotor.resolve_profile`).
       options: which chain steps run (static).
       dt: step length [s].
       with_box: add a movable box object (free body) to the scene.
@@ -102,10 +103,11 @@ class MultirotorWorld(eqx.Module):
     mj_model: mujoco.MjModel = eqx.field(static=True)
     ids: mm.Ids = eqx.field(static=True)
 
-    def __init__(self, profile: rotor.RotorProfile, *, options: rotor.ChainOptions = rotor.ChainOptions(),
+    def __init__(self, profile: rotor.RotorProfile | str, *, options: rotor.ChainOptions = rotor.ChainOptions(),
                  dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
                  iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx",
                  on_divergence: str = "freeze", sensor_noise: bool = True):
+        profile = rotor.resolve_profile(profile, field="profile")
         check_positive("dt", dt)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
@@ -187,6 +189,11 @@ class MultirotorWorld(eqx.Module):
         """
         if isinstance(params, Prepared):
             params = params.params
+        check_shape("position", position, (3,))
+        if jnp.ndim(yaw) != 0:
+            raise ConfigError(f"yaw: expected a scalar [rad], got shape {jnp.shape(yaw)}")
+        if box_position is not None:
+            check_shape("box_position", box_position, (3,))
         if not self.sensor_noise:
             _check_no_sensor_noise(params.noise.sensor)
         streams = split_streams(key)
@@ -303,8 +310,12 @@ class MultirotorWorld(eqx.Module):
         of length ``n_steps``. Returns the final state and the stacked
         :class:`StepInfo` trajectory (time axis first).
         """
-        prepared = self._prepared(prepared)
+        check_int("n_steps", n_steps, 1)
         timed = reference.position.ndim == 2
+        if timed and reference.position.shape[0] != n_steps:
+            raise ConfigError(f"reference: a timed reference needs n_steps = {n_steps} rows, "
+                              f"got {reference.position.shape[0]}")
+        prepared = self._prepared(prepared)
 
         def body(s, ref):
             return self.step(prepared, s, ref if timed else reference)
