@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 
 from flapjax.cli_evaluate import exit_on_error
-from flapjax.validation import ConfigError
+from flapjax.validation import ConfigError, check_choice
 
 app = typer.Typer(
     name="flapjax",
@@ -112,6 +112,10 @@ def identify(
     try:
         cfg = flapper.load_config(config, quick=quick)
         if study:
+            from flapjax.identify.flapper.config import STUDIES
+
+            for name in study:
+                check_choice("--study", name, STUDIES)
             cfg["run"]["studies"] = list(study)
             cfg = flapper.validate_config(cfg)
         flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import List, NoReturn, Optional
@@ -71,10 +72,11 @@ def evaluate(
                 raise ConfigError(f"noise: must be 'default', 'off' or a JSON object, got {noise!r} ({exc})") from None
             if not isinstance(fields, dict):
                 raise ConfigError(f"noise: JSON must be an object of NoiseConfig fields, got {noise!r}")
-            try:
-                noise_cfg = NoiseConfig(**fields)
-            except TypeError as exc:
-                raise ConfigError(f"noise: {exc}") from None
+            known = [f.name for f in dataclasses.fields(NoiseConfig)]
+            unknown = sorted(set(fields) - set(known))
+            if unknown:
+                raise ConfigError(f"noise: unknown field(s) {unknown}; known: {known}")
+            noise_cfg = NoiseConfig(**fields)
         report = run(task, robot=robot, n_worlds=worlds, out_dir=out, seed=seed, noise_seed=noise_seed,
                      randomize=randomize, noise=noise_cfg, disabled_effects=tuple(disable),
                      ablate=None if not ablate else tuple(ablate), progress=progress, video=video)

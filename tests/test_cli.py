@@ -86,9 +86,23 @@ def test_bad_config_gives_a_clear_error(runner, tmp_path, text, message):
     res = runner.invoke(app, ["identify", "--config", str(cfg), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert message in res.output
+    assert "bad.toml" in res.output  # the file is named too
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_unknown_study_option_names_the_option(runner, tmp_path):
+    res = runner.invoke(app, ["identify", "--study", "dance", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "--study: must be one of" in res.output and "'dance'" in res.output
 
 
 def test_missing_config_file_is_an_error(runner, tmp_path):
     res = runner.invoke(app, ["identify", "--config", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_unknown_noise_field_is_named_with_the_known_ones(runner, tmp_path):
+    res = runner.invoke(app, ["evaluate", "--task", "near_ground", "--noise", '{"sensor_position_stdd": 0.005}',
+                              "--out", str(tmp_path / "o"), "--no-progress"])
+    assert res.exit_code == 2
+    assert "noise: unknown field(s) ['sensor_position_stdd']; known: ['sensor_position_std'" in res.output

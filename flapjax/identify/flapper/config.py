@@ -158,7 +158,10 @@ def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[
         raise ConfigError(f"config {path}: cannot parse ({exc})") from exc
     if not isinstance(user, Mapping):
         raise ConfigError(f"config {path}: expected a table of sections, got {type(user).__name__}")
-    return validate_config(_merge(cfg, user, ""))
+    try:
+        return validate_config(_merge(cfg, user, ""))
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
 
 
 def _check_list(name: str, value, *, positive=False, nonzero=False, lo=None, hi=None, min_len=1) -> None:
