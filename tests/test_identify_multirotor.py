@@ -103,6 +103,18 @@ def test_log_reads_scene_from_csv_comments_and_npz_sidecar(tmp_path):
     log_npz = read_hover_log(S.write_log(tmp_path / "a.npz", cols), 4)
     assert log_csv.scene == log_npz.scene == {**S.SCENE}
     np.testing.assert_allclose(log_csv.position, log_npz.position, atol=1e-6)
+    # The run says where the scene came from, and when none was given.
+    from flapjax.identify.multirotor.log import describe_scene, scene_sources
+
+    assert scene_sources(tmp_path / "a.npz") == ["sidecar a.scene.json"]
+    assert scene_sources(tmp_path / "a.csv") == ["sidecar a.scene.json", "'# scene.' lines of the log"]
+    (tmp_path / "a.scene.json").unlink()
+    assert scene_sources(tmp_path / "a.csv") == ["'# scene.' lines of the log"]
+    assert scene_sources(tmp_path / "a.npz") == []
+    assert scene_sources(tmp_path / "a.npz", {"wall_x_m": 3.0}) == ["the scene argument"]
+    assert describe_scene(read_hover_log(tmp_path / "a.npz", 4).scene) == "ground at z = 0 m, no wall"
+    assert describe_scene({**S.SCENE, "wall_x_m": 2.0, "wall_pitch_rad": 0.1}).endswith(
+        "wall at x = 2 m (at z = 0 m, pitch 0.1 rad)")
 
 
 # ------------------------------------------------------------------ chain changes keep the defaults

@@ -15,7 +15,7 @@ import numpy as np
 
 from flapjax import rotor
 from flapjax.identify.multirotor import model as M
-from flapjax.identify.multirotor.log import read_hover_log
+from flapjax.identify.multirotor.log import describe_scene, read_hover_log, scene_sources, sidecar_path
 from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover_log, resolve_robot
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir
@@ -135,6 +135,12 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
     out = Path(out_dir)
     with lock_output_dir(out, name="out"):
         echo(f"hover log {log.path}: {log.n_samples} rows at {1.0 / log.dt:.0f} Hz, robot {prof.name}")
+        sources = scene_sources(path, scene)
+        if sources:
+            echo(f"scene: {describe_scene(log.scene)} (from {', '.join(sources)})")
+        else:
+            echo(f"warning: no scene given (no sidecar {sidecar_path(path).name}, no '# scene.KEY = VALUE' lines): "
+                 f"assuming {describe_scene(log.scene)}; a wrong scene biases the ground and wall coefficients")
         bar = tqdm(desc="identify hover", unit="step", disable=not progress)
 
         def tick(k, v):
@@ -147,6 +153,7 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
             bar.close()
         files = [plot_residuals(res, out / "residuals.png"), plot_proximity(res, out / "proximity.png")]
         res.pop("_arrays")
+        res["scene_source"] = sources or ["defaults (none given)"]
         echo(hover_summary(res))
         written = write_record(out, res, files, started)
     echo(written)

@@ -195,6 +195,30 @@ def read_scene(path: str | Path, scene: Mapping[str, Any] | None = None) -> dict
     return out
 
 
+def scene_sources(path: str | Path, scene: Mapping[str, Any] | None = None) -> list[str]:
+    """Where :func:`read_scene` finds a log's scene, in order of precedence
+    (lowest first); empty when nothing gives one (the defaults: ground at
+    z = 0, no wall)."""
+    p = Path(path)
+    out = []
+    if sidecar_path(p).is_file():
+        out.append(f"sidecar {sidecar_path(p).name}")
+    if _scene_from_comments(p):
+        out.append("'# scene.' lines of the log")
+    if scene:
+        out.append("the scene argument")
+    return out
+
+
+def describe_scene(scene: Mapping[str, float]) -> str:
+    """One line: ground height, wall position and pitch."""
+    ground = f"ground at z = {scene['ground_z_m']:g} m"
+    if not math.isfinite(scene["wall_x_m"]):
+        return f"{ground}, no wall"
+    return (f"{ground}, wall at x = {scene['wall_x_m']:g} m (at z = {scene['wall_anchor_z_m']:g} m, "
+            f"pitch {scene['wall_pitch_rad']:g} rad)")
+
+
 def estimate_velocity(time: np.ndarray, position: np.ndarray, half_window: float = 0.05) -> np.ndarray:
     """(N, 3) world velocity [m/s] from positions by a centred local line fit
     over ``+-half_window`` [s] (window shrinks at the ends)."""
