@@ -87,6 +87,8 @@ def test_gym_env_passes_gymnasium_checker():
         assert not terminated
     assert truncated and total > 0.5 * 12  # the reference controller (zero residual) tracks
     assert "height_error" in info
+    with pytest.raises(ConfigError, match=r"action: expected shape \(10,\), got shape \(3,\)"):
+        env.step(np.zeros(3, np.float32))
 
 
 def test_gym_vector_env_spaces_autoreset_and_determinism():
@@ -113,6 +115,8 @@ def test_gym_vector_env_spaces_autoreset_and_determinism():
     assert (reward == 0).all() and not (terminated | truncated).any()
     np.testing.assert_allclose(obs[:, -4], 0.0)  # phase of a fresh episode
     assert single.observation_space == venv.single_observation_space
+    with pytest.raises(ConfigError, match=r"actions: expected shape \(2, 10\) \(num_envs, action_size\), got shape \(20,\)"):
+        venv.step(np.zeros(20, np.float32))
 
 
 def test_residual_zero_equals_reference_setpoint():

@@ -35,6 +35,7 @@ from jaxtyping import Array, Float
 from flapjax.math import GRAVITY
 from flapjax.tasks import registry
 from flapjax.tasks.base import TaskEnv
+from flapjax.validation import check_shape
 
 
 def make_for_learning(name: str, **overrides: Any) -> TaskEnv:
@@ -68,6 +69,7 @@ def action_bounds(env: TaskEnv) -> tuple[np.ndarray, np.ndarray]:
 
 def to_task_action(env: TaskEnv, action: Float[Array, " a"]) -> Float[Array, " a"]:
     """Policy action in [-1, 1] (clipped) -> the task's action (see the module docstring)."""
+    check_shape("action", action, (env.action_size,))
     action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
     if env.config.action_mode == "residual":
         return action

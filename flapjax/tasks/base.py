@@ -71,7 +71,7 @@ from flapjax.noise import sense, split_streams
 from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks.config import TaskConfig
-from flapjax.validation import ConfigError
+from flapjax.validation import ConfigError, check_shape
 
 # Stream ids folded into a world's randomization / noise keys.
 _R_SCENE, _R_PHYSICS, _R_TEXTURE, _R_OBJECT, _R_START, _R_GOAL = range(6)
@@ -318,7 +318,9 @@ class TaskEnv:
         return self.scripted_action(state) + self.residual_scale() * action
 
     def step(self, state: EnvState, action) -> EnvState:
-        """Advance one environment step (``config.substeps`` physics steps)."""
+        """Advance one environment step (``config.substeps`` physics steps);
+        ``action`` has shape (:attr:`action_size`,) (batch with ``jax.vmap``)."""
+        check_shape("action", action, (self.action_size,))
         cfg = self.config
         params = state.params
         prepared = self.prepare(state)

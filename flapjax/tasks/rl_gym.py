@@ -35,6 +35,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from flapjax.tasks import adapters
 from flapjax.tasks.base import TaskEnv
+from flapjax.validation import ConfigError
 
 
 def _spaces(env: TaskEnv) -> tuple[spaces.Box, spaces.Box]:
@@ -165,7 +166,11 @@ class GymVectorTaskEnv(VectorEnv):
     def step(self, actions):
         if self._states is None:
             raise RuntimeError("step: call reset() first")
-        actions = jnp.asarray(np.asarray(actions, np.float32).reshape(self.action_space.shape))
+        actions = np.asarray(actions, np.float32)
+        if actions.shape != self.action_space.shape:
+            raise ConfigError(f"actions: expected shape {self.action_space.shape} (num_envs, action_size), "
+                              f"got shape {actions.shape}")
+        actions = jnp.asarray(actions)
         self._states, obs, reward, term, trunc = self._step_all(
             self._states, actions, jnp.asarray(self._needs_reset), self._keys())
         term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
