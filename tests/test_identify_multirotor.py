@@ -69,6 +69,31 @@ def test_bad_hover_logs_name_file_column_row(tmp_path, case, edit, expect):
     assert str(path) in str(exc.value) and expect in str(exc.value), (case, str(exc.value))
 
 
+def _moving_columns():
+    """A log whose logged velocities are the rate of its positions."""
+    cols = {k: np.array(v, dtype=float) for k, v in _columns().items()}
+    t = cols["time_s"]
+    cols.update(x_m=0.4 + 0.2 * np.sin(2 * t), z_m=0.6 + 0.1 * np.sin(3 * t), vx_mps=0.4 * np.cos(2 * t),
+                vy_mps=np.zeros_like(t), vz_mps=0.3 * np.cos(3 * t))
+    return cols
+
+
+def test_unit_mistakes_in_hover_logs_are_caught(tmp_path):
+    cols = _moving_columns()
+    assert read_hover_log(_write_csv(tmp_path / "ok.csv", cols), 4).velocity_logged
+    mm = {**cols, "z_m": 1000.0 * cols["z_m"]}
+    with pytest.raises(DataError, match=r"mm\.csv: columns 'z_m' and 'vz_mps': the positions change at 99\d times "
+                                        r"the logged velocity"):
+        read_hover_log(_write_csv(tmp_path / "mm.csv", mm), 4)
+    in_g = {**cols, "az_mps2": cols["az_mps2"] / 9.81}
+    with pytest.raises(DataError, match=r"in_g\.csv: columns 'ax_mps2','ay_mps2','az_mps2': the median specific "
+                                        r"force is 1 m/s\^2, a hover reads about 9\.81"):
+        read_hover_log(_write_csv(tmp_path / "in_g.csv", in_g), 4)
+    no_gravity = {**cols, "az_mps2": np.zeros_like(cols["az_mps2"])}
+    with pytest.raises(DataError, match=r"median specific force is 0 m/s\^2"):
+        read_hover_log(_write_csv(tmp_path / "no_gravity.csv", no_gravity), 4)
+
+
 def test_dropped_rows_are_read_and_rows_after_a_gap_wait_for_the_actuator(tmp_path):
     cols = {k: np.array(v, dtype=float) for k, v in _columns().items()}
     n = cols["time_s"].size

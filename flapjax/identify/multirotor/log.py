@@ -46,6 +46,7 @@ import numpy as np
 
 from flapjax import scene as sc
 from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.math import GRAVITY
 from flapjax.identify.sampling import sample_grid
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
@@ -233,6 +234,31 @@ def estimate_velocity(time: np.ndarray, position: np.ndarray, half_window: float
     return out
 
 
+def _check_hover_specific_force(path: Path, accel: np.ndarray) -> None:
+    """A hovering robot's accelerometer reads about g: a median norm far
+    from 9.81 m/s^2 is a unit mistake (g, mg) or a world-frame acceleration
+    with gravity removed."""
+    median = float(np.median(np.linalg.norm(accel, axis=1)))
+    if not 0.5 * GRAVITY <= median <= 2.0 * GRAVITY:
+        raise DataError(f"{path}: columns 'ax_mps2','ay_mps2','az_mps2': the median specific force is {median:.4g} "
+                        f"m/s^2, a hover reads about {GRAVITY} m/s^2; give the body-frame specific force in m/s^2 "
+                        "(not in g, and with gravity's reaction in it)")
+
+
+def _check_positions_match_velocities(path: Path, time: np.ndarray, position: np.ndarray,
+                                      velocity: np.ndarray) -> None:
+    """Logged velocities must be the rate of the logged positions: a
+    mismatch by a large factor is a unit mistake (mm, cm) in one of them."""
+    rate = estimate_velocity(time, position)
+    for j, a in enumerate("xyz"):
+        moving = float(np.sqrt(np.mean(velocity[:, j] ** 2)))
+        miss = float(np.sqrt(np.mean((rate[:, j] - velocity[:, j]) ** 2)))
+        if miss > 0.5 * moving + 0.1:
+            ratio = float(np.sqrt(np.mean(rate[:, j] ** 2))) / max(moving, 1e-12)
+            raise DataError(f"{path}: columns '{a}_m' and 'v{a}_mps': the positions change at {ratio:.3g} times the "
+                            f"logged velocity (RMS mismatch {miss:.3g} m/s); check their units (metres, m/s)")
+
+
 def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] | None = None) -> HoverLog:
     """Read and check a hover log of an ``n_rotors`` robot.
 
@@ -283,8 +309,11 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
             raise DataError(f"{p}: column 'x_m', row {r}: {position[r - 1, 0]:g} m is at or beyond the wall "
                             f"(scene.wall_x_m = {sc_keys['wall_x_m']:g} m; the robot flies at x < wall_x_m)")
     accel = np.stack([table[k] for k in ("ax_mps2", "ay_mps2", "az_mps2")], axis=1)
+    _check_hover_specific_force(p, accel)
     logged = all(f"v{a}_mps" in table for a in "xyz")
     velocity = (np.stack([table[f"v{a}_mps"] for a in "xyz"], axis=1) if logged
                 else estimate_velocity(time, position))
+    if logged:
+        _check_positions_match_velocities(p, time, position, velocity)
     return HoverLog(path=str(p), time=time, position=position, quat=quat, specific_force=accel,
                     thrust_command=thrust, velocity=velocity, velocity_logged=logged, scene=sc_keys)
