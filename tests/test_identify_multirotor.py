@@ -210,6 +210,9 @@ def test_bad_chain_table_and_task_field(tmp_path):
     (tmp_path / "q.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"wall_c": 1.0}}))
     with pytest.raises(ConfigError, match=r"q.json.chain: unknown keys \['wall_c'\]"):
         load_chain_params(tmp_path / "q.json")
+    (tmp_path / "n.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"ground_coeff": -1.0}}))
+    with pytest.raises(ConfigError, match=r"n.json.chain: ground_coeff: must lie in \[0, inf\], got -1"):
+        load_chain_params(tmp_path / "n.json")
 
 
 # ------------------------------------------------------------------ gradient

@@ -47,13 +47,13 @@ def _number(source: str, key: str, value: Any) -> float:
 
 
 def chain_params_from_results(results: Mapping[str, Any] | str | pathlib.Path,
-                              base: rotor.ChainParams | None = None) -> rotor.ChainParams:
+                              base: rotor.ChainParams | None = None, *, source: str = "results") -> rotor.ChainParams:
     """``base`` (default :class:`~flapjax.rotor.ChainParams` ``()``) with the
     identified proximity and drag coefficients of ``results`` (a mapping or
     the path of a ``results.json``). Unknown keys are ignored (a results
     file holds more); keys listed under ``not_identified`` are skipped; bad
-    values raise :class:`~flapjax.ConfigError` naming the key."""
-    source = "results"
+    values raise :class:`~flapjax.ConfigError` naming the key (and
+    ``source``, for a mapping: where its values came from)."""
     if isinstance(results, (str, pathlib.Path)):
         path = pathlib.Path(results)
         source = str(path)
@@ -132,5 +132,5 @@ def load_chain_params(path: str | pathlib.Path, base: rotor.ChainParams | None =
         params = chain_params_from_results(target, params)
     explicit = {k: v for k, v in table.items() if k != "results"}
     if explicit:
-        params = chain_params_from_results(explicit, params)
+        params = chain_params_from_results(explicit, params, source=f"{path.name}.chain")
     return params

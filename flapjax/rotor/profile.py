@@ -323,6 +323,8 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
                 raise ConfigError(f"{source}.rotors[{i}].spin: must be +1 or -1, got {float(value):g}")
             if key in ("radius", "time_constant", "rate_limit") and float(value) <= 0:
                 raise ConfigError(f"{source}.rotors[{i}].{key}: must be > 0, got {float(value):g}")
+            if key in ("thrust_min", "torque_coeff") and float(value) < 0:
+                raise ConfigError(f"{source}.rotors[{i}].{key}: must be >= 0, got {float(value):g}")
             columns[key].append(value)
         if float(columns["thrust_max"][-1]) <= float(columns["thrust_min"][-1]):
             raise ConfigError(
