@@ -12,24 +12,14 @@ relies on is in ``docs/mjx_notes.md``.
 # ([tool.setuptools.dynamic]), installed metadata reports it.
 __version__ = "0.1.0"
 
-import importlib as _importlib  # noqa: E402
-
 from flapjax import aero, rotor  # noqa: E402
+from flapjax._lazy import lazy_submodules  # noqa: E402
 from flapjax.validation import ConfigError  # noqa: E402
-
-#: Subpackages loaded on first use (``flapjax.tasks.make(...)`` works after
-#: ``import flapjax``), so importing flapjax does not load MuJoCo.
-_LAZY = ("cache", "control", "evaluate", "identify", "math", "noise", "render", "rng", "scene", "sim", "tasks",
-         "validation")
 
 __all__ = ["aero", "rotor", "ConfigError", "__version__"]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return _importlib.import_module(f"flapjax.{name}")
-    raise AttributeError(f"module 'flapjax' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+# Loaded on first use (``flapjax.tasks.make(...)`` works after ``import
+# flapjax``), so importing flapjax does not load MuJoCo.
+__getattr__, __dir__ = lazy_submodules(__name__, (
+    "cache", "control", "evaluate", "identify", "math", "noise", "render", "rng", "scene", "sim", "tasks",
+    "validation"), globals())
