@@ -235,3 +235,98 @@ def test_arrays_are_checked_like_files():
         check_arrays("here", [("a_s", np.zeros(3)), ("b_m", np.array([0.0, np.inf, 1.0]))])
     with pytest.raises(DataError, match=r"here: empty table: column 'a_s', row 1 missing"):
         check_arrays("here", [("a_s", np.zeros(0))])
+
+
+@pytest.mark.parametrize("text, match", [
+    pytest.param("frequency_hz,fz_N\n20,0.066\n",
+                 r"table.csv: column 'fz_N' \(header, line 1\): column names are lowercase quantity_unit.*"
+                 r"write 'fz_n'", id="capital unit"),
+    pytest.param("# rig B\nFrequency_Hz,fz_n\n20,0.066\n",
+                 r"column 'Frequency_Hz' \(header, line 2\): column names are lowercase.*write 'frequency_hz'",
+                 id="capital quantity"),
+    pytest.param("frequency_hz,fz_n,fz_mn\n20,0.066,66\n",
+                 r"column 'fz_n' .*\(header, line 1\): the file gives it 2 times, as \['fz_n', 'fz_mn'\]; keep one",
+                 id="quantity given twice, once in SI"),
+    pytest.param("frequency_hz,fz\n20,0.066\n",
+                 r"column 'fz_n' .*\(header, line 1\): the file's column 'fz' has no unit suffix.*name it 'fz_n' "
+                 r"with the values in 'n'", id="no unit suffix"),
+    pytest.param("frequency_hz,fz_n\n20,0.066\n1_000,0.2\n",
+                 r"column 'frequency_hz', row 2 \(line 3\): not a plain decimal number .*\('1_000'\)",
+                 id="underscore in a number"),
+    pytest.param("frequency_hz,fz_n\n20,infinity\n", r"column 'fz_n', row 1 \(line 2\): NaN or inf.*\('infinity'\)",
+                 id="infinity spelt out"),
+    pytest.param("frequency_hz,fz_n\n\u0662\u0660,0.066\n",
+                 r"column 'frequency_hz', row 1 \(line 2\): not a plain decimal number", id="other script's digits"),
+])
+def test_header_and_cell_spellings_are_refused(tmp_path, text, match):
+    p = _write(tmp_path, text)
+    with pytest.raises(DataError, match=match):
+        read_table(p, STAND)
+
+
+def test_plain_decimal_numbers_are_read(tmp_path):
+    p = _write(tmp_path, "frequency_hz,fz_n\n+20,1e-3\n.5,-1.5E-3\n30.,2e+2\n")
+    t = read_table(p, STAND)
+    np.testing.assert_array_equal(t["frequency_hz"], [20.0, 0.5, 30.0])
+    np.testing.assert_array_equal(t["fz_n"], [1e-3, -1.5e-3, 200.0])
+
+
+def test_column_names_refuse_capitals(tmp_path):
+    p = _write(tmp_path, "# stand\nFrequency_Hz,fz_n\n20,0.066\n")
+    with pytest.raises(DataError, match=r"table.csv: column 'Frequency_Hz' \(header, line 2\).*write 'frequency_hz'"):
+        column_names(p)
+    q = tmp_path / "t.npz"
+    np.savez(q, frequency_hz=np.array([20.0]), FZ_N=np.array([0.066]))
+    with pytest.raises(DataError, match=r"t.npz: column 'FZ_N': column names are lowercase.*write 'fz_n'"):
+        column_names(q)
+
+
+def test_npz_that_is_no_zip_archive_says_what_it_is(tmp_path):
+    text = tmp_path / "table.npz"
+    text.write_text("frequency_hz,fz_n\n20,0.066\n")
+    with pytest.raises(DataError, match=r"table.npz: cannot read the data file as an .npz archive: it is not one "
+                                        r"\(a zip archive.*found text beginning 'frequency_hz,fz_n'; a CSV table "
+                                        r"must be named .csv") as info:
+        read_table(text, STAND)
+    assert "pickle" not in str(info.value)
+    npy = tmp_path / "array.npz"
+    with npy.open("wb") as f:
+        np.save(f, np.arange(3.0))
+    with pytest.raises(DataError, match=r"array.npz: .*found a single .npy array \(numpy.save\)"):
+        column_names(npy)
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, frequency_hz=np.array([20.0]), fz_n=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(DataError, match=r"objects.npz: column 'fz_n': holds Python objects") as info:
+        read_table(objects, STAND)
+    assert "allow_pickle" not in str(info.value)
+
+
+RANGED = [Column("frequency_hz", positive=True), Column("fz_n"), Column("pitch_plate_rad", False, bounds=(-0.6, 0.6))]
+
+
+@pytest.mark.parametrize("text, match", [
+    pytest.param("frequency_hz,fz_n,pitch_plate_rad\n20,0.066,0\n# next\n30,0.149,30\n",
+                 r"table.csv: column 'pitch_plate_rad', row 2 \(line 4\): value 30 outside \[-0.6, 0.6\] \('30'\)",
+                 id="outside bounds"),
+    pytest.param("frequency_hz,fz_n,pitch_plate_deg\n20,0.066,40\n",
+                 r"column 'pitch_plate_deg', row 1 \(line 2\): value 0.698132 outside \[-0.6, 0.6\] \(read as "
+                 r"'pitch_plate_rad'\) \('40'\)", id="outside bounds after conversion"),
+    pytest.param("frequency_hz,fz_n\n20,0.066\n-40,0.1\n",
+                 r"column 'frequency_hz', row 2 \(line 3\): must be > 0, got -40 \('-40'\)", id="not positive"),
+])
+@pytest.mark.filterwarnings("ignore::flapjax.identify.data.ConvertedUnitsWarning")
+def test_values_outside_a_columns_range_name_file_column_row_and_line(tmp_path, text, match):
+    with pytest.raises(DataError, match=match):
+        read_table(_write(tmp_path, text), RANGED)
+
+
+def test_ranges_of_npz_and_of_arrays(tmp_path):
+    from flapjax.identify.data import check_values
+
+    p = tmp_path / "t.npz"
+    np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.zeros(2), pitch_plate_rad=np.array([0.6, -0.7]))
+    with pytest.raises(DataError, match=r"t.npz: column 'pitch_plate_rad', row 2: value -0.7 outside \[-0.6, 0.6\]"):
+        read_table(p, RANGED)
+    check_values("here", RANGED[2], np.array([-0.6, 0.0, 0.6]))  # both ends allowed
+    with pytest.raises(DataError, match=r"here: column 'frequency_hz', row 3: must be > 0, got 0"):
+        check_values("here", RANGED[0], np.array([20.0, 30.0, 0.0]))

@@ -20,10 +20,13 @@ as a suffix after the last underscore: ``frequency_hz``, ``fz_n``,
 (:class:`Column`) and returns float64 arrays. Every problem raises
 :class:`DataError` (a :class:`~flapjax.validation.ConfigError`) whose
 message names the file, the column and the 1-based data row (with the file
-line for CSV): an unreadable file, an empty table, a missing required
-column (and "given in 'kg', expected 'n'" when the same quantity comes
-with a unit suffix that is not converted), a non-numeric, NaN or inf cell, a row with too
-few or too many cells, and a time column that is not strictly increasing.
+line for CSV): an unreadable file, an empty table, a column name with
+capitals, a missing required column (and "given in 'kg', expected 'n'" when
+the same quantity comes with a unit suffix that is not converted), a
+quantity given twice, a cell that is not a plain decimal number, a NaN or
+inf cell, a value outside the column's range (:attr:`Column.bounds`), a row
+with too few or too many cells, and a time column that is not strictly
+increasing.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -42,8 +46,8 @@ import numpy as np
 from flapjax.validation import ConfigError
 
 __all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError", "DataNote",
-           "UnusedColumnsWarning", "check_arrays", "column_names", "read_table", "split_unit", "write_sample",
-           "write_table"]
+           "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table", "split_unit",
+           "write_sample", "write_table"]
 
 #: Exact factors from a unit suffix a file may use to the SI suffix a study
 #: reads, ``(given, expected) -> factor``: the column ``x_mm`` is read as
@@ -89,11 +93,41 @@ class ConvertedUnitsWarning(DataNote):
 @dataclass(frozen=True)
 class Column:
     """A column a study reads: ``name`` with its unit suffix (``fz_n``),
-    whether the file must hold it, and what it means (for messages and docs)."""
+    whether the file must hold it, what it means (for messages and docs),
+    and the values it allows, in the unit of ``name`` (after conversion):
+    ``positive`` (> 0) and ``bounds`` (``(lo, hi)``, both included)."""
 
     name: str
     required: bool = True
     description: str = ""
+    bounds: tuple[float, float] | None = None
+    positive: bool = False
+
+
+def _outside(col: Column, values: np.ndarray) -> tuple[int, str] | None:
+    """The 0-based index of the first of ``values`` (in the unit of
+    ``col.name``) outside the column's range and why, or None."""
+    bad = np.zeros(values.shape, dtype=bool)
+    if col.positive:
+        bad |= ~(values > 0)
+    if col.bounds is not None:
+        bad |= ~((values >= col.bounds[0]) & (values <= col.bounds[1]))
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    v = float(values[i])
+    if col.positive and not v > 0:
+        return i, f"must be > 0, got {v:.6g}"
+    return i, f"value {v:.6g} outside [{col.bounds[0]:g}, {col.bounds[1]:g}]"
+
+
+def check_values(where: str, col: Column, values) -> None:
+    """Check values given as an array against ``col``'s range, as
+    :func:`read_table` checks a file's; raises :class:`DataError` naming
+    ``where``, the column and the 1-based row of the first value outside."""
+    out = _outside(col, np.asarray(values, dtype=np.float64).reshape(-1))
+    if out is not None:
+        raise DataError(f"{where}: column {col.name!r}, row {out[0] + 1}: {out[1]}")
 
 
 class ChannelTable:
@@ -161,14 +195,52 @@ def _csv_lines(path: Path) -> list[tuple[int, list[str]]]:
     return rows
 
 
+def _found(start: bytes) -> str:
+    """What a file that is not a zip archive holds, from its first bytes."""
+    if not start:
+        return "an empty file"
+    if start.startswith(b"\x93NUMPY"):
+        return "a single .npy array (numpy.save); write the columns with numpy.savez(path, name=array, ...)"
+    try:
+        text = start.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return f"binary data beginning {start[:16]!r}"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"text beginning {first[:40]!r}; a CSV table must be named .csv"
+
+
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {k: archive[k] for k in archive.files}
+        with path.open("rb") as f:
+            start = f.read(64)
     except FileNotFoundError:
         raise DataError(f"{path}: cannot read the data file (no such file)") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip archive
+        raise DataError(f"{path}: cannot read the data file as an .npz archive: it is not one (a zip archive, "
+                        f"as numpy.savez writes); found {_found(start)}")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {k: _npz_member(path, archive, k) for k in archive.files}
+    except DataError:
+        raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DataError(f"{path}: cannot read the data file as an .npz archive ({exc})") from None
+
+
+def _npz_member(path: Path, archive, key: str) -> np.ndarray:
+    """One array of an open .npz archive; an object array (which only
+    unpickling would read) is refused."""
+    try:
+        return archive[key]
+    except ValueError as exc:
+        if "pickle" not in str(exc):
+            raise
+        raise DataError(f"{path}: column {key!r}: holds Python objects (an object array), not numbers; "
+                        "save it as a numeric array") from None
 
 
 def column_names(path: str | Path) -> list[str]:
@@ -182,11 +254,29 @@ def column_names(path: str | Path) -> list[str]:
         names = list(_load_npz(p))
         if not names:
             raise DataError(f"{p}: empty file (the .npz archive holds no columns)")
+        _check_header(p, names)
         return names
     rows = _csv_lines(p)
     if not rows:
         raise DataError(f"{p}: empty file (no header row naming the columns)")
+    _check_header(p, rows[0][1], rows[0][0])
     return rows[0][1]
+
+
+def _check_header(path: Path, header: Sequence[str], header_line: int | None = None) -> None:
+    """Every column name non-empty, once, and lowercase (``quantity_unit``:
+    a unit's case would otherwise be ambiguous, mN against MN)."""
+    where = f" (header, line {header_line})" if header_line is not None else ""
+    seen: set[str] = set()
+    for i, name in enumerate(header, start=1):
+        if name == "":
+            raise DataError(f"{path}: the header{where} has an empty column name (column {i})")
+        if name in seen:
+            raise DataError(f"{path}: column {name!r} appears twice in the header{where}")
+        if name != name.lower():
+            raise DataError(f"{path}: column {name!r}{where}: column names are lowercase quantity_unit, the unit "
+                            f"too (its case would be ambiguous: mN, MN); write {name.lower()!r}")
+        seen.add(name)
 
 
 def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
@@ -195,40 +285,38 @@ def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
     declared column the file holds, ``name -> (file column, factor)`` (factor
     1 unless the file gives the quantity in a unit of :data:`UNIT_FACTORS`)."""
     where = f" (header, line {header_line})" if header_line is not None else ""
-    seen: set[str] = set()
-    for name in header:
-        if name == "":
-            raise DataError(f"{path}: the header{where} has an empty column name (column {len(seen) + 1})")
-        if name in seen:
-            raise DataError(f"{path}: column {name!r} appears twice in the header{where}")
-        seen.add(name)
+    _check_header(path, header, header_line)
     by_quantity: dict[str, list[str]] = {}
     for name in header:
-        q, u = split_unit(name)
-        by_quantity.setdefault(q, []).append(u)
+        by_quantity.setdefault(split_unit(name)[0], []).append(name)
     sources: dict[str, tuple[str, float]] = {}
     for col in columns:
-        if col.name in seen:
-            sources[col.name] = (col.name, 1.0)
-            continue
         quantity, unit = split_unit(col.name)
-        other = [u for u in by_quantity.get(quantity, []) if u != unit]
+        given = by_quantity.get(quantity, [])
         what = f" ({col.description})" if col.description else ""
-        if len(other) > 1:
-            raise DataError(f"{path}: column {col.name!r}{what}{where}: the file gives it {len(other)} times, as "
-                            f"{[quantity + '_' + u for u in other]}; keep one")
-        if other and (other[0], unit) in UNIT_FACTORS:
-            sources[col.name] = (f"{quantity}_{other[0]}", UNIT_FACTORS[(other[0], unit)])
+        if len(given) > 1:
+            raise DataError(f"{path}: column {col.name!r}{what}{where}: the file gives it {len(given)} times, as "
+                            f"{given}; keep one")
+        if not given:
+            if col.required:
+                raise DataError(f"{path}: missing required column {col.name!r}{what}{where}; the file has "
+                                f"columns {list(header)}")
             continue
-        if other:
-            known = [g for g, e in UNIT_FACTORS if e == unit]
-            also = f" (converted on reading: {known})" if known else ""
-            raise DataError(f"{path}: column {col.name!r}{what}{where}: given in {other[0]!r}, expected "
-                            f"{unit!r}{also} (the file has {quantity + '_' + other[0]!r}); convert the values to "
-                            f"{unit!r} and name the column {col.name!r}")
-        if col.required:
-            raise DataError(f"{path}: missing required column {col.name!r}{what}{where}; the file has columns "
-                            f"{list(header)}")
+        src, src_unit = given[0], split_unit(given[0])[1]
+        if src == col.name:
+            sources[col.name] = (src, 1.0)
+            continue
+        if src_unit and (src_unit, unit) in UNIT_FACTORS:
+            sources[col.name] = (src, UNIT_FACTORS[(src_unit, unit)])
+            continue
+        known = [g for g, e in UNIT_FACTORS if e == unit]
+        also = f" (converted on reading: {known})" if known else ""
+        if not src_unit:
+            raise DataError(f"{path}: column {col.name!r}{what}{where}: the file's column {src!r} has no unit suffix "
+                            f"(names are quantity_unit); name it {col.name!r} with the values in {unit!r}{also}")
+        raise DataError(f"{path}: column {col.name!r}{what}{where}: given in {src_unit!r}, expected "
+                        f"{unit!r}{also} (the file has {src!r}); convert the values to "
+                        f"{unit!r} and name the column {col.name!r}")
     converted = [f"{src} -> {name} (x {factor:.9g})" for name, (src, factor) in sources.items() if src != name]
     if converted:
         warnings.warn(ConvertedUnitsWarning(f"{path}: converted {', '.join(converted)}"), stacklevel=5)
@@ -239,6 +327,29 @@ def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],
             f"{path}: column(s) {unused} are not read by this study and take no part in the fit (it reads "
             f"{[c.name for c in columns]}; see docs/data_formats.md)"), stacklevel=5)
     return sources
+
+
+#: A plain decimal number, what a CSV cell must hold: ASCII digits with an
+#: optional sign, decimal point and exponent (``-1.5e-3``, ``.5``, ``1e5``);
+#: not what else Python's ``float`` takes (``1_000``, ``infinity``, other
+#: scripts' digits).
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _cell_value(text: str) -> tuple[float, str | None]:
+    """The number in a CSV cell and None, or ``(nan, why it is refused)``."""
+    if text == "":
+        return math.nan, "empty cell (a missing value)"
+    try:
+        v = float(text)
+    except ValueError:
+        return math.nan, "not a number"
+    if not math.isfinite(v):
+        return math.nan, "NaN or inf; drop or repair the row"
+    if not _DECIMAL.fullmatch(text):
+        return math.nan, ("not a plain decimal number (ASCII digits with an optional sign, '.' and exponent, as "
+                          "in -1.5e-3; no '_' or other separators)")
+    return v, None
 
 
 def _cell_error(path: Path, name: str, row: int, line: int | None, text: str, why: str) -> DataError:
@@ -276,21 +387,21 @@ def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarr
                             f"{len(header)} columns ({detail})")
     out: dict[str, np.ndarray] = {}
     lines = [line for line, _ in body]
+    declared = {c.name: c for c in columns}
     for name, (src, factor) in sources.items():
         j = header.index(src)
         values = np.empty(len(body), dtype=np.float64)
         for r, (line, cells) in enumerate(body, start=1):
-            text = cells[j]
-            if text == "":
-                raise _cell_error(path, src, r, line, text, "empty cell (a missing value)")
-            try:
-                v = float(text)
-            except ValueError:
-                raise _cell_error(path, src, r, line, text, "not a number") from None
-            if not math.isfinite(v):
-                raise _cell_error(path, src, r, line, text, "NaN or inf; drop or repair the row")
-            values[r - 1] = v
-        out[name] = values * factor if factor != 1.0 else values
+            values[r - 1], why = _cell_value(cells[j])
+            if why:
+                raise _cell_error(path, src, r, line, cells[j], why)
+        values = values * factor if factor != 1.0 else values
+        bad = _outside(declared[name], values)
+        if bad is not None:
+            i, why = bad
+            as_read = f" (read as {name!r})" if src != name else ""
+            raise _cell_error(path, src, i + 1, lines[i], body[i][1][j], why + as_read)
+        out[name] = values
     return out, lines
 
 
@@ -302,6 +413,7 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
     sources = _check_columns(path, header, columns)
     out: dict[str, np.ndarray] = {}
     n_rows: tuple[str, int] | None = None
+    declared = {c.name: c for c in columns}
     for name, (src, factor) in sources.items():
         col = Column(src)  # messages name the file's column
         arr = np.asarray(data[src])
@@ -322,7 +434,13 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
         if bad.size:
             r = int(bad[0]) + 1
             raise _cell_error(path, col.name, r, None, str(arr[r - 1]), "NaN or inf; drop or repair the row")
-        out[name] = arr * factor if factor != 1.0 else arr
+        arr = arr * factor if factor != 1.0 else arr
+        outside = _outside(declared[name], arr)
+        if outside is not None:
+            i, why = outside
+            as_read = f" (read as {name!r})" if src != name else ""
+            raise _cell_error(path, src, i + 1, None, str(data[src][i]), why + as_read)
+        out[name] = arr
     return out
 
 
@@ -337,6 +455,8 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
             holding the same quantity in a unit of :data:`UNIT_FACTORS`
             (``x_mm`` for ``x_m``) is converted (a :class:`ConvertedUnitsWarning`
             says so); in any other unit (``fz_kg`` for ``fz_n``) it is an error.
+            Values outside a column's :attr:`Column.bounds` (or not > 0
+            where :attr:`Column.positive`), after conversion, are errors.
         time_column: name of a column that must be strictly increasing
             (``time_s``); it is added as a required column when not declared.
 
