@@ -25,8 +25,10 @@ def _log(n=200, rate=200.0):
     [
         (lambda d: d["time_s"].__setitem__(slice(100, None), d["time_s"][100:] + 0.002),
          r"time_s: row 101 comes 0.007 s after the previous one, 1.400 sample periods of 0.005 s"),
-        (lambda d: d["roll_plate_rad"].__setitem__(7, 0.9), "roll_plate_rad: row 8"),
-        (lambda d: d["frequency_hz"].__setitem__(3, 0.0), "frequency_hz: row 4"),
+        (lambda d: d["roll_plate_rad"].__setitem__(7, 0.9),
+         r"log.csv: column 'roll_plate_rad', row 8 \(line 9\): value 0.9 outside \[-0.6, 0.6\]"),
+        (lambda d: d["frequency_hz"].__setitem__(3, 0.0),
+         r"log.csv: column 'frequency_hz', row 4 \(line 5\): must be > 0, got 0"),
         (lambda d: d.pop("yaw_rad"), "yaw_rad"),
     ],
 )

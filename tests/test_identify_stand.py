@@ -234,3 +234,68 @@ def test_cycle_means_leave_hinge_stiffness_and_inertia_open(tmp_path):
     assert phys["relative_std"]["hinge_stiffness"] > 0.5 and phys["relative_std"]["wing_inertia_scale"] > 0.5
     assert "hinge_stiffness, wing_inertia_scale" in phys["notes"][0] and "phase_rad" in phys["notes"][0]
     assert any(line.startswith("note: hinge_stiffness") for line in said)
+
+
+def _sample_with(tmp_path, row, column, value, name="stand.csv"):
+    """The sample table with one cell replaced (data row ``row``, 1-based);
+    returns the path and the file line of that row."""
+    lines = SAMPLE.read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    cells = lines[head + row].split(",")
+    cells[lines[head].split(",").index(column)] = value
+    lines[head + row] = ",".join(cells)
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path, head + row + 1
+
+
+def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
+    from flapjax.identify.flapper.flight_format import LOG_COLUMNS
+    from flapjax.identify.flapper.stand_format import PLATE_LIMIT, STAND_COLUMNS
+
+    path, line = _sample_with(tmp_path, 3, "pitch_plate_rad", "30")
+    with pytest.raises(DataError, match=rf"stand.csv: column 'pitch_plate_rad', row 3 \(line {line}\): value 30 "
+                                        rf"outside \[-0.6, 0.6\] \('30'\)"):
+        S.load_stand_table(path)
+    path, line = _sample_with(tmp_path, 7, "roll_plate_rad", "-0.61")
+    with pytest.raises(DataError, match=rf"column 'roll_plate_rad', row 7 \(line {line}\): value -0.61 outside"):
+        S.load_stand_table(path)
+    with pytest.raises(DataError, match=r"arrays: column 'roll_plate_rad', row 2: value 0.9 outside \[-0.6, 0.6\]"):
+        S.stand_data([20.0, 30.0], [0.06, 0.15], roll_plate=[0.0, 0.9], source="arrays")
+    # one limit for stand tables and flight logs
+    bounds = {c.name: c.bounds for c in (*STAND_COLUMNS, *LOG_COLUMNS) if "plate" in c.name}
+    assert PLATE_LIMIT == 0.6 and set(bounds.values()) == {(-PLATE_LIMIT, PLATE_LIMIT)}
+
+
+def test_non_positive_frequency_names_the_line(tmp_path):
+    path, line = _sample_with(tmp_path, 5, "frequency_hz", "-40")
+    with pytest.raises(DataError, match=rf"stand.csv: column 'frequency_hz', row 5 \(line {line}\): must be > 0, "
+                                        r"got -40"):
+        S.load_stand_table(path)
+
+
+def test_a_stand_table_without_fz_n_is_told_the_missing_column(tmp_path):
+    from flapjax.identify.from_file import identify_from_file
+
+    path = tmp_path / "stand.csv"
+    path.write_text("frequency_hz,roll_plate_rad,pitch_plate_rad,mx_nm,my_nm\n30,0,0.1,1e-5,0\n")
+    with pytest.raises(DataError, match=r"stand.csv: missing required column 'fz_n' \(cycle-mean vertical force "
+                                        r"\[N\]\) of a stand table, the study its columns come closest to"):
+        identify_from_file(path, out_dir=tmp_path / "o", echo=lambda s: None)
+    with pytest.raises(DataError, match=r"log.csv: missing required column 'frequency_hz' .* of a flapper flight log"):
+        pick_study(["time_s", "x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad", "pitch_plate_rad",
+                    "roll_plate_rad"], None, "log.csv")
+    with pytest.raises(DataError, match=r"match no identification study"):  # nothing stands out
+        pick_study(["frequency_hz"], None, "f.csv")
+
+
+def test_cli_refuses_capitalised_and_twice_given_columns(runner, tmp_path):
+    from flapjax.cli import app
+
+    bad = tmp_path / "stand.csv"
+    bad.write_text("Frequency_Hz,fz_n\n30,0.15\n")
+    res = runner.invoke(app, ["identify", "--data", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "column names are lowercase" in res.output and "write 'frequency_hz'" in res.output
+    bad.write_text("frequency_hz,fz_n,fz_mn\n30,0.15,150\n")
+    res = runner.invoke(app, ["identify", "--data", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "the file gives it 2 times, as ['fz_n', 'fz_mn']; keep one" in res.output

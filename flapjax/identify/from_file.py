@@ -13,7 +13,9 @@ file's columns (``flapjax identify --data FILE``).
   flapping-wing robot (:func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
 
 A file that matches none of them raises :class:`~flapjax.identify.data.DataError`
-listing the columns each study needs. The formats are described in
+naming the required columns it lacks of the study its columns come closest
+to (:func:`closest_study`), or else listing the columns each study needs.
+The formats are described in
 ``docs/data_formats.md``.
 """
 
@@ -26,7 +28,7 @@ from typing import Callable
 
 from flapjax.identify.data import DataError, DataNote, column_names, split_unit
 
-__all__ = ["identify_from_file", "pick_study", "study_columns"]
+__all__ = ["closest_study", "identify_from_file", "pick_study", "study_columns"]
 
 
 def _describe(columns, *, extra: str = "") -> str:
@@ -36,20 +38,42 @@ def _describe(columns, *, extra: str = "") -> str:
     return required + extra + (f"; optional {optional}" if optional else "")
 
 
-def study_columns() -> dict[str, str]:
-    """Study -> a description of the columns it needs (for error messages),
-    from the columns each study's reader declares."""
+def _studies() -> dict[str, tuple[str, tuple, str]]:
+    """Study -> (what it reads, the columns its reader declares, what else it needs)."""
     from flapjax.identify.flapper.flight_format import LOG_COLUMNS
     from flapjax.identify.flapper.stand_format import STAND_COLUMNS
     from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
     from flapjax.identify.multirotor.log import hover_columns
 
     return {
-        "stand table": _describe(STAND_COLUMNS, extra=" (no time_s)"),
-        "phase-resolved stand record": _describe(WAVEFORM_COLUMNS, extra=" (no time_s)"),
-        "multirotor hover log": _describe(hover_columns(4), extra=" (for 4 rotors) with --robot NAME|PROFILE.toml"),
-        "flapper flight log": _describe(LOG_COLUMNS, extra=" (no --robot)"),
+        "stand": ("stand table", STAND_COLUMNS, " (no time_s)"),
+        "waveform": ("phase-resolved stand record", WAVEFORM_COLUMNS, " (no time_s)"),
+        "hover": ("multirotor hover log", tuple(hover_columns(4)), " (for 4 rotors) with --robot NAME|PROFILE.toml"),
+        "flight": ("flapper flight log", LOG_COLUMNS, " (no --robot)"),
     }
+
+
+def study_columns() -> dict[str, str]:
+    """Study -> a description of the columns it needs (for error messages),
+    from the columns each study's reader declares."""
+    return {what: _describe(cols, extra=extra) for what, cols, extra in _studies().values()}
+
+
+def closest_study(names) -> tuple[str, list] | None:
+    """The study a file's columns aim at, and the required columns
+    (:class:`~flapjax.identify.data.Column`) of it the file lacks: the study
+    whose declared columns the file holds most of (by quantity, whatever
+    the unit suffix), less the required ones it lacks, when that count is
+    above 0 and beats every other study's; None when no study stands out."""
+    quantities = {split_unit(n)[0] for n in names}
+    scores = []
+    for study, (_, cols, _) in _studies().items():
+        held = sum(split_unit(c.name)[0] in quantities for c in cols)
+        missing = [c for c in cols if c.required and split_unit(c.name)[0] not in quantities]
+        scores.append((held - len(missing), study, missing))
+    scores.sort(key=lambda s: s[0], reverse=True)
+    (best, study, missing), runner_up = scores[0], scores[1][0]
+    return (study, missing) if best > 0 and best > runner_up else None
 
 
 def pick_study(names, robot: str | None, path: str | Path = "") -> str:
@@ -72,6 +96,15 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
         return "hover"
     if timed and "frequency" in quantities:
         return "flight"
+    closest = closest_study(cols)
+    if closest is not None and closest[1] and closest[0] != "hover":
+        what, declared, extra = _studies()[closest[0]]
+        missing = closest[1]
+        named = (f"column {missing[0].name!r} ({missing[0].description})" if len(missing) == 1
+                 else f"columns {[c.name for c in missing]}")
+        raise DataError(f"{path}: missing required {named} of a {what}, the study its columns come closest to; "
+                        f"the file has columns {list(names)}. A {what} needs {_describe(declared, extra=extra)} "
+                        "(see docs/data_formats.md)")
     hint = ""
     if timed:
         hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."

@@ -14,14 +14,19 @@ from flapjax.identify.data import (
     Column,
     DataError,
     check_arrays,
+    check_values,
     read_table,
 )
 
+#: The largest plate angle |delta_p|, |delta_r| a stand table or a flight
+#: log may hold [rad] (the simulator's sweeps take the same range).
+PLATE_LIMIT = 0.6
+
 STAND_COLUMNS = (
-    Column("frequency_hz", True, "flapping frequency [Hz]"),
+    Column("frequency_hz", True, "flapping frequency [Hz]", positive=True),
     Column("fz_n", True, "cycle-mean vertical force [N]"),
-    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]"),
-    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]"),
+    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
     Column("fx_n", False, "cycle-mean force along body x [N]"),
     Column("fy_n", False, "cycle-mean force along body y [N]"),
     Column("mx_nm", False, "cycle-mean moment about body x at the centre of mass [N m]"),
@@ -68,8 +73,8 @@ class StandData(ChannelTable):
 
 def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str = "", **channels) -> StandData:
     """A :class:`StandData` from arrays (same checks as a file: finite,
-    positive frequencies, equal lengths); ``channels`` are ``fx_n``,
-    ``fy_n``, ``mx_nm``, ``my_nm``."""
+    positive frequencies, plate angles within :data:`PLATE_LIMIT`, equal
+    lengths); ``channels`` are ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm``."""
     unknown = sorted(set(channels) - set(CHANNELS))
     if unknown:
         raise DataError(f"{source or 'stand data'}: unknown channel(s) {unknown}; known: {list(CHANNELS)}")
@@ -81,10 +86,9 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     where = source or "stand data"
     check_arrays(where, [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]),
                          *cols.items()])
-    bad = np.nonzero(f <= 0)[0]
-    if bad.size:
-        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, "
-                        f"got {float(f[bad[0]]):g}")
+    declared = {c.name: c for c in STAND_COLUMNS}
+    for name, values in (("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1])):
+        check_values(where, declared[name], values)
     return StandData(f, np.stack(plates, axis=1), cols, source)
 
 
