@@ -158,9 +158,10 @@ def test_cli_identifies_the_stand_sample(runner, tmp_path, sample_run):
     from flapjax.cli import app
 
     out = tmp_path / "cli"
-    res = runner.invoke(app, ["identify", "--data", str(SAMPLE), "--out", str(out), "--no-progress"])
+    res = runner.invoke(app, ["identify", "--data", str(SAMPLE), "--out", str(out), "--no-progress", "--quick"])
     assert res.exit_code == 0, res.output
     assert "k_roll_cross" in res.output and "held-out" in res.output
+    assert "note: --quick is ignored for a stand table" in res.output
     saved = json.loads((out / "results.json").read_text())
     assert saved["k_f"] == pytest.approx(sample_run[1]["k_f"], rel=1e-6)
 

@@ -69,6 +69,8 @@ def test_sample_loads_and_dispatches_to_the_waveform_study():
         ("frequency_hz,phase_rad,fz_n\n" + _rows(freq=-30.0), "row 1: frequency must be > 0 Hz"),
         ("frequency_hz,phase_rad\n30,0.1\n", "missing required column 'fz_n'"),
         ("frequency_hz,phase_rad,fz_n,mx_kgfm\n30,0.1,0.2,0.0\n", "given in 'kgfm', expected 'nm'"),
+        ("frequency_hz,phase_rad,fz_n,pitch_plate_rad\n" + _rows().replace("\n", ",0.1\n").replace(",0.1\n", ",30\n", 1),
+         "column 'pitch_plate_rad', row 1 (line 2): value 30 outside [-0.6, 0.6]"),
     ],
 )
 def test_bad_records_name_the_file_column_and_row(tmp_path, text, message):

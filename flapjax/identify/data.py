@@ -31,19 +31,16 @@ increasing.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 import warnings
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from flapjax.validation import ConfigError
+from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
 
 __all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError", "DataNote",
            "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table", "split_unit",
@@ -68,10 +65,6 @@ UNIT_FACTORS: dict[tuple[str, str], float] = {
     ("mmps", "mps"): 1e-3,
     ("g", "mps2"): 9.80665,
 }
-
-
-class DataError(ConfigError):
-    """A data file cannot be used; the message names the file, the column and the row."""
 
 
 class DataNote(UserWarning):
@@ -159,90 +152,6 @@ def split_unit(name: str) -> tuple[str, str]:
     return quantity, unit
 
 
-def _is_npz(path: Path) -> bool:
-    return path.suffix.lower() == ".npz"
-
-
-def _open_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: cannot read the data file (no such file)") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: cannot read the data file as UTF-8 text (byte {exc.start}); "
-                        "expected a CSV table or an .npz archive") from None
-
-
-def _csv_lines(path: Path) -> list[tuple[int, list[str]]]:
-    """(1-based file line, cells) of every non-comment, non-blank line."""
-    text = _open_text(path)
-    rows: list[tuple[int, list[str]]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            cells = next(csv.reader(io.StringIO(line), skipinitialspace=True))
-        except csv.Error as exc:
-            raise DataError(f"{path}: line {lineno}: cannot parse the CSV line ({exc})") from None
-        rows.append((lineno, [c.strip() for c in cells]))
-    return rows
-
-
-def _found(start: bytes) -> str:
-    """What a file that is not a zip archive holds, from its first bytes."""
-    if not start:
-        return "an empty file"
-    if start.startswith(b"\x93NUMPY"):
-        return "a single .npy array (numpy.save); write the columns with numpy.savez(path, name=array, ...)"
-    try:
-        text = start.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return f"binary data beginning {start[:16]!r}"
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return f"text beginning {first[:40]!r}; a CSV table must be named .csv"
-
-
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with path.open("rb") as f:
-            start = f.read(64)
-    except FileNotFoundError:
-        raise DataError(f"{path}: cannot read the data file (no such file)") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
-    if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip archive
-        raise DataError(f"{path}: cannot read the data file as an .npz archive: it is not one (a zip archive, "
-                        f"as numpy.savez writes); found {_found(start)}")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {k: _npz_member(path, archive, k) for k in archive.files}
-    except DataError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataError(f"{path}: cannot read the data file as an .npz archive ({exc})") from None
-
-
-def _npz_member(path: Path, archive, key: str) -> np.ndarray:
-    """One array of an open .npz archive; an object array (which only
-    unpickling would read) is refused."""
-    try:
-        return archive[key]
-    except ValueError as exc:
-        if "pickle" not in str(exc):
-            raise
-        raise DataError(f"{path}: column {key!r}: holds Python objects (an object array), not numbers; "
-                        "save it as a numeric array") from None
-
-
 def column_names(path: str | Path) -> list[str]:
     """The column names of a data file (the CSV header or the NPZ keys), in
     file order; used to pick the study a file belongs to.
@@ -250,13 +159,13 @@ def column_names(path: str | Path) -> list[str]:
     Raises :class:`DataError` on an unreadable or empty file.
     """
     p = Path(path)
-    if _is_npz(p):
-        names = list(_load_npz(p))
+    if is_npz(p):
+        names = list(load_npz(p))
         if not names:
             raise DataError(f"{p}: empty file (the .npz archive holds no columns)")
         _check_header(p, names)
         return names
-    rows = _csv_lines(p)
+    rows = csv_lines(p)
     if not rows:
         raise DataError(f"{p}: empty file (no header row naming the columns)")
     _check_header(p, rows[0][1], rows[0][0])
@@ -367,7 +276,7 @@ def _check_time(path: Path, name: str, t: np.ndarray, lines: Sequence[int] | Non
 
 
 def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarray], list[int]]:
-    rows = _csv_lines(path)
+    rows = csv_lines(path)
     if not rows:
         raise DataError(f"{path}: empty file (no header row naming the columns)")
     header = rows[0][1]
@@ -406,7 +315,7 @@ def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarr
 
 
 def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
-    data = _load_npz(path)
+    data = load_npz(path)
     if not data:
         raise DataError(f"{path}: empty file (the .npz archive holds no columns)")
     header = list(data)
@@ -474,7 +383,7 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
     names = [c.name for c in cols]
     if len(set(names)) != len(names):
         raise ValueError(f"columns: duplicate names in {names}")
-    if _is_npz(p):
+    if is_npz(p):
         table, lines = _read_npz(p, cols), None
     else:
         table, lines = _read_csv(p, cols)

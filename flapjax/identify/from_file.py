@@ -172,12 +172,16 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
 
         if robot:
             echo(f"note: --robot {robot} is ignored for a stand record (flapping-wing robot)")
+        if quick:
+            echo("note: --quick is ignored for a stand record (its fit has no shorter form)")
         return run_waveform_identification(path, out_dir, echo=echo)
     if study == "stand":
         from flapjax.identify.flapper.stand import run_stand_identification
 
         if robot:
             echo(f"note: --robot {robot} is ignored for a stand table (flapping-wing robot)")
+        if quick:
+            echo("note: --quick is ignored for a stand table (its fit has no shorter form)")
         return run_stand_identification(path, out_dir, echo=echo, physical=physical)
     if study == "hover":
         from flapjax.identify.multirotor import run_hover_identification

@@ -22,15 +22,17 @@ from flapjax.identify.data import (
     Column,
     DataError,
     check_arrays,
+    check_values,
     read_table,
 )
+from flapjax.identify.flapper.stand_format import PLATE_LIMIT
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
     Column("phase_rad", True, "stroke drive phase at the bin centre, in [0, 2 pi) [rad]"),
     Column("fz_n", True, "phase-averaged vertical force [N]"),
-    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]"),
-    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]"),
+    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
     Column("fx_n", False, "phase-averaged force along body x [N]"),
     Column("fy_n", False, "phase-averaged force along body y [N]"),
     Column("mx_nm", False, "phase-averaged moment about body x at the centre of mass at rest [N m]"),
@@ -108,6 +110,9 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
     plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
     check_arrays(where, [("frequency_hz", f), ("phase_rad", theta), ("pitch_plate_rad", plates[0]),
                          ("roll_plate_rad", plates[1]), *cols.items()])
+    declared = {c.name: c for c in WAVEFORM_COLUMNS}
+    for name, values in (("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1])):
+        check_values(where, declared[name], values)
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
         raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {float(f[bad[0]])!r}")

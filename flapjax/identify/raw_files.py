@@ -1,0 +1,102 @@
+"""Raw reading of measured-data files: the bytes of a CSV or NPZ file to
+text lines or arrays, and :class:`DataError` for a file that cannot be
+used. :mod:`flapjax.identify.data` checks what they hold."""
+
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from flapjax.validation import ConfigError
+
+
+class DataError(ConfigError):
+    """A data file cannot be used; the message names the file, the column and the row."""
+
+
+def is_npz(path: Path) -> bool:
+    return path.suffix.lower() == ".npz"
+
+
+def open_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: cannot read the data file (no such file)") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: cannot read the data file as UTF-8 text (byte {exc.start}); "
+                        "expected a CSV table or an .npz archive") from None
+
+
+def csv_lines(path: Path) -> list[tuple[int, list[str]]]:
+    """(1-based file line, cells) of every non-comment, non-blank line."""
+    text = open_text(path)
+    rows: list[tuple[int, list[str]]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            cells = next(csv.reader(io.StringIO(line), skipinitialspace=True))
+        except csv.Error as exc:
+            raise DataError(f"{path}: line {lineno}: cannot parse the CSV line ({exc})") from None
+        rows.append((lineno, [c.strip() for c in cells]))
+    return rows
+
+
+def _found(start: bytes) -> str:
+    """What a file that is not a zip archive holds, from its first bytes."""
+    if not start:
+        return "an empty file"
+    if start.startswith(b"\x93NUMPY"):
+        return "a single .npy array (numpy.save); write the columns with numpy.savez(path, name=array, ...)"
+    try:
+        text = start.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return f"binary data beginning {start[:16]!r}"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"text beginning {first[:40]!r}; a CSV table must be named .csv"
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with path.open("rb") as f:
+            start = f.read(64)
+    except FileNotFoundError:
+        raise DataError(f"{path}: cannot read the data file (no such file)") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip archive
+        raise DataError(f"{path}: cannot read the data file as an .npz archive: it is not one (a zip archive, "
+                        f"as numpy.savez writes); found {_found(start)}")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {k: _npz_member(path, archive, k) for k in archive.files}
+    except DataError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise DataError(f"{path}: cannot read the data file as an .npz archive ({exc})") from None
+
+
+def _npz_member(path: Path, archive, key: str) -> np.ndarray:
+    """One array of an open .npz archive; an object array (which only
+    unpickling would read) is refused."""
+    try:
+        return archive[key]
+    except ValueError as exc:
+        if "pickle" not in str(exc):
+            raise
+        raise DataError(f"{path}: column {key!r}: holds Python objects (an object array), not numbers; "
+                        "save it as a numeric array") from None
