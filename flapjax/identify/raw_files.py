@@ -19,18 +19,27 @@ class DataError(ConfigError):
 
 
 def is_npz(path: Path) -> bool:
+    """Whether ``path`` names an .npz archive (by its suffix)."""
     return path.suffix.lower() == ".npz"
 
 
-def open_text(path: Path) -> str:
+def _read_bytes(path: Path, size: int = -1) -> bytes:
+    """The file's first ``size`` bytes (all by default); :class:`DataError`
+    when it cannot be read."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            return f.read(size)
     except FileNotFoundError:
         raise DataError(f"{path}: cannot read the data file (no such file)") from None
     except IsADirectoryError:
         raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+
+
+def open_text(path: Path) -> str:
+    """The file's text (UTF-8, a byte-order mark dropped)."""
+    raw = _read_bytes(path)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -69,15 +78,8 @@ def _found(start: bytes) -> str:
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with path.open("rb") as f:
-            start = f.read(64)
-    except FileNotFoundError:
-        raise DataError(f"{path}: cannot read the data file (no such file)") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    """Every array of an .npz archive, by name."""
+    start = _read_bytes(path, 64)
     if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip archive
         raise DataError(f"{path}: cannot read the data file as an .npz archive: it is not one (a zip archive, "
                         f"as numpy.savez writes); found {_found(start)}")
