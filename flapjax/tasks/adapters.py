@@ -20,8 +20,9 @@ to the task's action by :func:`to_task_action`:
   :func:`action_bounds` (end-effector position within 2 m horizontally and
   0-2 m up, velocity within 2 m/s, feed-forward force within the weight,
   yaw within pi);
-* ``"wrench"``: the same affine map, force within the summed maximum thrust
-  and torque within that thrust at the longest arm.
+* ``"wrench"``: the same affine map, body force within the summed maximum
+  thrust (``F_z`` from 0, so ``a = 0`` asks half of it) and torque within
+  that thrust at the longest arm.
 """
 
 from __future__ import annotations
@@ -56,15 +57,18 @@ def action_bounds(env: TaskEnv) -> tuple[np.ndarray, np.ndarray]:
         one = np.ones(env.action_size, np.float32)
         return -one, one
     if env.config.action_mode == "setpoint":
-        weight = float(prof.mass) * GRAVITY
+        weight = float(np.asarray(prof.mass)) * GRAVITY
         high = np.array([2.0, 2.0, 2.0, 2.0, 2.0, 2.0, weight, weight, weight, np.pi], np.float32)
         low = -high.copy()
         low[2] = 0.0
         return low, high
-    thrust = float(np.sum(prof.thrust_max))
+    # numpy on the concrete profile: these are constants even inside a jitted step
+    thrust = float(np.sum(np.asarray(prof.thrust_max)))
     arm = float(np.max(np.linalg.norm(np.asarray(prof.positions), axis=1)))
     high = np.array([thrust] * 3 + [thrust * arm] * 3, np.float32)
-    return -high, high
+    low = -high.copy()
+    low[2] = 0.0  # rotors push along +z: a = 0 asks half the summed maximum thrust, near hover
+    return low, high
 
 
 def to_task_action(env: TaskEnv, action: Float[Array, " a"]) -> Float[Array, " a"]:

@@ -8,11 +8,22 @@
 The Brax ``State`` carries the task's :class:`~flapjax.tasks.base.EnvState`
 as ``pipeline_state`` (Brax's auto-reset wrapper restores it leaf by leaf),
 the observation (``observation_size``,), the reward, ``done``, the task's
-per-step ``metrics`` and ``info``. ``done`` is 1 when the episode ends;
-``info["truncation"]`` is 1 when it ended by the time limit only (value
-bootstrapping continues) and ``info["terminated"]`` when it ended by failure
-(divergence; on the rigid backend, the robot reaching a surface). Actions
-are in [-1, 1] (:func:`flapjax.tasks.adapters.to_task_action`).
+per-step ``metrics`` and ``info``. As in Brax's own environments, ``done``
+is 1 on failure only (divergence; on the rigid backend, the robot reaching
+a surface; also ``info["terminated"]``): the time limit belongs to Brax's
+``EpisodeWrapper`` (``ppo.train(episode_length=env.episode_length)`` or
+:func:`wrap_for_brax_training`), which sets ``done`` and
+``info["truncation"]`` = 1 there, so PPO bootstraps the value at the limit
+instead of treating it as a terminal state. (Had ``done`` already been 1 at
+the limit, the wrapper would report no truncation.) The unwrapped step also
+reports ``info["truncation"]`` at the task's own limit. Actions are in
+[-1, 1] (:func:`flapjax.tasks.adapters.to_task_action`).
+
+Brax's ``AutoResetWrapper`` restores each environment's first state: every
+episode of one environment slot replays the same randomized world and the
+same noise draws, so training sees ``num_envs`` worlds (use many
+environments, or Brax's ``randomization_fn``, for more). The gymnasium
+adapters draw a new world at every reset.
 
 Compatibility shim. Brax 0.14.2's trainers call ``jax.device_put_replicated``,
 which JAX 0.10 removed. :func:`install_brax_shim` (run when this module is
@@ -148,7 +159,7 @@ class BraxTaskEnv(brax_base.Env):
         inner = env.step(state.pipeline_state, adapters.to_task_action(env, action))
         term = adapters.terminated(env, inner)
         limit = adapters.time_limit(env, inner)
-        new = self._wrap(inner, inner.reward, term | limit, limit & ~term, term)
+        new = self._wrap(inner, inner.reward, term, limit & ~term, term)
         info = dict(state.info)  # keep what Brax's wrappers added
         info.update(new.info)
         metrics = dict(state.metrics)
