@@ -83,8 +83,11 @@ def evaluate(
     except BaseException as exc:  # no traceback reaches the user: bad input exits 2
         exit_on_error(exc)
     sat = report["saturation"]
-    typer.echo(f"{task}/{robot}: success rate {report['success_rate']:.3f} over {worlds} worlds; "
-               f"{report['primary_metric']} mean {report['metrics'][report['primary_metric']]['mean']:.4g}; "
+    lo, hi = report["success_rate_ci95"]
+    primary = report["metrics"][report["primary_metric"]]
+    typer.echo(f"{task}/{robot}: success rate {report['success_rate']:.3f} (95 % interval {lo:.3f}-{hi:.3f}) "
+               f"over {worlds} worlds; {report['primary_metric']} mean {primary['mean']:.4g} "
+               f"+- {1.96 * primary['sem']:.2g}; "
                f"saturated rotor-steps {sat['rotor_step_fraction_mean']:.4f}, "
                f"min control margin {sat['min_control_margin']:.3f}")
     if report.get("unhealthy_worlds"):

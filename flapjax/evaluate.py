@@ -24,6 +24,12 @@ margin; speed or body rate beyond the profile's bounds; see
 ``unhealthy_worlds``; the control margins are reported over the healthy
 worlds, with ``non_finite_margins`` counting the others.
 
+Uncertainty: the success rate comes with its Wilson 95 % interval
+(``success_rate_ci95``), each task metric with its standard error and a
+95 % interval of its mean (``sem``, ``mean_ci95``) and its sample standard
+deviation: compare two controllers or simulators by these, not by the
+means alone.
+
 Ablation: ``ablate=("ground_effect",)`` reruns the same worlds (same keys,
 same controller) with that effect switched off in the simulated physics and
 reports both and their difference. For ``near_ground`` the ground-effect
@@ -200,25 +206,48 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
 
 
 def _stats(x: np.ndarray) -> dict:
+    """Mean with its standard error and 95 % interval (normal approximation,
+    ``mean +- 1.96 sem``), sample standard deviation (ddof 1), quantiles."""
     x = np.asarray(x, dtype=np.float64)
-    return dict(mean=float(np.mean(x)), std=float(np.std(x)), median=float(np.median(x)),
-                p10=float(np.percentile(x, 10)), p90=float(np.percentile(x, 90)), min=float(np.min(x)),
-                max=float(np.max(x)))
+    n = x.size
+    std = float(np.std(x, ddof=1)) if n > 1 else math.nan
+    sem = std / math.sqrt(n) if n > 1 else math.nan
+    mean = float(np.mean(x))
+    return dict(mean=mean, sem=sem, mean_ci95=[mean - 1.96 * sem, mean + 1.96 * sem], std=std,
+                median=float(np.median(x)), p10=float(np.percentile(x, 10)), p90=float(np.percentile(x, 90)),
+                min=float(np.min(x)), max=float(np.max(x)))
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> list[float]:
+    """Wilson score interval ``[lo, hi]`` of a success rate (95 % for
+    ``z = 1.96``): unlike ``p +- z sqrt(p (1 - p) / n)`` it stays inside
+    [0, 1] and is not empty at 0 or n successes."""
+    if n <= 0:
+        return [math.nan, math.nan]
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
 def aggregate(env: TaskEnv, result: dict) -> dict:
-    """Report entries of one run: success rate, task metrics, saturation use."""
+    """Report entries of one run: success rate (with its Wilson 95 %
+    interval), task metrics (with standard errors), saturation use; control
+    margins over the healthy worlds only (not diverged, finite margin)."""
     s = result["summary"]
     skip = {"success", "diverged", "saturation_fraction", "min_control_margin"}
     sat = s["saturation_fraction"]
     margin = np.asarray(s["min_control_margin"], dtype=np.float64)
     finite = np.isfinite(margin)
-    margin_ok = margin[finite] if finite.any() else np.array([np.nan])
+    healthy = finite & ~np.asarray(s["diverged"], dtype=bool)
+    margin_ok = margin[healthy] if healthy.any() else np.array([np.nan])
+    n_success = int(np.sum(s["success"]))
     return dict(
         success_rate=float(np.mean(s["success"])),
-        n_success=int(np.sum(s["success"])),
+        success_rate_ci95=wilson_interval(n_success, int(np.size(s["success"]))),
+        n_success=n_success,
         diverged=int(np.sum(s["diverged"])),
-        unhealthy_worlds=int(np.sum(s["diverged"] | ~finite)),
+        unhealthy_worlds=int(np.sum(~healthy)),
         non_finite_margins=int(np.sum(~finite)),
         metrics={k: _stats(v) for k, v in s.items() if k not in skip},
         saturation=dict(

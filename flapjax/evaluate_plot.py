@@ -42,7 +42,8 @@ def plot_report(env: TaskEnv, report: dict, result: dict, ablations: dict, path)
     a.scatter(sc[xkey][~ok], metric[~ok], s=8, color="C3", label="failure")
     a.set_xlabel(xkey)
     a.set_ylabel(env.primary_metric)
-    a.set_title(f"success rate {report['success_rate']:.3f} "
+    lo, hi = report["success_rate_ci95"]
+    a.set_title(f"success rate {report['success_rate']:.3f} [{lo:.2f}, {hi:.2f}] "
                 f"(randomization {'on' if report['randomization']['enabled'] else 'off'})")
     a.legend(fontsize=7)
 

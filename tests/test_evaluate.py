@@ -79,3 +79,31 @@ def test_bad_evaluation_arguments_fail_early():
         evaluate("near_ground", n_worlds=2, ablate=("magic",), progress=False, overrides={"episode_length": 1})
     with pytest.raises(ConfigError, match="n_worlds"):
         run_episodes(tasks.make("near_ground"), 0)
+
+
+def test_wilson_interval_golden_values():
+    from flapjax.evaluate import wilson_interval
+
+    # 8 of 10: the textbook example, 95 % (z = 1.96): [0.4902, 0.9433].
+    np.testing.assert_allclose(wilson_interval(8, 10), [0.49016, 0.94332], atol=1e-5)
+    lo, hi = wilson_interval(0, 20)
+    assert lo == 0.0 and hi == pytest.approx(0.16113, abs=1e-5)  # not empty at zero successes
+    lo, hi = wilson_interval(256, 256)
+    assert hi == 1.0 and lo == pytest.approx(1 - 0.014787, abs=1e-5)
+
+
+def test_aggregate_excludes_diverged_worlds_from_the_margins_and_gives_uncertainties():
+    from flapjax.evaluate import aggregate
+
+    env = tasks.make("near_ground", backend="rigid")
+    summary = dict(success=np.array([True, True, False, True]), diverged=np.array([False, False, True, False]),
+                   saturation_fraction=np.zeros(4), min_control_margin=np.array([0.2, 0.3, -5.0, np.nan]),
+                   height_rmse=np.array([0.010, 0.012, 0.030, 0.014]))
+    rep = aggregate(env, dict(summary=summary, seconds=1.0))
+    assert rep["saturation"]["min_control_margin"] == pytest.approx(0.2)  # the frozen world's -5 is not counted
+    assert rep["unhealthy_worlds"] == 2 and rep["non_finite_margins"] == 1
+    x = summary["height_rmse"]
+    st = rep["metrics"]["height_rmse"]
+    assert st["std"] == pytest.approx(np.std(x, ddof=1)) and st["sem"] == pytest.approx(np.std(x, ddof=1) / 2)
+    np.testing.assert_allclose(st["mean_ci95"], [x.mean() - 1.96 * st["sem"], x.mean() + 1.96 * st["sem"]])
+    np.testing.assert_allclose(rep["success_rate_ci95"], [0.30064, 0.95442], atol=1e-5)

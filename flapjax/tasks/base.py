@@ -47,6 +47,9 @@ then on.
 
 ``done`` turns 1 at the end of the episode or when a world diverged (frozen by
 the world); the environment does not auto-reset (training wrappers do).
+A failing step (divergence, or a touch on the rigid backend) has reward 0;
+every task's reward lies in (0, 1], so ending an episode by failure never
+pays more than flying on.
 ``metrics`` holds this step's values (Brax convention); ``info`` holds the
 episode accumulators that :meth:`TaskEnv.summarize` turns into task metrics,
 success and saturation use.

@@ -15,6 +15,8 @@ adds 5-15 % thrust: a controller that ignores it is pushed up.
 
 Metric: end-effector height RMSE over the episode (every physics step).
 Success: RMSE <= ``success_rmse`` and no divergence.
+Reward per step, in (0, 1]: ``exp(-(e / success_rmse)^2)`` with ``e`` the
+height RMSE over the step's physics steps.
 
 Reference controller: the profile as setpoint with velocity and acceleration
 feed-forward; with ``compensate_ground_effect`` it also subtracts the thrust

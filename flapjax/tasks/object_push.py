@@ -9,6 +9,9 @@ takes the larger of the two), randomized with ``friction_scale``.
 
 Metric: final horizontal distance of the box centre to the goal.
 Success: final error <= ``success_distance``.
+Reward per step, in (0, 1] so that a failure's 0 never pays:
+``0.9 exp(-d / D) + 0.1 exp(-r / D)`` with ``d`` the box-goal distance,
+``r`` the horizontal end-effector-box distance and ``D = 4 success_distance``.
 
 Reference controller (heading fixed at the start): from the box pose, aim
 along ``u`` (box -> goal); the end-effector target sits behind the box centre,
@@ -146,7 +149,8 @@ class ObjectPush(TaskEnv):
         box, _ = self.box_pose(new)
         dist = safe_norm(new.task.goal - box[:2])
         reach = safe_norm(self.ee_position(new)[:2] - box[:2])
-        reward = -dist - 0.1 * reach
+        scale = 4.0 * self.config.success_distance
+        reward = 0.9 * jnp.exp(-dist / scale) + 0.1 * jnp.exp(-reach / scale)
         return reward, dict(box_distance=dist), {}
 
     def _task_summary(self, state):

@@ -13,6 +13,10 @@ Metrics over the hold phase: contact-force RMSE against the command and the
 fraction of physics steps in contact (normal force > ``contact_threshold``).
 Success: force RMSE <= ``success_force_rmse`` and contact fraction >=
 ``success_contact_fraction``.
+Reward per step, in (0, 1]: during the approach ``exp(-(g / 0.05 m)^2)``
+with ``g`` the end-effector distance to the contact point; from the force
+ramp on ``exp(-(e / success_force_rmse)^2)`` with ``e`` the step's normal
+force RMSE against the command.
 
 Reference controller: a smooth approach along the normal to the touching
 point (end-effector sphere tangent to the wall), then the same setpoint with
