@@ -149,3 +149,21 @@ def test_prepared_once_is_the_same_as_params_every_step():
     np.testing.assert_allclose(ta.position, tb.position, rtol=0, atol=1e-12)
     np.testing.assert_allclose(fa.data.qpos, fb.data.qpos, rtol=0, atol=1e-12)
     assert float(jnp.abs(ta.position[-1] - ta.position[0]).max()) > 1e-4  # it flew
+
+
+def test_controller_assumes_the_nominal_airframe_unless_given_the_true_one():
+    """A world 30 % heavier than nominal: the controller's weight
+    feed-forward uses ``controller_profile`` (the nominal airframe by
+    default), so the robot sags until the integral catches up; told the true
+    airframe it holds its height from the start."""
+    world = mr.MultirotorWorld("quad_x", backend="rigid", sensor_noise=False)
+    nominal = world.default_params()
+    assert nominal.controller_profile is nominal.profile
+    heavy = eqx.tree_at(lambda q: q.profile.mass, nominal, nominal.profile.mass * 1.3)
+    privileged = eqx.tree_at(lambda q: q.controller_profile, heavy, heavy.profile)
+    start = jnp.array([0.0, 0.0, 1.0])
+    run = jax.jit(lambda prm: world.rollout(prm, world.reset(prm, jax.random.key(0), start), Reference.hover(start),
+                                            150)[1].position[:, 2] - start[2])
+    sag_nominal, sag_heavy, sag_privileged = (float(jnp.min(run(p))) for p in (nominal, heavy, privileged))
+    assert abs(sag_nominal) < 1e-3 and abs(sag_privileged) < 1e-3
+    assert sag_heavy < -0.03  # 0.3 s with 30 % of the weight unannounced

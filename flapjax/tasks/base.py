@@ -14,7 +14,10 @@ the object pose, the colours and the physical parameters; the noise stream
 drives sensor noise, command noise and observation noise; the turbulence
 stream drives the wind. ``reset(key, noise_key=k2)`` takes the noise and
 turbulence streams from ``k2`` instead, so changing ``k2`` never changes the
-randomized world.
+randomized world. The randomized airframe (mass, inertia, thrust and torque
+coefficients, motor time constants) is the physics'; the controller keeps
+the nominal one (``WorldParams.controller_profile``), as flight software
+that was tuned for the nominal robot would.
 
 Actions (``config.action_mode``):
 
@@ -306,7 +309,9 @@ class TaskEnv:
         c, s = jnp.cos(yaw), jnp.sin(yaw)
         r_ee = params.profile.ee_position
         offset = jnp.stack([c * r_ee[0] - s * r_ee[1], s * r_ee[0] + c * r_ee[1], r_ee[2]])
-        return Reference(position=p_ee - offset, velocity=v_ee, acceleration=f_ff / params.profile.mass, yaw=yaw)
+        # the controller turns the acceleration back into force with the mass it assumes
+        return Reference(position=p_ee - offset, velocity=v_ee, acceleration=f_ff / params.controller_profile.mass,
+                         yaw=yaw)
 
     def residual_scale(self) -> Float[Array, "10"]:
         """(10,) setpoint change of a residual action of ones (``config.residual_scale``

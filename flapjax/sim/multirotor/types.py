@@ -19,12 +19,17 @@ class WorldParams(eqx.Module):
 
     Attributes:
       scene: ground, wall and box parameters.
-      profile: airframe values used by the chain and the controller; mass
-        and inertia are also written to the MJX body, while the collision
-        geoms keep the nominal layout the world was built from.
+      profile: the airframe as it is (what the chain and the physics use);
+        mass and inertia are also written to the MJX body, while the
+        collision geoms keep the nominal layout the world was built from.
       chain: chain coefficients (proximity, drag, wind, allocation weights).
       noise: sensor and command noise.
       gains: controller gains.
+      controller_profile: the airframe the flight software assumes: the
+        controller's mass and inertia feed-forward and the allocation
+        (mixer) inverse. The world's nominal profile by default, so a
+        randomized ``profile`` is not known to the controller; set it to
+        ``profile`` for a controller with privileged knowledge.
     """
 
     scene: sc.Scene
@@ -32,6 +37,7 @@ class WorldParams(eqx.Module):
     chain: rotor.ChainParams
     noise: NoiseParams
     gains: WrenchGains
+    controller_profile: rotor.RotorProfile
 
 
 class WorldState(eqx.Module):

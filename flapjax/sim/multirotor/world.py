@@ -152,7 +152,7 @@ class MultirotorWorld(eqx.Module):
         """Nominal per-world parameters (default scene, no wind, no noise)."""
         scene = sc.Scene(box_half_size=self.box_half_size) if scene is None else scene
         return WorldParams(scene=scene, profile=self.profile, chain=rotor.ChainParams(), noise=NoiseParams(),
-                           gains=WrenchGains.for_profile(self.profile))
+                           gains=WrenchGains.for_profile(self.profile), controller_profile=self.profile)
 
     def randomize(self, params: WorldParams, key: PRNGKeyArray, ranges: sc.SceneRanges) -> WorldParams:
         """Task randomization of the scene from the world key's randomization
@@ -169,9 +169,10 @@ class MultirotorWorld(eqx.Module):
 
     def prepare(self, params: WorldParams) -> Prepared:
         """What every step of this world derives from ``params``, built once:
-        the world's model and the allocation inverse (pass the result to
+        the world's model and the allocation inverse of the controller's
+        airframe (``params.controller_profile``) (pass the result to
         :meth:`step`; :meth:`rollout` prepares by itself)."""
-        inverse = rotor.allocation_inverse(params.profile, weights=params.chain.allocation_weights)
+        inverse = rotor.allocation_inverse(params.controller_profile, weights=params.chain.allocation_weights)
         return Prepared(params=params, model=self.world_model(params), allocation_inverse=inverse)
 
     def _prepared(self, params: WorldParams | Prepared) -> Prepared:
@@ -249,7 +250,8 @@ class MultirotorWorld(eqx.Module):
                                sensor_noise=self.sensor_noise)
         estimate, noise_position = st.estimate(params.noise.sensor, draws[0], body)
         if wrench is None:
-            wrench_cmd, ctrl = wrench_command(params.gains, prof, estimate, reference, state.controller, dt=self.dt)
+            wrench_cmd, ctrl = wrench_command(params.gains, params.controller_profile, estimate, reference,
+                                              state.controller, dt=self.dt)
         else:
             wrench_cmd, ctrl = jnp.asarray(wrench, dtype=prof.mass.dtype), state.controller
         prox = st.proximity(params.scene, prof, body, with_box=self.with_box)
