@@ -48,6 +48,18 @@ reaches the ground or the wall ends its episode (``done``), counts as a
 failure in :meth:`TaskEnv.summarize` (``touched``) and gets no reward from
 then on.
 
+Observation (float32): 19 entries every task shares, then the task's own.
+The shared ones come from the noisy sensor (``config.noise``): end-effector
+position (3, world) [m], CoM velocity (3, world) [m/s], the body-to-world
+rotation matrix (9, row-major), body rates (3, body) [rad/s], and the episode
+phase ``step / episode_length`` (1). The task's entries: ``near_ground`` the
+reference height minus the measured end-effector height, the reference
+height rate and the reference height (3); ``wall_contact`` the contact point
+minus the end-effector (3), the wall normal (3), the commanded and the last
+measured normal force (2); ``object_push`` the box position minus the
+end-effector (3), the box heading's cosine and sine (2) and the goal minus
+the box (2) (the box pose is exact).
+
 ``done`` turns 1 at the end of the episode or when a world diverged (frozen by
 the world); the environment does not auto-reset (training wrappers do).
 A failing step (divergence, or a touch on the rigid backend) has reward 0;

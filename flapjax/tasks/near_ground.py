@@ -13,7 +13,10 @@ with the smooth step ``s(u) = (1 - cos(pi u)) / 2``. Near the bottom every
 rotor is about ``z_min`` above the ground, where the Cheeseman–Bennett factor
 adds 5-15 % thrust: a controller that ignores it is pushed up.
 
-Metric: end-effector height RMSE over the episode (every physics step).
+Metric: end-effector height RMSE from ``start_time`` to the end (every
+physics step); the start window, in which the reference holds ``z_c``, lets
+a robot settle from its randomized start position (``start_position``, up
+to +-5 cm in z) before it is scored.
 Success: RMSE <= ``success_rmse`` and no divergence.
 Reward per step, in (0, 1]: ``exp(-(e / success_rmse)^2)`` with ``e`` the
 height RMSE over the step's physics steps.
@@ -46,7 +49,7 @@ class NearGroundConfig(TaskConfig):
     Attributes:
       cruise_height: z_c, end-effector height at start and end [m].
       min_height: z_min, lowest end-effector height [m].
-      start_time: t_0, hold before the descent [s].
+      start_time: t_0, hold before the descent; the metric counts from here [s].
       descent_time: T_d, duration of the descent and of the climb [s].
       hold_time: T_h, time at z_min [s].
       success_rmse: largest height RMSE counted as success [m].
@@ -134,8 +137,10 @@ class NearGround(TaskEnv):
         z = infos.ee_position[:, 2] - new.params.scene.ground_height
         err = z - z_ref
         sq = jnp.sum(err**2)
-        info = dict(height_sq_error=prev.info["height_sq_error"] + sq,
-                    height_samples=prev.info["height_samples"] + cfg.substeps,
+        # Scored after the start window, in which the robot settles from its (randomized) start.
+        scored = (k.astype(jnp.float32) * cfg.physics_dt >= cfg.start_time).astype(err.dtype)
+        info = dict(height_sq_error=prev.info["height_sq_error"] + jnp.sum(scored * err**2),
+                    height_samples=prev.info["height_samples"] + jnp.sum(scored),
                     min_ee_height=jnp.minimum(prev.info["min_ee_height"], jnp.min(z)))
         rms = jnp.sqrt(sq / cfg.substeps)
         reward = jnp.exp(-(rms / cfg.success_rmse) ** 2)
