@@ -106,3 +106,34 @@ def test_unknown_noise_field_is_named_with_the_known_ones(runner, tmp_path):
                               "--out", str(tmp_path / "o"), "--no-progress"])
     assert res.exit_code == 2
     assert "noise: unknown field(s) ['sensor_position_stdd']; known: ['sensor_position_std'" in res.output
+
+
+def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monkeypatch):
+    """``--study validation`` (or damping) after an earlier run in the same
+    folder uses that run's identified values, not the seed's."""
+    from flapjax.identify import flapper
+    from flapjax.identify.flapper import run as run_module
+
+    cfg_file = tmp_path / "tiny.toml"
+    cfg_file.write_text(TINY.replace('studies = ["lift", "moments"]', 'studies = ["lift"]'))
+    out = tmp_path / "out"
+    first = flapper.run_identification(flapper.load_config(cfg_file), out, progress=False, echo=lambda s: None)
+    k_f = float(first.identified["k_f"])
+
+    class Flown(Exception):
+        pass
+
+    def fly(cfg, identified, *, bar=None):
+        raise Flown(identified)
+
+    monkeypatch.setattr(run_module, "study_validation", fly)
+    cfg = flapper.load_config(cfg_file)
+    cfg["run"]["studies"] = ["validation"]
+    with pytest.raises(Flown) as flown:
+        flapper.run_identification(flapper.validate_config(cfg), out, progress=False, echo=lambda s: None)
+    assert float(flown.value.args[0].lift_coefficient) == pytest.approx(k_f, rel=1e-12)
+    from flapjax.aero.cycle_averaged import CycleAveragedParams
+    from flapjax.sim import flapper as fl
+
+    nominal = float(CycleAveragedParams.from_json(fl.AVERAGED_PATH).lift_coefficient)
+    assert abs(k_f / nominal - 1.0) > 1e-6  # the nominal model's value would not pass

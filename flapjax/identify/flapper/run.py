@@ -139,17 +139,26 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
             driven.append(fl.make_driven_robot(cfg["damping"]["armature"]))
         return driven[0]
 
+    def upstream(study: str) -> StudyResult | None:
+        """A study this run did, or else the one an earlier run saved here
+        (the same merge as the final results', so a partial run builds on it)."""
+        if study in done:
+            return done[study]
+        return _load_saved(out / "studies" / f"{study}.json", None, echo)
+
     for name in wanted:
         extra: dict[str, Any] = {}
         if name == "moments":
             extra["armature"] = cfg["damping"]["armature"]  # the moments run on the driven base, held at rest
         if name == "damping":
-            k_f = float(done["lift"].values["k_f"]) if "lift" in done else None
+            lift = upstream("lift")
+            k_f = float(lift.values["k_f"]) if lift is not None else None
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
                 k_f = float(nominal_avg.lift_coefficient)
             extra["frequency"] = damping_frequency(cfg, k_f)
         if name == "validation":
-            partial = IdentificationResult.from_studies(done)
+            model = {n: r for n in STUDIES if n != "validation" and (r := upstream(n)) is not None}
+            partial = IdentificationResult.from_studies(model)
             avg = partial.to_cycle_averaged_params(nominal_avg)
             extra["identified"] = avg.to_dict()
         expect = _study_config(cfg, name, extra)
