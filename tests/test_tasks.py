@@ -245,3 +245,22 @@ def test_bad_robot_profile_files_fail_at_configuration(tmp_path):
         tasks.make("near_ground", robot=str(bad))
     with pytest.raises(ConfigError, match="robot"):
         tasks.make("near_ground", robot="octo")
+
+
+def test_near_ground_reference_leaves_from_the_start_height():
+    """The reference fades a randomized start offset out over the start
+    window (so the metric scores tracking, not settling), and is the nominal
+    profile from then on or for a nominal start."""
+    env = tasks.make("near_ground", backend="rigid")
+    c = env.config
+    z0 = c.cruise_height - 0.04
+    ref = lambda t, z=None: [float(x) for x in env.reference(jnp.asarray(t), z)]  # noqa: E731
+    assert ref(0.0, z0)[:2] == pytest.approx([z0, 0.0])
+    for t in (c.start_time, c.start_time + 0.3, c.start_time + c.descent_time + 0.2):
+        assert ref(t, z0) == pytest.approx(ref(t), abs=1e-12)
+    assert ref(0.2, c.cruise_height) == pytest.approx(ref(0.2), abs=1e-12)
+    # Smooth: the rate is the derivative of the height.
+    h = 1e-4
+    for t in (0.1, 0.25, 0.4):
+        assert ref(t, z0)[1] == pytest.approx((ref(t + h, z0)[0] - ref(t - h, z0)[0]) / (2 * h), rel=1e-5)
+        assert ref(t, z0)[2] == pytest.approx((ref(t + h, z0)[1] - ref(t - h, z0)[1]) / (2 * h), rel=1e-4)
