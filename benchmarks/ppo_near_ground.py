@@ -82,6 +82,19 @@ def evaluate_policy(task_env, controller, n_worlds: int, seed: int) -> dict:
                 touched=float(np.mean(s.get("touched", np.zeros(1)))), seconds=result["seconds"])
 
 
+def _load_sentence(la: dict) -> str:
+    """What the load average says about the machine during the run."""
+    before, after = la.get("before"), la.get("after_training")
+    if not before or not after:
+        return "Load average not available."
+    cores = os.cpu_count() or 1
+    shared = max(before[0], after[0]) > cores
+    state = ("other jobs shared the machine (1-min load above its core count), so the rates and wall times are low "
+             "and varied" if shared else "the machine was otherwise idle")
+    return (f"Load average on the {cores} cores: {before} before training, {after} after (1, 5 and 15 min): "
+            f"{state}.")
+
+
 def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -151,10 +164,8 @@ def readme_section(r: dict) -> str:
         f"the first report, after compilation and a first evaluation, came at {learner.get('compile_and_first_eval_s', float('nan')):.0f} s). "
         f"The learner (acting, advantage estimate and SGD together) ran {_k(learner.get('env_steps_per_s', float('nan')))} "
         f"env-steps/s between the first and the last report; Brax's own per-epoch figures (training epochs without the "
-        f"evaluations) were {', '.join(_k(x) for x in learner['brax_training_sps'])} env-steps/s: the machine was "
-        "shared with other jobs throughout, and how much of the 2 cores they took varied. "
-        f"Load average on the 2 cores: {la.get('before')} before training, {la.get('after_training')} after "
-        "(1, 5 and 15 min; wall times scale with it).", "",
+        f"evaluations) were {', '.join(_k(x) for x in learner['brax_training_sps'])} env-steps/s. "
+        f"{_load_sentence(la)}", "",
     ]
     if "rigid" in sp:
         lines += [

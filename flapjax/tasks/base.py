@@ -81,18 +81,17 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, UInt32
 
-from flapjax import rng, rotor
+from flapjax import rng
 from flapjax import scene as sc
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, quat_z
 from flapjax.noise import sense, split_streams
 from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.multirotor.step import read_state
+from flapjax.tasks import randomize
 from flapjax.tasks.config import TaskConfig
 from flapjax.validation import ConfigError, check_shape
 
-# Stream ids folded into a world's randomization / noise keys.
-_R_SCENE, _R_PHYSICS, _R_TEXTURE, _R_OBJECT, _R_START, _R_GOAL = range(6)
 _N_OBS = 7
 
 
@@ -134,11 +133,6 @@ class TaskCommon(eqx.Module):
     obs_key: UInt32[Array, "2"]
     start: Float[Array, "3"]
     yaw: Float[Array, ""]
-
-
-def _uniform(key, rng, shape=()):
-    lo, hi = rng
-    return lo + (hi - lo) * jax.random.uniform(key, shape)
 
 
 class TaskEnv:
@@ -220,46 +214,14 @@ class TaskEnv:
 
     def randomize_params(self, key: PRNGKeyArray) -> WorldParams:
         """This world's physical parameters from the randomization stream of ``key``
-        (nominal when randomization is off)."""
-        p = self.nominal_params
-        r = self.config.randomization
-        if not r.enabled:
-            return p
-        rk = split_streams(key).randomization
-        scene = sc.randomize_scene(jax.random.fold_in(rk, _R_SCENE), p.scene, self.scene_ranges)
-        box_friction = p.scene.box_friction * _uniform(jax.random.fold_in(rk, _R_SCENE + 100), r.friction_scale)
-        scene = eqx.tree_at(lambda s: s.box_friction, scene, box_friction)
-        k = jax.random.split(jax.random.fold_in(rk, _R_PHYSICS), 7)
-        n = self.profile.n_rotors
-        prof = p.profile
-        thrust = _uniform(k[1], r.thrust_scale, (n,))
-        prof = eqx.tree_at(
-            lambda q: (q.mass, q.inertia, q.thrust_max, q.thrust_min, q.torque_coeff, q.time_constant),
-            prof,
-            (prof.mass * _uniform(k[0], r.mass_scale), prof.inertia * _uniform(k[6], r.inertia_scale),
-             prof.thrust_max * thrust, prof.thrust_min * thrust,
-             prof.torque_coeff * _uniform(k[2], r.torque_scale, (n,)),
-             prof.time_constant * _uniform(k[3], r.time_constant_scale, (n,))),
-        )
-        chain = eqx.tree_at(lambda c: (c.proximity.wall_thrust_coeff, c.proximity.wall_lateral_coeff), p.chain,
-                            (_uniform(k[4], r.wall_thrust_coeff), _uniform(k[5], r.wall_lateral_coeff)))
-        return eqx.tree_at(lambda q: (q.scene, q.profile, q.chain), p, (scene, prof, chain))
+        (nominal when randomization is off; :func:`flapjax.tasks.randomize.world_params`)."""
+        return randomize.world_params(self.nominal_params, self.config.randomization, self.scene_ranges, key)
 
     def _rgba(self, key: PRNGKeyArray):
-        base = jnp.asarray(self.nominal_rgba)
-        r = self.config.randomization
-        if not (r.enabled and r.texture):
-            return base
-        rk = jax.random.fold_in(split_streams(key).randomization, _R_TEXTURE)
-        jitter = r.colour_jitter * jax.random.uniform(rk, (base.shape[0], 3), base.dtype, -1.0, 1.0)
-        return base.at[:, :3].set(jnp.clip(base[:, :3] + jitter, 0.0, 1.0))
+        return randomize.colours(jnp.asarray(self.nominal_rgba), self.config.randomization, key)
 
     def _offset(self, key, name: str, stream: int, shape) -> Float[Array, "..."]:
-        r = self.config.randomization
-        if not r.enabled:
-            return jnp.zeros(shape)
-        rk = jax.random.fold_in(split_streams(key).randomization, stream)
-        return _uniform(rk, getattr(r, name), shape)
+        return randomize.offset(self.config.randomization, key, name, stream, shape)
 
     def reset(self, key: PRNGKeyArray, noise_key: PRNGKeyArray | None = None) -> EnvState:
         """A fresh world from ``key`` (randomization from its randomization

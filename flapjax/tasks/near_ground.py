@@ -37,7 +37,8 @@ from jaxtyping import Array, Float
 
 from flapjax.math import GRAVITY
 from flapjax.rotor.proximity import ground_effect_factor
-from flapjax.tasks.base import EnvState, TaskCommon, TaskEnv, _R_START
+from flapjax.tasks import randomize
+from flapjax.tasks.base import EnvState, TaskCommon, TaskEnv
 from flapjax.tasks.config import TaskConfig
 from flapjax.validation import ConfigError, check_positive, check_range
 
@@ -129,7 +130,7 @@ class NearGround(TaskEnv):
         return state.task.common.start[2] + state.params.profile.ee_position[2] - state.params.scene.ground_height
 
     def _sample_task(self, key, params, common):
-        off = self._offset(key, "start_position", _R_START, (3,))
+        off = self._offset(key, "start_position", randomize.START, (3,))
         ee0 = jnp.array([0.0, 0.0, self.config.cruise_height]) + off
         start = ee0 - params.profile.ee_position
         common = eqx.tree_at(lambda c: c.start, common, start)

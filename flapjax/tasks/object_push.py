@@ -34,7 +34,8 @@ from jaxtyping import Array, Float
 
 from flapjax import scene as sc
 from flapjax.math import GRAVITY, safe_norm
-from flapjax.tasks.base import TaskCommon, TaskEnv, _R_GOAL, _R_OBJECT, _R_START
+from flapjax.tasks import randomize
+from flapjax.tasks.base import TaskCommon, TaskEnv
 from flapjax.tasks.config import RandomizationConfig, TaskConfig
 from flapjax.validation import check_positive
 
@@ -125,12 +126,12 @@ class ObjectPush(TaskEnv):
 
     def _sample_task(self, key, params, common):
         c = self.config
-        box_xy = jnp.array([c.box_x, 0.0]) + self._offset(key, "object_position", _R_OBJECT, (2,))
-        box_yaw = self._offset(key, "object_yaw", _R_OBJECT + 100, ())
-        goal = jnp.array([c.goal_x, 0.0]) + self._offset(key, "goal_position", _R_GOAL, (2,))
+        box_xy = jnp.array([c.box_x, 0.0]) + self._offset(key, "object_position", randomize.OBJECT, (2,))
+        box_yaw = self._offset(key, "object_yaw", randomize.OBJECT + 100, ())
+        goal = jnp.array([c.goal_x, 0.0]) + self._offset(key, "goal_position", randomize.GOAL, (2,))
         u = (goal - box_xy) / safe_norm(goal - box_xy)
         ee_xy = box_xy - u * (BOX_HALF + params.profile.ee_radius + 0.25)
-        off = self._offset(key, "start_position", _R_START, (3,))
+        off = self._offset(key, "start_position", randomize.START, (3,))
         yaw = jnp.arctan2(u[1], u[0])
         c_, s_ = jnp.cos(yaw), jnp.sin(yaw)
         r = params.profile.ee_position

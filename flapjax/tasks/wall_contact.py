@@ -34,7 +34,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from flapjax import scene as sc
-from flapjax.tasks.base import TaskCommon, TaskEnv, _R_START
+from flapjax.tasks import randomize
+from flapjax.tasks.base import TaskCommon, TaskEnv
 from flapjax.tasks.config import RandomizationConfig, TaskConfig
 from flapjax.validation import check_positive, check_range
 
@@ -128,7 +129,7 @@ class WallContact(TaskEnv):
         anchor = jnp.stack([params.scene.wall_x, jnp.zeros(()), params.scene.wall_anchor_z])
         r_ee = params.profile.ee_radius
         contact = anchor + n_w * r_ee
-        off = self._offset(key, "start_position", _R_START, (3,))
+        off = self._offset(key, "start_position", randomize.START, (3,))
         ee0 = contact + n_w * c.start_distance + off
         start = ee0 - params.profile.ee_position
         common = eqx.tree_at(lambda q: q.start, common, start)
