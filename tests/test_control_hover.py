@@ -324,3 +324,27 @@ def test_commands_match_the_control_law_term_by_term():
     # The feed-forward keeps the weight on a tilted body: f_h / sqrt(cos tilt).
     tilted = cmd(rot=rot_y(jnp.asarray(0.2)))
     np.testing.assert_allclose(tilted.frequency, FH / np.sqrt(np.cos(0.2)), rtol=1e-13)
+
+
+@pytest.mark.parametrize("lags", [(0.004, 0.0), (0.004, 0.011)])
+def test_closed_loop_with_lags_has_the_characteristic_polynomial_of_the_lagged_loop(lags):
+    """With ``u = -k s`` passed through first-order lags ``1 / (tau_j s + 1)``,
+    ``det(sI - A_cl) = prod_j (s + 1/tau_j) det(sI - A) (1 + G(s) k (sI - A)^-1 b)``
+    with ``G = prod_j 1 / (tau_j s + 1)`` (one input): a wrong row of the lag
+    chain changes it, whether or not the loop stays stable."""
+    import dataclasses
+
+    model = dataclasses.replace(dsg.LinearHoverModel.per_wing(), plate_lag=lags[0], estimate_lag=lags[1])
+    k = dsg.design_feedback(model)
+    taus = [t for t in lags if t > 0]
+    for axis in (0, 1):
+        a, b = dsg.axis_matrices(model, axis)
+        acl = dsg.closed_loop(model, k, axis)
+        assert acl.shape == (4 + len(taus),) * 2
+        kk = np.asarray(k, dtype=float)[axis]
+        for s in (0.3 + 2.0j, -1.5 + 7.0j, 12.0 - 3.0j):
+            lhs = np.linalg.det(s * np.eye(acl.shape[0]) - acl)
+            resolvent = np.linalg.solve(s * np.eye(4) - a, b[:, 0])
+            g = np.prod([1.0 / (t * s + 1.0) for t in taus])
+            rhs = np.prod([s + 1.0 / t for t in taus]) * np.linalg.det(s * np.eye(4) - a) * (1.0 + g * kk @ resolvent)
+            np.testing.assert_allclose(lhs, rhs, rtol=1e-9)
