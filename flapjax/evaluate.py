@@ -36,7 +36,8 @@ reports both and their difference. For ``near_ground`` the ground-effect
 ablation is always run: it gives the end-effector height RMSE with the
 ground-effect model on vs off, and the RMS difference between the two height
 trajectories, i.e. the sim-to-sim gap a model without ground effect leaves
-for this trajectory and controller.
+for this trajectory and controller. The comparison is over the worlds
+healthy in both runs (``worlds_compared``).
 """
 
 from __future__ import annotations
@@ -361,11 +362,18 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
 
 
 def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:
+    """The same worlds with the effect on and off: the primary metric's means
+    over the worlds healthy in both runs (``worlds_compared``), success rates,
+    and the difference of the first traced signal."""
     name = env.primary_metric
-    m_on = on["summary"][name].astype(np.float64)
-    m_off = off["summary"][name].astype(np.float64)
+    healthy = ~(np.asarray(on["summary"]["diverged"], bool) | np.asarray(off["summary"]["diverged"], bool))
+    compared = int(np.sum(healthy))
+    sel = healthy if compared else np.ones_like(healthy)  # none healthy: over all worlds, worlds_compared = 0
+    m_on = on["summary"][name].astype(np.float64)[sel]
+    m_off = off["summary"][name].astype(np.float64)[sel]
     entry = dict(
         off=off_agg,
+        worlds_compared=compared,
         primary_metric=name,
         primary_on_mean=float(np.mean(m_on)),
         primary_off_mean=float(np.mean(m_off)),
@@ -375,7 +383,7 @@ def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:
         success_rate_off=float(np.mean(off["summary"]["success"])),
     )
     first = next(iter(on["trace"]))
-    gap = on["trace"][first].astype(np.float64) - off["trace"][first].astype(np.float64)
+    gap = (on["trace"][first].astype(np.float64) - off["trace"][first].astype(np.float64))[:, sel]
     entry["trace"] = first
     entry["trace_rms_difference"] = float(np.sqrt(np.mean(gap**2)))
     entry["trace_max_abs_difference"] = float(np.max(np.abs(gap)))

@@ -107,3 +107,20 @@ def test_aggregate_excludes_diverged_worlds_from_the_margins_and_gives_uncertain
     assert st["std"] == pytest.approx(np.std(x, ddof=1)) and st["sem"] == pytest.approx(np.std(x, ddof=1) / 2)
     np.testing.assert_allclose(st["mean_ci95"], [x.mean() - 1.96 * st["sem"], x.mean() + 1.96 * st["sem"]])
     np.testing.assert_allclose(rep["success_rate_ci95"], [0.30064, 0.95442], atol=1e-5)
+
+
+def test_ablation_compares_the_worlds_healthy_in_both_runs():
+    from flapjax.evaluate import _ablation_entry
+
+    env = tasks.make("near_ground", backend="rigid")
+    on = dict(summary=dict(height_rmse=np.array([0.01, 0.02, 9.0]), diverged=np.array([False, False, True]),
+                           success=np.array([True, True, False])),
+              trace=dict(ee_height=np.array([[0.1, 0.2, 5.0], [0.1, 0.2, 7.0]])))
+    off = dict(summary=dict(height_rmse=np.array([0.005, 0.01, 0.01]), diverged=np.zeros(3, bool),
+                            success=np.ones(3, bool)),
+               trace=dict(ee_height=np.array([[0.1, 0.1, 0.1], [0.1, 0.3, 0.1]])))
+    e = _ablation_entry(env, on, off, {})
+    assert e["worlds_compared"] == 2
+    assert e["primary_on_mean"] == pytest.approx(0.015) and e["primary_off_mean"] == pytest.approx(0.0075)
+    assert e["trace_max_abs_difference"] == pytest.approx(0.1)  # the frozen world's 6.9 m is not counted
+    assert e["success_rate_on"] == pytest.approx(2 / 3)
