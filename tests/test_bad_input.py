@@ -81,6 +81,47 @@ def _hover_position(**clearances):
     return scene.hover_position(Scene(), QUAD, **{"ground_clearance": 0.1, "wall_clearance": 0.15, **clearances})
 
 
+def _flapper_default_params(**kwargs):
+    from flapjax.sim import flapper
+
+    return flapper.default_params(**kwargs)
+
+
+def _lumped(**kwargs):
+    from flapjax.sim import flapper
+
+    return flapper.make_robot("lumped", "averaged", backend="rigid", **kwargs)
+
+
+def _lumped_start(**kwargs):
+    from flapjax.sim import flapper
+
+    robot = _lumped()
+    return flapper.init_state(robot, flapper.default_params(robot), **kwargs)
+
+
+def _free_periodic(**kwargs):
+    from flapjax.sim import flapper
+
+    robot = flapper.make_robot("free", "wing", backend="rigid")
+    return flapper.init_state(robot, flapper.default_params(robot), periodic=True, **kwargs)
+
+
+def _lumped_hover(n_steps=100, **kwargs):
+    from flapjax.sim import flapper
+
+    robot = _lumped()
+    params = flapper.default_params(robot)
+    return flapper.hover_rollout(robot, params, flapper.init_state(robot, params), n_steps, **kwargs)
+
+
+def _averaged_wrench(plate):
+    from flapjax.aero.cycle_averaged import cycle_averaged_wrench
+
+    return cycle_averaged_wrench(CycleAveragedParams(), frequency=np.asarray(40.0), plate=np.asarray(plate),
+                                 rot_world_body=np.eye(3), v_world=np.zeros(3), w_body=np.zeros(3))
+
+
 CASES = [
     # --- wing geometry and planforms
     ("span negative", lambda t: aero.WingGeometry.rectangular(-0.07, 0.02), r"span: must be > 0, got -0\.07"),
@@ -184,6 +225,25 @@ CASES = [
     ("rollout negative steps", lambda t: _rollout(-5), r"n_steps: must be an integer in \[1, inf\], got -5"),
     ("start below the ground", lambda t: _hover_position(ground_clearance=-0.1),
      r"ground_clearance: must be > 0, got -0\.1"),
+    ("flapper batched frequency without vmap", lambda t: _flapper_default_params(frequency=[20.0, 30.0]),
+     r"frequency: expected shape \(\), got shape \(2,\)"),
+    ("flapper plate beyond the servo", lambda t: _flapper_default_params(plate=(3.0, 0.0)),
+     r"plate: must lie in \[-0\.6, 0\.6\]"),
+    ("flapper integer dtype", lambda t: _lumped(dtype=np.int32), r"dtype: must be float32 or float64, got int32"),
+    ("flapper start position wrong length", lambda t: _lumped_start(position=np.zeros(2)),
+     r"position: expected shape \(3,\), got shape \(2,\)"),
+    ("flapper start velocity NaN", lambda t: _lumped_start(velocity=[0.0, np.nan, 0.0]), r"velocity: must be finite"),
+    ("periodic probe shorter than a wingbeat", lambda t: _free_periodic(probe=0.02),
+     r"probe: must hold at least one wingbeat, 1 / f = 0\.03333 s at 30 Hz, got 0\.02 s"),
+    ("hover rollout negative steps", lambda t: _lumped_hover(n_steps=-10), r"n_steps: must be an integer in \[1, inf\]"),
+    ("hover rollout record_every zero", lambda t: _lumped_hover(record_every=0),
+     r"record_every: must be an integer in \[1, inf\], got 0"),
+    ("hover rollout target wrong length", lambda t: _lumped_hover(target=np.zeros(2)),
+     r"target: expected shape \(3,\), got shape \(2,\)"),
+    ("hover rollout negative hover frequency", lambda t: _lumped_hover(hover_frequency=-5.0),
+     r"hover_frequency: must be > 0, got -5"),
+    ("averaged wrench plate of three", lambda t: _averaged_wrench(plate=np.zeros(3)),
+     r"plate: expected shape \(2,\) \(delta_p, delta_r\), got shape \(3,\)"),
     # --- rigid backend
     ("rigid mass zero", lambda t: rigid.RigidBody(0.0, [0.01, 0.01, 0.02]), r"mass: must be > 0"),
     ("rigid inertia shape", lambda t: rigid.RigidBody(1.0, [0.01, 0.01]), r"inertia: expected shape \(3,\)"),

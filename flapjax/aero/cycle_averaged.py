@@ -35,6 +35,11 @@ from jaxtyping import Array, Float
 
 from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix
 
+#: The largest plate angle |delta_p|, |delta_r| of the robot's plate servos
+#: [rad]: the range of the simulator's plate commands and sweeps and of the
+#: measured files the models are fitted to.
+PLATE_LIMIT = 0.6
+
 Scalar = Float[Array, ""]
 
 _FIELDS = (
@@ -199,6 +204,8 @@ def cycle_averaged_wrench(
     moving along its +y a positive body-x moment (``L_v > 0``): either way
     the top tilts back, against the motion.
     """
+    if jnp.shape(plate) != (2,):
+        raise ConfigError(f"plate: expected shape (2,) (delta_p, delta_r), got shape {jnp.shape(plate)}")
     delta_p, delta_r = plate[0], plate[1]
     thrust = params.lift_coefficient * frequency**2
     n_raw = jnp.stack([-delta_r, -delta_p, jnp.ones_like(delta_p)])

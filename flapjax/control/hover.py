@@ -7,12 +7,12 @@ vertical share of the thrust direction) so a tilted robot keeps its weight:
     f = f_h / sqrt(max(n_z, 0.5)) + K_p e_z + K_i int e_z - K_d v_z
 
 Linearized, ``z'' = (2 k_f f_h / m) df ~ 0.465 m/s^2 per Hz``; the default
-gains (60 Hz/m, 40 Hz/(m s), 20 Hz s/m) place the vertical poles near
--1, -3.5 and -4.8 rad/s. The seed's controller flew at a nominal 42 Hz and
+gains (60 Hz/m, 40 Hz/(m s), 20 Hz s/m) place the vertical poles at
+-0.92 and -4.19 +/- 1.63j rad/s. The seed's controller flew at a nominal 42 Hz and
 ended 2.4 cm low; the f_h feed-forward removes that offset.
 
 Horizontal: a PD on position (9 1/s^2, 4 1/s, plus the model's own damping
-k_v / m = 2 1/s; a double pole near -3 rad/s) asks for an acceleration, i.e. a body tilt
+k_v / m = 2 1/s) asks for an acceleration, i.e. a body tilt
 ``a / g`` (clipped to ``tilt_limit``), expressed in the heading frame.
 
 Attitude: plate angles from the tilt error. The naming is crossed:
@@ -21,7 +21,10 @@ pitch_joint (delta_p) makes the roll moment and tilts the thrust toward -y.
 So ``delta_r = -(K_a (bx* - bx) - K_w q)``, ``delta_p = -(K_a (by* - by) + K_w p)``
 with bx, by the tilt of the body z axis toward +x, +y. With the seed's moment
 gains (~5.5e-4 N m/rad at f_h) and inertia ~5e-6 kg m^2, ``K_a = 5`` puts the
-attitude poles at about -22 +/- 16j rad/s, well above the position loop.
+attitude poles at -29 +/- 20j and -33 +/- 21j rad/s, well above the position
+poles (-1.98 +/- 0.41j, -1.94 +/- 0.37j; the plate's tilt of the thrust adds
+to the PD): the eigenvalues of :func:`flapjax.control.design.closed_loop_eigenvalues`
+on the default averaged model's :func:`~flapjax.aero.cycle_averaged.linearize_hover`.
 Yaw is not actuated by this robot; only rate damping acts on it.
 
 The per-wing robot rocks at the wingbeat (body rates of about +/-10 rad/s

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flapjax.aero.cycle_averaged import PLATE_LIMIT
 from flapjax.identify.data import (
     ChannelTable,
     Column,
@@ -18,9 +19,6 @@ from flapjax.identify.data import (
     read_table,
 )
 
-#: The largest plate angle |delta_p|, |delta_r| a stand table or a flight
-#: log may hold [rad] (the simulator's sweeps take the same range).
-PLATE_LIMIT = 0.6
 
 STAND_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]", positive=True),

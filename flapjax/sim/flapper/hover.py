@@ -24,7 +24,7 @@ from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobo
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.rollout import remat
 from flapjax.sim.flapper.step import step
-from flapjax.validation import ConfigError, check_choice, check_positive
+from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, is_traced
 
 Scalar = Float[Array, ""]
 
@@ -182,6 +182,12 @@ def hover_rollout(
       the final state and ``n_steps // record_every`` records.
     """
     check_choice("record", record, ("block", "first"))
+    check_int("n_steps", n_steps, 1)
+    check_int("record_every", record_every, 1)
+    if target is not None and not is_traced(target):
+        as_float_array("target", target, (3,))
+    if hover_frequency is not None and not is_traced(hover_frequency):
+        check_positive("hover_frequency", hover_frequency)
     if n_steps % record_every:
         raise ConfigError(f"n_steps: must be a multiple of record_every={record_every}, got {n_steps}")
     gains = HoverGains() if gains is None else gains

@@ -27,7 +27,7 @@ from jaxtyping import Array, Bool, Float, Int
 from mujoco import mjx
 
 from flapjax import aero
-from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.aero.cycle_averaged import PLATE_LIMIT, CycleAveragedParams
 from flapjax.aero.hinge import FeatheringHinge
 from flapjax.control.stroke import StrokeSchedule
 from flapjax.sim import rigid
@@ -327,6 +327,9 @@ def make_robot(
     check_choice("root", root, flapper_model.ROOTS)
     check_choice("aero_model", aero_model, AERO_MODELS)
     check_choice("backend", backend, BACKENDS)
+    if dtype is not None and jnp.dtype(dtype) not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
+        raise ConfigError(f"dtype: must be float32 or float64, got {jnp.dtype(dtype).name} (the robot's masses, "
+                          "lengths and the integrator need a real floating type of at least 32 bits)")
     if root == "lumped" and aero_model == "wing":
         raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
     m = flapper_model.build(root, wing_mass=wing_mass)
@@ -362,7 +365,9 @@ def default_params(
         stop_width=cfg["stop_width"],
     )
     amp = cfg["amplitude"] if amplitude is None else amplitude
-    as_float_array("plate", plate, (2,))
+    as_float_array("frequency", frequency, ())  # one world; batch with jax.vmap or flapper.sweep_params
+    as_float_array("amplitude", amp, ())
+    check_range("plate", as_float_array("plate", plate, (2,)), -PLATE_LIMIT, PLATE_LIMIT)
     return FlapperParams(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
         plate=np.asarray(plate, dtype=float),

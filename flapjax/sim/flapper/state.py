@@ -63,6 +63,9 @@ def init_state(
 
     Pure JAX: vmap it over batched params / initial conditions.
     """
+    for name, value in (("position", position), ("velocity", velocity), ("angular_velocity", angular_velocity)):
+        if value is not None and not is_traced(value):
+            as_float_array(name, value, (3,))  # shape and finite
     if quat is not None and not is_traced(quat):
         q = as_float_array("quat", quat, (4,))
         if np.linalg.norm(q) < 1e-9:
@@ -82,6 +85,10 @@ def init_state(
     if periodic and robot.has_wings and robot.aero_model == "wing":
         check_range("warmup", warmup, 0.0, 10.0)
         check_range("probe", probe, 0.0, 10.0)
+        f = params.stroke.frequency
+        if robot.free_q >= 0 and not is_traced(f) and probe * float(f) < 1.0:
+            raise ConfigError(f"probe: must hold at least one wingbeat, 1 / f = {1.0 / float(f):.4g} s at "
+                              f"{float(f):g} Hz, got {probe:g} s")
         state = _periodic_start(robot, params, state, warmup=warmup, probe=probe)
     return state
 

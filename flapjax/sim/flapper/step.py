@@ -56,6 +56,7 @@ from flapjax.control.stroke import advance_offset, phase_cycles, servo_setpoint,
 from flapjax.sim import backend, rigid, tree
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
+from flapjax.validation import ConfigError
 
 Scalar = Float[Array, ""]
 Vec2 = Float[Array, "2"]
@@ -375,6 +376,9 @@ def step(
     ``command`` (frequency, plate angles) defaults to the open-loop values in
     ``params``. No batch axis: ``jax.vmap`` adds it.
     """
+    if jnp.ndim(params.stroke.frequency) != 0:
+        raise ConfigError(f"params: one world's parameters expected (stroke.frequency has shape "
+                          f"{jnp.shape(params.stroke.frequency)}); batch worlds with jax.vmap or flapper.sweep")
     command = command_from_params(params) if command is None else command
     stages = STAGES[robot.dynamics]
     m = model_for(robot, params)

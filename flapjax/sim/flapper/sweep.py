@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from flapjax.aero.cycle_averaged import PLATE_LIMIT
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
@@ -348,7 +349,7 @@ def sweep_params(
     amps = fit("amplitude", base.stroke.amplitude if amp is None else amp, ())
     check_positive("amplitude", amps, allow_zero=True)
     plates = fit("plate", plate_a, (2,))
-    check_range("plate", plates, -0.6, 0.6)
+    check_range("plate", plates, -PLATE_LIMIT, PLATE_LIMIT)
     batched = jax.tree.map(lambda x: to_device(np.broadcast_to(np.asarray(x), (n,) + np.shape(x))), base)
     return eqx.tree_at(
         lambda p: (p.stroke.frequency, p.stroke.amplitude, p.plate),
