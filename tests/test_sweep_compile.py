@@ -70,3 +70,26 @@ def test_sweep_programs_are_bounded_least_recently_used_first(fixed, monkeypatch
     assert len(sweep_module._SWEEP_PROGRAMS) == 2
     assert sweep_module.sweep_program(fixed, 10, 2) is a
     assert sweep_module.sweep_program(fixed, 11, 2) is not b
+
+
+def test_sweep_table_marks_diverged_and_clipped_worlds():
+    import io
+
+    import numpy as np
+
+    from flapjax.sim.flapper.sweep import SweepResult, print_sweep_table
+
+    n = 3
+    res = SweepResult(force=np.array([[0, 0, 0.1486], [0, 0, 0.29], [0, 0, 4.9]]), moment=np.zeros((n, 3)),
+                      lift_total=np.ones(n), frequency=np.array([30.0, 42.0, 3000.0]), amplitude=np.ones(n),
+                      plate=np.zeros((n, 2)), stroke_error_rms=np.zeros(n), stroke_error_max=np.zeros(n),
+                      clip_fraction=np.array([0.0, 0.25, 0.0]), plate_angle=np.zeros((n, 2)),
+                      plate_range=np.zeros((n, 2)), healthy=np.array([True, True, False]), duration=0.6,
+                      discard=0.3, dt=1e-4)
+    out = io.StringIO()
+    print_sweep_table(res, file=out)
+    lines = out.getvalue().splitlines()
+    assert "DIVERGED" not in lines[1] and "force clip 25 % of wing-steps" in lines[2]
+    assert lines[3].endswith("DIVERGED: not a result")
+    spread = abs(0.29 / 42**2 - 0.1486 / 30**2) / np.mean([0.1486 / 30**2, 0.29 / 42**2])
+    assert lines[-1] == f"F_z/f^2 spread (max - min) / mean: {100 * spread:.2f} %"  # the diverged world left out
