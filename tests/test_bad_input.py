@@ -156,6 +156,9 @@ CASES = [
     ("rates as a matrix", lambda t: aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0),
                                                    v_body=np.zeros(3), w_body=np.zeros((3, 3)), side=1),
      r"w_body: expected shape \(3,\), got shape \(3, 3\)"),
+    ("infinite body rate", lambda t: aero.wing_loads(aero.Wing.flapsim(), aero.WingKinematics(0, 1, 0, 0),
+                                                    v_body=np.zeros(3), w_body=[np.inf, 0.0, 0.0], side=1),
+     r"w_body: must be finite"),
     ("batched kinematics without vmap", lambda t: aero.wing_loads(
         aero.Wing.flapsim(), aero.WingKinematics(np.zeros(4), 1, 0, 0), v_body=np.zeros(3), w_body=np.zeros(3), side=1),
      r"kin\.stroke: expected a scalar per wing, got shape \(4,\) \(batch with jax\.vmap\)"),

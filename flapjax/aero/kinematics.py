@@ -25,7 +25,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.validation import ConfigError, check_shape
+from flapjax.validation import ConfigError, check_finite, check_shape
 
 Scalar = Float[Array, ""]
 
@@ -113,8 +113,9 @@ def affine_velocity(
       shoulder_half_width: d0 [m].
       stroke_plane_offset: ds [m].
     """
-    check_shape("v_body", v_body, (3,))
-    check_shape("w_body", w_body, (3,))
+    for name, value in (("v_body", v_body), ("w_body", w_body)):
+        check_shape(name, value, (3,))
+        check_finite(name, value)  # no-op under tracing
     for name in _KINEMATIC_FIELDS:
         if jnp.ndim(getattr(kin, name)) != 0:
             raise ConfigError(f"kin.{name}: expected a scalar per wing, got shape {jnp.shape(getattr(kin, name))} "
