@@ -115,6 +115,14 @@ def _lumped_hover(n_steps=100, **kwargs):
     return flapper.hover_rollout(robot, params, flapper.init_state(robot, params), n_steps, **kwargs)
 
 
+def _hover_study(n_worlds=2, **kwargs):
+    import jax
+
+    from flapjax.sim import flapper
+
+    return flapper.hover_study(jax.random.key(0), n_worlds, **kwargs)
+
+
 def _averaged_wrench(plate):
     from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 
@@ -245,6 +253,11 @@ CASES = [
      r"target: expected shape \(3,\), got shape \(2,\)"),
     ("hover rollout negative hover frequency", lambda t: _lumped_hover(hover_frequency=-5.0),
      r"hover_frequency: must be > 0, got -5"),
+    ("hover study settle window longer than the flight",
+     lambda t: _hover_study(duration=0.2, settle_window=0.5), r"settle_window: must not exceed duration = 0\.2 s"),
+    ("hover study fractional worlds", lambda t: _hover_study(n_worlds=2.5), r"n_worlds: must be an integer >= 1"),
+    ("hover study shorter than a record", lambda t: _hover_study(duration=0.001, settle_window=0.001),
+     r"duration: must hold at least one record of 100 steps"),
     ("averaged wrench plate of three", lambda t: _averaged_wrench(plate=np.zeros(3)),
      r"plate: expected shape \(2,\) \(delta_p, delta_r\), got shape \(3,\)"),
     # --- rigid backend

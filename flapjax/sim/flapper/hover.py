@@ -278,9 +278,16 @@ def hover_study(
     over the last ``settle_window`` [s], its position stays within
     ``position_tolerance`` [m] of the target and its tilt within
     ``tilt_tolerance`` [rad]."""
-    check_positive("n_worlds", n_worlds)
+    check_int("n_worlds", n_worlds, 1)
+    check_int("record_every", record_every, 1)
     check_positive("duration", duration)
+    check_positive("settle_window", settle_window)
+    if settle_window > duration:
+        raise ConfigError(f"settle_window: must not exceed duration = {duration:g} s, got {settle_window:g} s")
     robot = make_robot("lumped", "averaged", backend=backend, dtype=dtype)
+    if int(round(duration / robot.dt)) < record_every:
+        raise ConfigError(f"duration: must hold at least one record of {record_every} steps "
+                          f"({record_every * robot.dt:g} s), got {duration:g} s")
     params = default_params(robot)
     params = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, params)
     target = jnp.asarray(target, dtype=dtype)
