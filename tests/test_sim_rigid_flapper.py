@@ -69,3 +69,13 @@ def test_rigid_backend_picks_the_body_or_the_joint_tree():
     assert fl.make_robot("free", "wing").dynamics == "mjx"
     with pytest.raises(ConfigError, match="backend"):
         fl.make_robot("lumped", "averaged", backend="bullet")
+
+
+def test_float32_robot_gets_float32_params_and_flies_under_x64():
+    """``default_params(robot)`` follows ``make_robot(dtype=...)``, so a
+    float32 robot's rollout keeps one float type with x64 on."""
+    robot = fl.make_robot("lumped", "averaged", backend="rigid", dtype=jnp.float32)
+    params = fl.default_params(robot)
+    assert {x.dtype for x in jax.tree.leaves(params) if jnp.issubdtype(x.dtype, jnp.floating)} == {jnp.dtype("float32")}
+    final, _ = fl.hover_rollout(robot, params, fl.init_state(robot, params), 100)
+    assert bool(final.healthy)

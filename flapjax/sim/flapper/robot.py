@@ -368,10 +368,14 @@ def default_params(
     as_float_array("frequency", frequency, ())  # one world; batch with jax.vmap or flapper.sweep_params
     as_float_array("amplitude", amp, ())
     check_range("plate", as_float_array("plate", plate, (2,)), -PLATE_LIMIT, PLATE_LIMIT)
-    return FlapperParams(
+    params = FlapperParams(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
         plate=np.asarray(plate, dtype=float),
         hinge=hinge,
         aero=aero.AeroOptions(lift_scale=cfg.get("lift_scale", 1.0)) if aero_options is None else aero_options,
         averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
     )
+    if robot is not None:  # the robot's float type (make_robot(dtype=...)), so a rollout's carry keeps one type
+        dtype = robot.model.body_mass.dtype
+        params = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, params)
+    return params
