@@ -93,3 +93,15 @@ def test_sweep_table_marks_diverged_and_clipped_worlds():
     assert lines[3].endswith("DIVERGED: not a result")
     spread = abs(0.29 / 42**2 - 0.1486 / 30**2) / np.mean([0.1486 / 30**2, 0.29 / 42**2])
     assert lines[-1] == f"F_z/f^2 spread (max - min) / mean: {100 * spread:.2f} %"  # the diverged world left out
+
+
+def test_sweep_warns_when_the_window_holds_no_whole_cycle():
+    from flapjax.sim.flapper.sweep import _warn_partial_cycles
+
+    with pytest.warns(UserWarning, match=r"holds no whole cycle at \[30\.0\] Hz.*at least 0\.03333 s"):
+        _warn_partial_cycles(np.array([30.0, 60.0]), 0.03)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_partial_cycles(np.array([0.0, 40.0, 60.0]), 0.03)  # f = 0 has no cycle to miss

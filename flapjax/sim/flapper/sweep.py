@@ -11,6 +11,7 @@ The window and the seed's reference sweep: docs/physics.md, Cycle means.
 from __future__ import annotations
 
 import collections
+import warnings
 import hashlib
 from typing import Any, Callable
 
@@ -381,6 +382,17 @@ def window_steps(robot: FlapperRobot, duration: float, discard: float) -> tuple[
     return n_steps, discard_steps
 
 
+def _warn_partial_cycles(frequencies: np.ndarray, window: float) -> None:
+    """Warn when the averaging window holds no whole cycle at some frequency
+    (:func:`cycle_weights` then averages the whole window: a partial-cycle
+    mean, biased by the phase it covers)."""
+    short = frequencies[(frequencies > 0) & (frequencies * window < 1.0)]
+    if short.size:
+        warnings.warn(f"sweep: the averaging window (duration - discard = {window:.4g} s) holds no whole cycle at "
+                      f"{np.unique(short).tolist()} Hz; those means cover a partial cycle and are biased "
+                      f"(make duration - discard at least {1.0 / float(short.min()):.4g} s)", stacklevel=3)
+
+
 def sweep(
     frequencies,
     *,
@@ -416,6 +428,7 @@ def sweep(
         raise ConfigError(f"robot: sweep needs a fixed-base robot, got root={robot.root!r}")
     n_steps, discard_steps = window_steps(robot, duration, discard)
     batched = sweep_params(frequencies, amplitude=amplitude, plate=plate, params=params, robot=robot)
+    _warn_partial_cycles(np.asarray(batched.stroke.frequency), (n_steps - discard_steps) * robot.dt)
     program = sweep_program(robot, n_steps, discard_steps)
     out = map_in_chunks(program, batched, batch_size,
                         key=program_key("cycle_mean", robot, n_steps, discard_steps, per_world=batched))
