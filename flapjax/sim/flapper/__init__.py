@@ -67,10 +67,10 @@ from flapjax.sim.flapper.sweep import (
     cycle_mean,
     cycle_window,
     map_in_chunks,
-    print_sweep_table,
     sweep,
     sweep_params,
 )
+from flapjax.sim.flapper.sweep_table import print_sweep_table
 from flapjax.sim.flapper.hover import (
     BasePose,
     HoverRecord,

@@ -384,8 +384,7 @@ def window_steps(robot: FlapperRobot, duration: float, discard: float) -> tuple[
 
 def _warn_partial_cycles(frequencies: np.ndarray, window: float) -> None:
     """Warn when the averaging window holds no whole cycle at some frequency
-    (:func:`cycle_weights` then averages the whole window: a partial-cycle
-    mean, biased by the phase it covers)."""
+    (:func:`cycle_window` then averages a biased partial cycle)."""
     short = frequencies[(frequencies > 0) & (frequencies * window < 1.0)]
     if short.size:
         warnings.warn(f"sweep: the averaging window (duration - discard = {window:.4g} s) holds no whole cycle at "
@@ -449,22 +448,3 @@ def sweep(
         discard=float(discard),
         dt=robot.dt,
     )
-
-
-def print_sweep_table(result: SweepResult, *, file=None) -> None:
-    """Print mean lift vs frequency with F_z / f^2 (and the seed's value
-    where it has one); a world that diverged, or whose wing force hit the
-    clip, is marked, and diverged worlds are left out of the spread."""
-    print(f"{'f [Hz]':>8} {'F_z [N]':>11} {'F_z/f^2 [N/Hz^2]':>18} {'seed F_z [N]':>13} {'diff':>8}", file=file)
-    healthy = np.asarray(result.healthy, dtype=bool)
-    clipped = np.asarray(result.clip_fraction)
-    for f, fz, ok, clip in zip(np.asarray(result.frequency), np.asarray(result.force[:, 2]), healthy, clipped):
-        seed = SEED_SWEEP.get(float(f))
-        extra = f"{seed:13.5f} {100 * (fz / seed - 1):+7.2f}%" if seed else f"{'':13} {'':8}"
-        flag = "  DIVERGED: not a result" if not ok else (f"  force clip {100 * clip:.0f} % of wing-steps" if clip > 0
-                                                             else "")
-        print(f"{f:8.2f} {fz:11.5f} {fz / f**2:18.5e} {extra}{flag}", file=file)
-    ratio = np.asarray(result.lift_per_f2)[healthy]
-    if ratio.size > 1:
-        spread = (ratio.max() - ratio.min()) / ratio.mean()
-        print(f"F_z/f^2 spread (max - min) / mean: {100 * spread:.2f} %", file=file)
