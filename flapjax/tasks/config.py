@@ -188,14 +188,9 @@ class TaskConfig:
     chain_coefficients: str | None = None
 
     def __post_init__(self):
-        from flapjax.rotor.profile import PRESETS
-
         if not isinstance(self.robot, str):
             raise ConfigError(f"robot: must be a preset name or a profile file path, got {self.robot!r}")
-        if self.robot.lower().endswith(PROFILE_SUFFIXES):
-            self.load_profile()  # a bad file fails here, naming the field
-        else:
-            check_choice("robot", self.robot, sorted(PRESETS))
+        self.load_profile()  # an unknown preset or a bad file fails here, naming the field
         check_positive("physics_dt", self.physics_dt)
         check_range("physics_dt", self.physics_dt, None, 0.01)
         for name in ("substeps", "episode_length", "solver_iterations", "solver_ls_iterations"):
