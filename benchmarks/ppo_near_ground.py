@@ -149,7 +149,9 @@ def readme_section(r: dict) -> str:
         f"({r['robot']}, rigid backend, domain randomization on: mass, inertia, thrust, torque and time constants of the "
         "rotors, start position, sensor and command noise) and flies it (deterministic actions) and the reference "
         f"controller (a residual of zeros) on the same {r['eval_worlds']} evaluation worlds (seed {r['eval_seed']}, not "
-        "seen in training). The reference controller does not know the ground effect or the randomized mass.", "",
+        "seen in training; every training episode draws a new world, through "
+        "`wrap_env_fn=rl_brax.wrap_for_brax_training`). The reference controller does not know the ground effect or "
+        "the randomized mass.", "",
         "| controller | success | height RMSE, mean | median | touched |", "|---|---|---|---|---|",
         f"| PPO residual | {p['success_rate']:.3f} | {1000 * p['height_rmse_mean']:.1f} mm | "
         f"{1000 * p['height_rmse_median']:.1f} mm | {p['touched']:.3f} |",
@@ -255,6 +257,7 @@ def main(argv=None) -> dict:
     from brax.training.agents.ppo import train as ppo
 
     from flapjax import tasks
+    from flapjax.tasks import rl_brax
 
     residual_scale = tuple(float(x) for x in args.residual_scale.split(","))
     overrides = {"robot": args.robot, "randomization.enabled": True, "residual_scale": residual_scale}
@@ -290,7 +293,8 @@ def main(argv=None) -> dict:
     load_before = load_average()
     with jax.enable_x64(False):  # Brax's PPO mixes float32 networks with default-float counters
         make_policy, params, _ = ppo.train(environment=env, episode_length=env.episode_length, seed=args.seed,
-                                           network_factory=network, progress_fn=progress, **train_cfg)
+                                           network_factory=network, progress_fn=progress,
+                                           wrap_env_fn=rl_brax.wrap_for_brax_training, **train_cfg)
         train_s = time.perf_counter() - t_start
         load_after = load_average()
         policy = make_policy(params, deterministic=True)

@@ -20,7 +20,8 @@ SMALL = dict(episode_length=12, substeps=1, noise=NOISE_OFF)
 
 def test_brax_ppo_two_iterations_without_touching_jax():
     """``ppo.train`` accepts the adapter unchanged and runs two training
-    iterations; the device_put_replicated shim lives in Brax's modules only."""
+    iterations with the fresh-world auto-reset; the device_put_replicated
+    shim lives in Brax's modules only."""
     import jax as jax_module
     from brax.envs.base import Env, State
     from brax.training.agents.ppo import networks as ppo_networks
@@ -49,7 +50,8 @@ def test_brax_ppo_two_iterations_without_touching_jax():
         make_policy, params, metrics = ppo.train(
             environment=env, num_timesteps=128, episode_length=env.episode_length, num_envs=8, batch_size=8,
             num_minibatches=2, unroll_length=4, num_updates_per_batch=1, num_evals=1, run_evals=False, seed=0,
-            network_factory=net, progress_fn=lambda step, m: steps.append(step))
+            network_factory=net, progress_fn=lambda step, m: steps.append(step),
+            wrap_env_fn=rl_brax.wrap_for_brax_training)
     assert steps == [128]
     assert np.isfinite(float(metrics["training/policy_loss"]))
     policy = make_policy(params, deterministic=True)
@@ -90,6 +92,53 @@ def test_brax_truncation_apart_from_termination():
     np.testing.assert_array_equal(final.done, [1.0, 1.0])
     np.testing.assert_array_equal(final.info["truncation"], [1.0, 1.0])
     np.testing.assert_array_equal(final.info["terminated"], [0.0, 0.0])
+
+
+def test_brax_fresh_world_auto_reset_draws_a_new_world_each_episode():
+    """Through ``wrap_for_brax_training`` a finished slot restarts in a new
+    randomized world: exactly ``env.reset`` with the second half of the
+    slot's split reset key (mass and observation equal it), while Brax's
+    own auto-reset (``fresh_worlds=False``) replays the first world."""
+    from flapjax.tasks import rl_brax
+
+    env = tasks.brax_env("near_ground", **{**SMALL, "randomization.enabled": True})
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+
+    def run(wrapped):
+        @jax.jit
+        def go(keys):
+            s0 = wrapped.reset(keys)
+            step = lambda s, _: (wrapped.step(s, jnp.zeros((2, 10))),  # noqa: E731
+                                 (s.pipeline_state.params.profile.mass, s.info["steps"], s.obs))
+            last, trace = jax.lax.scan(step, s0, None, length=8)
+            return s0, last, trace
+        return go(keys)
+
+    fresh = rl_brax.wrap_for_brax_training(env, episode_length=3)
+    assert isinstance(fresh, rl_brax.FreshWorldAutoReset)
+    s0, last, (mass, steps, obs) = run(fresh)
+    mass, steps = np.asarray(mass), np.asarray(steps)
+    # trace[k] is the state before step k; the step that finishes an episode
+    # (steps reaches 3) already holds the next episode's world
+    np.testing.assert_array_equal(steps[:, 0], [0, 1, 2, 3, 1, 2, 3, 1])
+    first, second, third = mass[0], mass[3], mass[6]
+    np.testing.assert_array_equal(mass[:3], np.broadcast_to(first, (3, 2)))
+    np.testing.assert_array_equal(mass[3:6], np.broadcast_to(second, (3, 2)))
+    assert np.all(np.abs(second - first) > 1e-6) and np.all(np.abs(third - second) > 1e-6)
+    # the restart is env.reset with the split key of the step that finished
+    k = keys
+    for _ in range(3):
+        k_next = jax.vmap(jax.random.split)(k)
+        reset_keys, k = k_next[:, 1], k_next[:, 0]
+    expected = jax.jit(jax.vmap(env.reset))(reset_keys)
+    np.testing.assert_allclose(second, expected.pipeline_state.params.profile.mass, rtol=0, atol=0)
+    np.testing.assert_allclose(np.asarray(obs)[3], expected.obs, rtol=1e-6, atol=1e-9)
+
+    replay = rl_brax.wrap_for_brax_training(env, episode_length=3, fresh_worlds=False)
+    _, _, (mass_replay, _, _) = run(replay)
+    np.testing.assert_array_equal(np.asarray(mass_replay)[3], np.asarray(mass_replay)[0])
+    with pytest.raises(ValueError, match="episode_length"):
+        rl_brax.wrap_for_brax_training(env, episode_length=0)
 
 
 def test_gym_env_passes_gymnasium_checker():

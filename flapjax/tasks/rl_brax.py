@@ -19,11 +19,15 @@ the limit, the wrapper would report no truncation.) The unwrapped step also
 reports ``info["truncation"]`` at the task's own limit. Actions are in
 [-1, 1] (:func:`flapjax.tasks.adapters.to_task_action`).
 
-Brax's ``AutoResetWrapper`` restores each environment's first state: every
-episode of one environment slot replays the same randomized world and the
-same noise draws, so training sees ``num_envs`` worlds (use many
-environments, or Brax's ``randomization_fn``, for more). The gymnasium
-adapters draw a new world at every reset.
+New worlds at every episode. Brax's own ``AutoResetWrapper`` restores each
+environment's first state, so every episode of one environment slot would
+replay the same randomized world and the same noise draws, and training
+would see only ``num_envs`` worlds. :func:`wrap_for_brax_training` uses
+:class:`FreshWorldAutoReset` instead: a finished slot is reset with a new
+key, so it draws a new world (airframe, start, goal, disturbances) and new
+noise streams, as the gymnasium adapters do. Hand it to PPO as
+``ppo.train(..., wrap_env_fn=rl_brax.wrap_for_brax_training)``; without
+``wrap_env_fn`` Brax applies its own wrappers and the replay.
 
 Compatibility shim. Brax 0.14.2's trainers call ``jax.device_put_replicated``,
 which JAX 0.10 removed. :func:`install_brax_shim` (run when this module is
@@ -167,10 +171,78 @@ class BraxTaskEnv(brax_base.Env):
         return new.replace(info=info, metrics=metrics)
 
 
+class FreshWorldAutoReset(brax_base.Wrapper):
+    """Auto-reset that draws a new world for every episode.
+
+    Wraps a batched environment (Brax's vmap and episode wrappers). Each
+    slot keeps a key in ``info["reset_rng"]`` ((batch, 2) raw key words);
+    every step splits it in two, the first half kept for the next step and
+    the second the reset key of a slot that has just finished (``done``):
+    its pipeline state and observation are replaced by those of
+    ``env.reset`` with that key, so the new episode has a new randomized
+    world and new noise streams. The reset runs (for the whole batch, inside
+    a ``lax.cond``) only on steps where some slot finished. Episode
+    counters behave as in Brax's ``AutoResetWrapper`` (``steps`` restarts at
+    the step after ``done``; ``done`` and ``truncation`` stay visible on the
+    step that finished).
+    """
+
+    def reset(self, rng: jax.Array) -> brax_base.State:
+        state = self.env.reset(rng)
+        state.info["reset_rng"] = rng
+        return state
+
+    def step(self, state: brax_base.State, action: jax.Array) -> brax_base.State:
+        info = dict(state.info)  # the caller's state is left as it was
+        if "steps" in info:
+            info["steps"] = jnp.where(state.done, jnp.zeros_like(info["steps"]), info["steps"])
+        state = self.env.step(state.replace(info=info, done=jnp.zeros_like(state.done)), action)
+        pairs = jax.vmap(jax.random.split)(state.info["reset_rng"])
+        keep_keys, reset_keys = pairs[:, 0], pairs[:, 1]
+        done = state.done
+
+        def fresh(_):
+            new = self.env.reset(reset_keys)
+            return jax.tree.map(lambda a, b: jnp.asarray(a, b.dtype), (new.pipeline_state, new.obs),
+                                (state.pipeline_state, state.obs))
+
+        restarted = jax.lax.cond(jnp.any(done > 0), fresh, lambda _: (state.pipeline_state, state.obs), None)
+
+        def where_done(x, y):
+            if done.shape and (not x.shape or x.shape[0] != done.shape[0]):
+                return y
+            d = jnp.reshape(done, done.shape + (1,) * (x.ndim - done.ndim)) if done.shape else done
+            return jnp.where(d > 0, x, y)
+
+        pipeline_state, obs = jax.tree.map(where_done, restarted, (state.pipeline_state, state.obs))
+        return state.replace(pipeline_state=pipeline_state, obs=obs, info={**state.info, "reset_rng": keep_keys})
+
+
 def wrap_for_brax_training(env: BraxTaskEnv, episode_length: int | None = None, action_repeat: int = 1,
-                           randomization_fn=None):
-    """Brax's training wrappers (vmap, episode, auto-reset) around ``env``, as
-    ``ppo.train`` applies them (``episode_length`` defaults to the task's)."""
+                           randomization_fn=None, *, fresh_worlds: bool = True):
+    """Brax's vmap and episode wrappers around ``env`` and an auto-reset on
+    top, the wrapping ``ppo.train`` applies: pass this function as
+    ``ppo.train(wrap_env_fn=...)`` (its signature is Brax's ``wrap``).
+
+    Args:
+      env: the task as a Brax environment.
+      episode_length: steps per episode; default the task's.
+      action_repeat: steps per action.
+      randomization_fn: Brax's system randomization (passed to Brax's
+        domain-randomization vmap wrapper); the tasks randomize their own
+        worlds, so it is usually ``None``.
+      fresh_worlds: ``True`` (default): :class:`FreshWorldAutoReset`, every
+        episode a new world; ``False``: Brax's ``AutoResetWrapper``, every
+        episode of a slot replays its first world.
+    """
     length = env.episode_length if episode_length is None else episode_length
-    return brax_training.wrap(env, episode_length=length, action_repeat=action_repeat,
-                              randomization_fn=randomization_fn)
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+        raise ValueError(f"episode_length: expected a positive integer, got {length!r}")
+    if not fresh_worlds:
+        return brax_training.wrap(env, episode_length=length, action_repeat=action_repeat,
+                                  randomization_fn=randomization_fn)
+    if randomization_fn is None:
+        inner = brax_training.VmapWrapper(env)
+    else:
+        inner = brax_training.DomainRandomizationVmapWrapper(env, randomization_fn)
+    return FreshWorldAutoReset(brax_training.EpisodeWrapper(inner, int(length), action_repeat))
