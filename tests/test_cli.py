@@ -48,6 +48,8 @@ def test_identify_writes_results_and_plots_then_resumes(runner, tmp_path):
     assert abs(results["residuals"]["lift"]["k_f_relative_difference"]) < 5e-3
     assert results["settings"]["lift"]["frequencies"] == [40.0, 50.0]
     assert "jax" in results["versions"]
+    assert (results["study"], results["k_f"], results["k_f_std"]) == ("simulation", ident["k_f"], results["std"].get("k_f"))
+    assert set(results["units"]) == set(ident) and all(results["units"].values())
     for png in ("lift_fz_vs_f2.png", "moments_fit.png", "loss_curves.png"):
         assert (out / png).stat().st_size > 1000
     from flapjax.aero.cycle_averaged import CycleAveragedParams

@@ -301,6 +301,14 @@ def test_results_round_trip_through_json_into_the_cycle_averaged_model(tmp_path)
     )
     raw = json.loads((tmp_path / "results.json").read_text())
     assert raw["identified"]["k_f"] == pytest.approx(1.7e-4) and raw["units"]["k_f"] == "N/Hz^2"
+    # the head every identification from data writes: study, source, NAME / NAME_std, units
+    assert list(raw)[:2] == ["study", "source"] and raw["study"] == "simulation"
+    assert (raw["k_f"], raw["k_f_std"]) == (pytest.approx(1.7e-4), pytest.approx(1e-6))
+    assert [raw[f"D_w_{a}"] for a in "xyz"] == pytest.approx([1e-5, 2e-5, 3e-5]) and raw["D_w_x_std"] is None
+    assert raw["units"] == {"k_f": "N/Hz^2", "k_roll": "N m/rad", "k_pitch": "N m/rad", "D_w_x": "N m s/rad",
+                            "D_w_y": "N m s/rad", "D_w_z": "N m s/rad"}
+    with pytest.raises(ConfigError, match="cycle_averaged.json|results of a 'simulation'"):
+        CycleAveragedParams.from_json(tmp_path / "results.json")
     assert CycleAveragedParams.from_dict(raw["cycle_averaged"]).roll_gain == pytest.approx(6e-4)
     assert raw["versions"]["jax"] == jax.__version__
 

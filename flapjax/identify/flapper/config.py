@@ -33,6 +33,7 @@ from flapjax.identify.fit import (
     split,
 )
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
+from flapjax.identify.flapper.results import PHYSICAL_UNITS
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
@@ -109,7 +110,6 @@ QUICK_OVERRIDES: dict[str, Any] = {
 }
 
 # Per-wing physical parameters the "physical" study can fit, with their units.
-PHYSICAL_UNITS = {"hinge_stiffness": "N m/rad", "hinge_damping": "N m s/rad", "lift_scale": "-", "moment_scale": "-"}
 PHYSICAL_PARAMETERS = tuple(PHYSICAL_UNITS)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from jaxtyping import Array
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.identify.outputs import data_record
 from flapjax.identify.results import StudyResult, read_json, to_arrays, to_jsonable, versions, write_json
 from flapjax.validation import ConfigError
 
@@ -40,6 +41,15 @@ SEED_UNITS: dict[str, str] = {
     "L_v": "N m s/m",
     "M_u": "N m s/m",
 }
+
+#: Units of the per-wing physical parameters, and of every value a simulated
+#: identification reports (seed symbols and physical parameters).
+PHYSICAL_UNITS: dict[str, str] = {"hinge_stiffness": "N m/rad", "hinge_damping": "N m s/rad", "lift_scale": "-",
+                                  "moment_scale": "-"}
+VALUE_UNITS: dict[str, str] = {**SEED_UNITS, **PHYSICAL_UNITS, "wing_inertia_scale": "-"}
+
+#: ``source`` of a simulated identification's ``results.json``.
+SOURCE = "per-wing simulation (flapjax.sim.flapper)"
 
 # Seed section 10 defaults, for the summary's "seed" column.
 SEED_VALUES = {
@@ -104,13 +114,34 @@ class IdentificationResult(eqx.Module):
                 values[field] = np.asarray(self.identified[seed]).tolist()
         return CycleAveragedParams.from_dict(values)
 
+    def flat_values(self) -> tuple[dict[str, float], dict[str, float | None], dict[str, str]]:
+        """Every identified value as a scalar (a vector such as ``D_w``
+        becomes ``D_w_x``, ``D_w_y``, ``D_w_z``, the flight-log fit's names),
+        its standard deviation (``None`` where none was estimated) and unit."""
+        values, std, units = {}, {}, {}
+        for name, value in self.identified.items():
+            v = np.asarray(value, dtype=float)
+            s = None if name not in self.std else np.asarray(self.std[name], dtype=float)
+            names = [name] if v.ndim == 0 else [f"{name}_{a}" for a in "xyz"[: v.size]]
+            for i, flat in enumerate(names):
+                values[flat] = float(v.reshape(-1)[i])
+                std[flat] = None if s is None else float(s.reshape(-1)[i])
+                units[flat] = VALUE_UNITS.get(name, "")
+        return values, std, units
+
     def to_dict(self) -> dict[str, Any]:
-        units = {k: SEED_UNITS[k] for k in self.identified if k in SEED_UNITS}
+        """JSON-ready record. It starts as the identifications from data
+        do (``study``, ``source``, every value ``NAME`` with ``NAME_std``,
+        ``units``; see :func:`flapjax.identify.outputs.data_record`), then
+        the nested ``identified`` / ``std`` (seed names, vectors kept) that
+        :meth:`from_dict` reads back, the model, the studies' records and
+        the validation flights."""
+        values, std, units = self.flat_values()
         return to_jsonable(
             {
+                **data_record("simulation", SOURCE, values, std, units),
                 "identified": self.identified,
                 "std": self.std,
-                "units": units,
                 "cycle_averaged": self.to_cycle_averaged_params().to_dict(),
                 "residuals": {name: s.metrics for name, s in self.studies.items()},
                 "validation": self.validation,
