@@ -106,8 +106,12 @@ def test_wall_coefficients_act_on_their_own_terms():
     np.testing.assert_allclose(lateral[0, 1], 0.5 * 0.08 * 2.5 / 2.5**2, rtol=1e-13)
     # At s = 1/4 of the fade: 1 - s^3 (10 - 15 s + 6 s^2).
     s = 0.25
-    np.testing.assert_allclose(rotor.wall_window(jnp.array((1.5 + 2 * s) * R), R, p),
-                               1 - s**3 * (10 - 15 * s + 6 * s**2), rtol=1e-14)
+    window_quarter = 1 - s**3 * (10 - 15 * s + 6 * s**2)
+    np.testing.assert_allclose(rotor.wall_window(jnp.array((1.5 + 2 * s) * R), R, p), window_quarter, rtol=1e-14)
+    # ... and the wall effect applies that window (a cubic smoothstep, equal at the midpoint, differs here)
+    factor, lateral = f(2.0 * R)
+    np.testing.assert_allclose(factor[0], 1 + window_quarter * 0.12 / 2.0**2, rtol=1e-13)
+    np.testing.assert_allclose(lateral[0, 1], window_quarter * 0.08 * 2.5 / 2.0**2, rtol=1e-13)
     # C2: first and second derivatives vanish at both ends of the fade.
     window = lambda d: rotor.wall_window(d, R, p)  # noqa: E731
     for end in (1.5 * R, 3.5 * R):

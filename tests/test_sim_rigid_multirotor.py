@@ -167,3 +167,23 @@ def test_controller_assumes_the_nominal_airframe_unless_given_the_true_one():
     sag_nominal, sag_heavy, sag_privileged = (float(jnp.min(run(p))) for p in (nominal, heavy, privileged))
     assert abs(sag_nominal) < 1e-3 and abs(sag_privileged) < 1e-3
     assert sag_heavy < -0.03  # 0.3 s with 30 % of the weight unannounced
+
+
+def test_chain_sees_the_body_frame_velocity():
+    """The drag and the air velocity act on ``R^T v``: the step hands the
+    chain the world velocity rotated into the body frame (a yawed, rolled
+    body; ``R v`` or ``v`` itself would differ)."""
+    from types import SimpleNamespace
+
+    from flapjax.math import quat_to_mat
+    from flapjax.sim.multirotor import step as mstep
+
+    q = jnp.array([np.cos(0.6), 0.3 * np.sin(0.6), 0.2 * np.sin(0.6), np.sqrt(0.87) * np.sin(0.6)])
+    rot = quat_to_mat(q)
+    v = jnp.array([1.0, -2.0, 0.5])
+    body = SimpleNamespace(rotation=rot, velocity=v)
+    inputs = mstep.chain_input(None, None, None, None, body, jnp.asarray(0.7), (None, None, jnp.zeros(3)))
+    np.testing.assert_allclose(inputs.motion.velocity_body, np.asarray(rot).T @ np.asarray(v), rtol=1e-12)
+    np.testing.assert_allclose(inputs.motion.rotation, rot, rtol=0)
+    assert float(inputs.motion.time) == 0.7 and inputs.command_noise is None
+    assert np.linalg.norm(np.asarray(rot) @ np.asarray(v) - np.asarray(rot).T @ np.asarray(v)) > 0.5
