@@ -153,7 +153,7 @@ def run_flight_identification(
         echo(f"flight log {path}: {log['time_s'].size} samples at "
              f"{1.0 / float(np.median(np.diff(log['time_s']))):.0f} Hz; fitting ...")
         settings = {**DEFAULTS, **(QUICK if quick else {})}
-        bar = tqdm(desc="identify flight log", unit="iteration", disable=not progress)
+        bar = tqdm(desc="identify flight log (Levenberg-Marquardt)", unit="it", disable=not progress)
 
         def tick(_, cost):
             bar.update(1)

@@ -141,7 +141,7 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
         else:
             echo(f"warning: no scene given (no sidecar {sidecar_path(path).name}, no '# scene.KEY = VALUE' lines): "
                  f"assuming {describe_scene(log.scene)}; a wrong scene biases the ground and wall coefficients")
-        bar = tqdm(desc="identify hover", unit="step", disable=not progress)
+        bar = tqdm(desc="identify hover (fit steps)", unit="it", disable=not progress)
 
         def tick(k, v):
             bar.update(1)
