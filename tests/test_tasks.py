@@ -264,3 +264,21 @@ def test_near_ground_reference_leaves_from_the_start_height():
     for t in (0.1, 0.25, 0.4):
         assert ref(t, z0)[1] == pytest.approx((ref(t + h, z0)[0] - ref(t - h, z0)[0]) / (2 * h), rel=1e-5)
         assert ref(t, z0)[2] == pytest.approx((ref(t + h, z0)[1] - ref(t - h, z0)[1]) / (2 * h), rel=1e-4)
+
+
+@pytest.mark.parametrize("task", ["near_ground", "object_push", "wall_contact"])
+def test_step_returns_the_state_types_reset_made_so_jit_compiles_once(task):
+    """Every leaf of the state keeps its shape, dtype and weak type through a
+    step: otherwise ``jit(env.step)`` compiles a second program at the second
+    step (a weakly typed ``inf`` start of a running minimum did)."""
+    env = tasks.make(task, episode_length=4, substeps=1)
+    s0 = jax.eval_shape(env.reset, jax.random.key(0))
+    s1 = jax.eval_shape(env.step, s0, jnp.zeros(env.action_size, jnp.float32))
+
+    def signature(state):
+        return [(jax.tree_util.keystr(path), leaf.shape, leaf.dtype, leaf.weak_type)
+                for path, leaf in jax.tree_util.tree_leaves_with_path(state)]
+
+    assert jax.tree.structure(s0) == jax.tree.structure(s1)
+    changed = [(a, b) for a, b in zip(signature(s0), signature(s1)) if a != b]
+    assert not changed, changed

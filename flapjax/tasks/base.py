@@ -250,7 +250,7 @@ class TaskEnv:
 
     def _init_info(self) -> dict:
         info = dict(step=jnp.zeros((), jnp.int32), rotor_steps=jnp.zeros(()), saturated_rotor_steps=jnp.zeros(()),
-                    min_margin=jnp.asarray(jnp.inf), diverged=jnp.zeros((), bool))
+                    min_margin=jnp.full((), jnp.inf, float), diverged=jnp.zeros((), bool))
         if self.config.backend == "rigid":
             info["touched"] = jnp.zeros((), bool)
         return info

@@ -137,7 +137,7 @@ class NearGround(TaskEnv):
         return NearGroundTask(common=common, ee_xy=ee0[:2]), start, jnp.zeros(()), None
 
     def _task_init_info(self):
-        return dict(height_sq_error=jnp.zeros(()), height_samples=jnp.zeros(()), min_ee_height=jnp.asarray(jnp.inf))
+        return dict(height_sq_error=jnp.zeros(()), height_samples=jnp.zeros(()), min_ee_height=jnp.full((), jnp.inf, float))
 
     def _task_obs(self, state, ee_obs):
         z, v, _ = self.reference(self.time(state), self.start_height(state))
