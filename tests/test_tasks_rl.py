@@ -185,6 +185,11 @@ def test_gym_vector_env_spaces_autoreset_and_determinism():
     assert single.observation_space == venv.single_observation_space
     with pytest.raises(ConfigError, match=r"actions: expected shape \(2, 10\) \(num_envs, action_size\), got shape \(20,\)"):
         venv.step(np.zeros(20, np.float32))
+    # a second adapter of the same task and configuration reuses the compiled functions
+    other = tasks.gym_vector_env("near_ground", 3, **SMALL)
+    assert (other._reset_all, other._step_all) == (venv._reset_all, venv._step_all)
+    assert tasks.gym_env("near_ground", **SMALL)._step is single._step
+    assert tasks.gym_env("near_ground", **{**SMALL, "episode_length": 13})._step is not single._step
 
 
 def test_residual_zero_equals_reference_setpoint():

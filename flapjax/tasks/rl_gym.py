@@ -16,10 +16,16 @@ spaces are the batched ones; ``single_*_space`` the per-world ones).
 backend, a touch); ``truncated``: it reached ``episode_length`` steps.
 
 Keys: ``reset(seed=s)`` seeds the environment's NumPy generator, which draws
-the JAX key of every episode, so the same seed gives the same worlds. The
-vector environment resets a finished world at its next ``step`` (Gymnasium's
-``AutoresetMode.NEXT_STEP``: that step returns the new episode's first
-observation, reward 0 and neither flag set).
+the JAX key of every episode (the vector environment: one key per
+``reset``, split inside the jitted step for the worlds it restarts), so the
+same seed gives the same worlds. The vector environment resets a finished
+world at its next ``step`` (Gymnasium's ``AutoresetMode.NEXT_STEP``: that
+step returns the new episode's first observation, reward 0 and neither flag
+set); the restart runs only on steps where some world needs it.
+
+Compilation: the jitted reset and step are shared by every adapter of the
+same task and configuration, so a second environment (an evaluation copy,
+a new vector environment) compiles nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +64,51 @@ def _episode_key(generator: np.random.Generator) -> int:
     return int(generator.integers(0, 2**31 - 1))
 
 
+_COMPILED: dict[Any, Any] = {}
+
+
+def _single_functions(env: TaskEnv):
+    """``(reset, step)`` of one world, jitted once per task and configuration."""
+    key = (type(env), env.config, "single")
+    if key not in _COMPILED:
+        _COMPILED[key] = (jax.jit(env.reset), jax.jit(_step_fn(env)))
+    return _COMPILED[key]
+
+
+def _vector_functions(env: TaskEnv):
+    """``(reset_all, step_all)`` of a batch of worlds, jitted once per task and
+    configuration (the batch size is the arrays' leading axis)."""
+    key = (type(env), env.config, "vector")
+    if key not in _COMPILED:
+        step = _step_fn(env)
+
+        def reset_all(key, num_envs):
+            key, sub = jax.random.split(key)
+            return jax.vmap(env.reset)(jax.random.split(sub, num_envs)), key
+
+        def step_all(states, actions, needs_reset, key):
+            stepped, _, reward, term, trunc, _ = jax.vmap(step)(states, actions)
+            key, sub = jax.random.split(key)
+
+            def restart(_):
+                fresh = jax.vmap(env.reset)(jax.random.split(sub, actions.shape[0]))
+
+                def pick(a, b):
+                    mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
+                    return jnp.where(mask, a, b)
+
+                return jax.tree.map(pick, fresh, stepped)
+
+            new = jax.lax.cond(jnp.any(needs_reset), restart, lambda _: stepped, None)
+            zero = jnp.zeros_like(term)
+            # a restarted world returns its new episode's first observation
+            return (new, new.obs, jnp.where(needs_reset, 0.0, reward),
+                    jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc), key)
+
+        _COMPILED[key] = (jax.jit(reset_all, static_argnums=1), jax.jit(step_all))
+    return _COMPILED[key]
+
+
 class GymTaskEnv(gym.Env):
     """One world of a task as a ``gymnasium.Env`` (see the module docstring).
 
@@ -78,8 +129,7 @@ class GymTaskEnv(gym.Env):
         self.observation_space, self.action_space = _spaces(env)
         self.render_mode = render_mode
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / env.dt)))
-        self._reset = jax.jit(env.reset)
-        self._step = jax.jit(_step_fn(env))
+        self._reset, self._step = _single_functions(env)
         self._state = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -130,36 +180,14 @@ class GymVectorTaskEnv(VectorEnv):
         self.observation_space = spaces.Box(-np.inf, np.inf, (num_envs, env.observation_size), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (num_envs, env.action_size), np.float32)
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / env.dt)))
-        step = _step_fn(env)
-
-        def reset_all(keys):
-            return jax.vmap(env.reset)(keys)
-
-        def step_all(states, actions, needs_reset, keys):
-            stepped, obs, reward, term, trunc, metrics = jax.vmap(step)(states, actions)
-            fresh = jax.vmap(env.reset)(keys)
-
-            def pick(a, b):
-                mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
-                return jnp.where(mask, a, b)
-
-            new = jax.tree.map(pick, fresh, stepped)
-            zero = jnp.zeros_like(term)
-            return (new, jnp.where(needs_reset[:, None], fresh.obs, obs), jnp.where(needs_reset, 0.0, reward),
-                    jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc))
-
-        self._reset_all = jax.jit(reset_all)
-        self._step_all = jax.jit(step_all)
+        self._reset_all, self._step_all = _vector_functions(env)
         self._states = None
+        self._key = None
         self._needs_reset = np.zeros(num_envs, bool)
-
-    def _keys(self):
-        seeds = self.np_random.integers(0, 2**31 - 1, size=self.num_envs)
-        return jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self._states = self._reset_all(self._keys())
+        self._states, self._key = self._reset_all(jax.random.key(_episode_key(self.np_random)), self.num_envs)
         self._needs_reset = np.zeros(self.num_envs, bool)
         return np.asarray(self._states.obs, np.float32), {}
 
@@ -171,8 +199,8 @@ class GymVectorTaskEnv(VectorEnv):
             raise ConfigError(f"actions: expected shape {self.action_space.shape} (num_envs, action_size), "
                               f"got shape {actions.shape}")
         actions = jnp.asarray(actions)
-        self._states, obs, reward, term, trunc = self._step_all(
-            self._states, actions, jnp.asarray(self._needs_reset), self._keys())
+        self._states, obs, reward, term, trunc, self._key = self._step_all(
+            self._states, actions, jnp.asarray(self._needs_reset), self._key)
         term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
         self._needs_reset = term | trunc
         return (np.asarray(obs, np.float32), np.asarray(reward, np.float64), term, trunc, {})
