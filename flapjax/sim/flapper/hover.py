@@ -194,6 +194,20 @@ def hover_rollout(
     target = base_pose(robot, state.data).position if target is None else jnp.asarray(target)
     f_h = params.averaged.hover_frequency if hover_frequency is None else hover_frequency
     g = params.averaged.gravity if gravity is None else gravity
+    # Python numbers as (weakly typed, so promoting as before) arrays: new values reuse the compiled rollout.
+    f_h, g = (jnp.asarray(x) if isinstance(x, (int, float)) else x for x in (f_h, g))
+    if plate_step is not None:
+        plate_step = jax.tree.map(lambda x: jnp.asarray(x) if isinstance(x, (int, float)) else x, plate_step)
+    return _hover_rollout(robot, params, state, n_steps, gains, target, record_every, checkpoint, f_h, g,
+                          plate_step, record, prior)
+
+
+@eqx.filter_jit
+def _hover_rollout(robot, params, state, n_steps, gains, target, record_every, checkpoint, f_h, g, plate_step,
+                   record, prior):
+    """:func:`hover_rollout` after its checks, compiled once per robot,
+    step counts and recording mode (the integers, flags and names are
+    static; every array is traced)."""
     one = _hover_step(robot, params, gains, target, f_h, g, plate_step)
     if checkpoint:
         one = remat(one)
@@ -259,6 +273,23 @@ def random_starts(key: PRNGKeyArray, n_worlds: int, *, position_spread=0.05, til
     return offset, quat, velocity, rate
 
 
+@eqx.filter_jit
+def _hover_study_worlds(robot, params, target, starts, n_steps: int, record_every: int, n_late: int):
+    """Final and late errors, late tilt and health of each start (compiled
+    once per robot, step counts and number of worlds)."""
+    dtype = target.dtype
+
+    def one(o, q, v, w):
+        st = init_state(robot, params, position=(target + o).astype(dtype), quat=q.astype(dtype),
+                        velocity=v.astype(dtype), angular_velocity=w.astype(dtype))
+        _, rec = hover_rollout(robot, params, st, n_steps, target=target, record_every=record_every)
+        err = jnp.linalg.norm(rec.position - target, axis=-1)
+        tilt = jnp.linalg.norm(rec.tilt, axis=-1)
+        return err[-1], jnp.max(err[-n_late:]), jnp.max(tilt[-n_late:]), rec.healthy[-1]
+
+    return jax.vmap(one)(*starts)
+
+
 def hover_study(
     key: PRNGKeyArray,
     n_worlds: int,
@@ -295,19 +326,8 @@ def hover_study(
     n_steps = int(round(duration / robot.dt)) // record_every * record_every
     n_late = max(1, int(round(settle_window / (robot.dt * record_every))))
 
-    @jax.jit
-    def run(offset, quat, velocity, rate):
-        def one(o, q, v, w):
-            st = init_state(robot, params, position=(target + o).astype(dtype), quat=q.astype(dtype),
-                            velocity=v.astype(dtype), angular_velocity=w.astype(dtype))
-            _, rec = hover_rollout(robot, params, st, n_steps, target=target, record_every=record_every)
-            err = jnp.linalg.norm(rec.position - target, axis=-1)
-            tilt = jnp.linalg.norm(rec.tilt, axis=-1)
-            return err[-1], jnp.max(err[-n_late:]), jnp.max(tilt[-n_late:]), rec.healthy[-1]
-
-        return jax.vmap(one)(offset, quat, velocity, rate)
-
-    final, late_err, late_tilt, healthy = run(offset, quat, velocity, rate)
+    final, late_err, late_tilt, healthy = _hover_study_worlds(robot, params, target, (offset, quat, velocity, rate),
+                                                              n_steps, record_every, n_late)
     settled = healthy & (late_err <= position_tolerance) & (late_tilt <= tilt_tolerance)
     return HoverStudy(settled=settled, final_position_error=final, max_late_position_error=late_err,
                       max_late_tilt=late_tilt, healthy=healthy, initial_offset=offset)
