@@ -7,6 +7,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from flapjax import tasks
@@ -59,3 +60,12 @@ def test_task_step_compiles_once_over_an_episode():
     state = jax.jit(env.reset)(jax.random.key(0))
     state = step(state, jnp.zeros(env.action_size))
     assert lowered(lambda: step(step(state, jnp.zeros(env.action_size)), jnp.ones(env.action_size)).obs) == []
+
+
+def test_eager_task_steps_run_one_compiled_program():
+    """``env.step`` called outside ``jit`` (a notebook loop) compiles once,
+    and a second environment of the same configuration reuses it."""
+    env = tasks.make("near_ground", episode_length=4, substeps=1, backend="rigid")
+    state = env.step(env.reset(jax.random.key(0)), jnp.zeros(env.action_size))
+    other = tasks.make("near_ground", episode_length=4, substeps=1, backend="rigid")
+    assert lowered(lambda: other.step(env.step(state, np.full(env.action_size, 0.1)), jnp.zeros(env.action_size)).obs) == []

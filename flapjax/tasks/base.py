@@ -135,6 +135,10 @@ class TaskCommon(eqx.Module):
     yaw: Float[Array, ""]
 
 
+#: Compiled :meth:`TaskEnv.step` per (task class, configuration).
+_STEP_PROGRAMS: dict = {}
+
+
 class TaskEnv:
     """Base of the multirotor tasks (see the module docstring for the contract).
 
@@ -301,8 +305,19 @@ class TaskEnv:
 
     def step(self, state: EnvState, action) -> EnvState:
         """Advance one environment step (``config.substeps`` physics steps);
-        ``action`` has shape (:attr:`action_size`,) (batch with ``jax.vmap``)."""
+        ``action`` has shape (:attr:`action_size`,) (batch with ``jax.vmap``).
+
+        Compiled once per task and configuration, so a loop of eager calls
+        runs the compiled step; inside ``jax.jit``, ``vmap`` or ``grad`` it
+        is traced with the caller's program as any function."""
         check_shape("action", action, (self.action_size,))
+        key = (type(self), self.config)
+        program = _STEP_PROGRAMS.get(key)
+        if program is None:
+            program = _STEP_PROGRAMS[key] = jax.jit(self._step)
+        return program(state, action if hasattr(action, "shape") else jnp.asarray(action))
+
+    def _step(self, state: EnvState, action) -> EnvState:
         cfg = self.config
         params = state.params
         prepared = self.prepare(state)
