@@ -32,12 +32,12 @@ def with_values(base: CycleAveragedParams, v: dict) -> CycleAveragedParams:
     """``base`` with the model parameters of ``v`` (name -> value; the yaw
     ``D_w`` stays ``base``'s)."""
     d_w = jnp.stack([v["D_w_x"], v["D_w_y"], base.rate_damping[2]])
-    return eqx.tree_at(
-        lambda p: (p.lift_coefficient, p.horizontal_damping, p.roll_gain, p.pitch_gain, p.rate_damping,
-                   p.roll_speed_coupling, p.pitch_speed_coupling),
-        base,
-        (v["k_f"], v["k_v"], v["k_roll"], v["k_pitch"], d_w, v["L_v"], v["M_u"]),
-    )
+    fields = lambda p: (p.lift_coefficient, p.horizontal_damping, p.roll_gain, p.pitch_gain,  # noqa: E731
+                        p.rate_damping, p.roll_speed_coupling, p.pitch_speed_coupling)
+    new = (v["k_f"], v["k_v"], v["k_roll"], v["k_pitch"], d_w, v["L_v"], v["M_u"])
+    # base's types (Python numbers would make weakly typed leaves, and a new compilation)
+    new = tuple(jnp.asarray(x, dtype=jnp.result_type(old)) for x, old in zip(new, fields(base)))
+    return eqx.tree_at(fields, base, new)
 
 
 def start_values(base: CycleAveragedParams) -> dict[str, float]:
