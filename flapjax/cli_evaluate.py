@@ -9,7 +9,6 @@ from typing import List, NoReturn, Optional
 
 import typer
 
-from flapjax.tasks.config import NoiseConfig
 from flapjax.validation import ConfigError
 
 
@@ -59,6 +58,7 @@ def evaluate(
 ) -> None:
     """Run N worlds of a task with its reference controller; write a JSON and PNG report."""
     from flapjax.evaluate import evaluate as run
+    from flapjax.tasks.config import NoiseConfig  # here: the tasks load MuJoCo, which --help does not need
 
     try:
         if noise == "default":
