@@ -66,6 +66,26 @@ def run(quick: bool) -> dict:
     check("sharding.flapper_rollout (free, averaged)",
           lambda: sharding.flapper_rollout(robot_a, aparams, astate, k),
           lambda: sharding.flapper_rollout(robot_a, aparams2, astate, k))
+
+    import jax.numpy as jnp
+
+    from flapjax import tasks
+    from flapjax.sim import flapper as fl
+
+    env = tasks.make("near_ground", backend="rigid")
+    s0 = env.reset(jax.random.key(0))
+    check("TaskEnv.step (eager calls, near_ground)",
+          lambda: env.step(s0, jnp.zeros(env.action_size)).obs,
+          lambda: env.step(env.step(s0, jnp.zeros(env.action_size)), jnp.ones(env.action_size)).obs)
+
+    lumped = fl.make_robot("lumped", "averaged", backend="rigid")
+    lparams = fl.default_params(lumped)
+    lstate = fl.init_state(lumped, lparams, position=jnp.array([0.0, 0.0, 0.5]))
+    lparams2 = eqx.tree_at(lambda p: p.averaged.lift_coefficient, lparams, lparams.averaged.lift_coefficient * 1.05)
+    target = jnp.array([0.0, 0.0, 0.5])
+    check("flapper.hover_rollout (lumped, averaged)",
+          lambda: fl.hover_rollout(lumped, lparams, lstate, 10 * k, target=target, hover_frequency=42.0)[1].position,
+          lambda: fl.hover_rollout(lumped, lparams2, lstate, 10 * k, target=target, hover_frequency=43.0)[1].position)
     return dict(env=C.env_info(), quick=quick, n_worlds=n, n_steps=k, checks=checks)
 
 
