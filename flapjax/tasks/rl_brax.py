@@ -2,8 +2,10 @@
 ``brax.training.agents.ppo.train`` accepts unchanged.
 
     from brax.training.agents.ppo import train as ppo
+    from flapjax.tasks import rl_brax
     env = flapjax.tasks.brax_env("near_ground")       # residual actions, rigid backend
-    make_policy, params, metrics = ppo.train(environment=env, num_timesteps=..., episode_length=env.episode_length, ...)
+    make_policy, params, metrics = ppo.train(environment=env, num_timesteps=..., episode_length=env.episode_length,
+                                             wrap_env_fn=rl_brax.wrap_for_brax_training, ...)
 
 The Brax ``State`` carries the task's :class:`~flapjax.tasks.base.EnvState`
 as ``pipeline_state`` (Brax's auto-reset wrapper restores it leaf by leaf),
@@ -27,7 +29,11 @@ would see only ``num_envs`` worlds. :func:`wrap_for_brax_training` uses
 key, so it draws a new world (airframe, start, goal, disturbances) and new
 noise streams, as the gymnasium adapters do. Hand it to PPO as
 ``ppo.train(..., wrap_env_fn=rl_brax.wrap_for_brax_training)``; without
-``wrap_env_fn`` Brax applies its own wrappers and the replay.
+``wrap_env_fn`` Brax applies its own wrappers and the replay. The new world
+costs a batched reset on the steps where some slot finished (near_ground,
+rigid backend, 512 worlds: a reset takes about half a step's time); in the
+PPO benchmark the learner ran 50-59 k env-steps/s per epoch with it,
+against 60-63 k with the replay.
 
 Compatibility shim. Brax 0.14.2's trainers call ``jax.device_put_replicated``,
 which JAX 0.10 removed. :func:`install_brax_shim` (run when this module is
