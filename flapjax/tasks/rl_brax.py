@@ -31,9 +31,8 @@ noise streams, as the gymnasium adapters do. Hand it to PPO as
 ``ppo.train(..., wrap_env_fn=rl_brax.wrap_for_brax_training)``; without
 ``wrap_env_fn`` Brax applies its own wrappers and the replay. The new world
 costs a batched reset on the steps where some slot finished (near_ground,
-rigid backend, 512 worlds: a reset takes about half a step's time); in the
-PPO benchmark the learner ran 50-59 k env-steps/s per epoch with it,
-against 60-63 k with the replay.
+rigid backend, 512 worlds, 2 CPU cores: 3.1 ms for the reset against
+5.6 ms for the step).
 
 Compatibility shim. Brax 0.14.2's trainers call ``jax.device_put_replicated``,
 which JAX 0.10 removed. :func:`install_brax_shim` (run when this module is
