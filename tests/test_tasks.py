@@ -282,3 +282,29 @@ def test_step_returns_the_state_types_reset_made_so_jit_compiles_once(task):
     assert jax.tree.structure(s0) == jax.tree.structure(s1)
     changed = [(a, b) for a, b in zip(signature(s0), signature(s1)) if a != b]
     assert not changed, changed
+
+
+def test_object_push_observes_the_box_through_the_sensor_noise(push_env):
+    """The box entries of the observation are the exact pose plus the
+    sensor's position noise and heading noise, drawn after the robot's 12
+    draws of the step; without noise they are the exact pose."""
+    from flapjax import rng
+    from flapjax.tasks.config import NoiseConfig
+
+    env = push_env
+    state = env.reset(jax.random.key(4))
+    box, yaw = env.box_pose(state)
+    seen, seen_yaw = env.observed_box_pose(state)
+    sensor = state.params.noise.sensor
+    z = rng.normals(state.task.common.obs_key, state.info["step"], 16, box.dtype)
+    np.testing.assert_allclose(seen, box + sensor.position_std * z[12:15], rtol=1e-12)
+    np.testing.assert_allclose(seen_yaw, yaw + sensor.attitude_std[2] * z[15], rtol=1e-12)
+    assert float(jnp.min(sensor.position_std)) > 0 and float(jnp.linalg.norm(seen - box)) > 1e-5
+    obs = np.asarray(state.obs, np.float64)
+    np.testing.assert_allclose(obs[19:22], np.asarray(seen) - obs[0:3], atol=1e-6)
+    np.testing.assert_allclose(obs[22:24], [np.cos(seen_yaw), np.sin(seen_yaw)], atol=1e-6)
+    np.testing.assert_allclose(obs[24:26], np.asarray(state.task.goal - seen[:2]), atol=1e-6)
+
+    quiet = tasks.make("object_push", noise=NoiseConfig.off(), **{"randomization.enabled": True})
+    s = quiet.reset(jax.random.key(4))
+    np.testing.assert_array_equal(quiet.observed_box_pose(s)[0], quiet.box_pose(s)[0])

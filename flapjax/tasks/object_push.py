@@ -13,7 +13,11 @@ Reward per step, in (0, 1] so that a failure's 0 never pays:
 ``0.9 exp(-d / D) + 0.1 exp(-r / D)`` with ``d`` the box-goal distance,
 ``r`` the horizontal end-effector-box distance and ``D = 4 success_distance``.
 
-Reference controller (heading fixed at the start): from the box pose, aim
+Observation: the box pose as the motion-capture sensor reports it (the
+robot's position and heading noise, :meth:`ObjectPush.observed_box_pose`).
+
+Reference controller (heading fixed at the start): from the exact box pose
+(a privileged baseline: it also reads the exact end-effector position), aim
 along ``u`` (box -> goal); the end-effector target sits behind the box centre,
 ``push_depth`` into its face, or further back while
 lining up and once arrived; a carrot at most 5 cm ahead of the end-effector
@@ -32,6 +36,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from flapjax import rng
 from flapjax import scene as sc
 from flapjax.math import GRAVITY, safe_norm
 from flapjax.tasks import randomize
@@ -141,8 +146,19 @@ class ObjectPush(TaskEnv):
         box = jnp.stack([box_xy[0], box_xy[1], params.scene.ground_height + BOX_HALF])
         return ObjectPushTask(common=common, goal=goal, box_start=box_xy), start, yaw, (box, box_yaw)
 
-    def _task_obs(self, state, ee_obs):
+    def observed_box_pose(self, state) -> tuple[Float[Array, "3"], Float[Array, ""]]:
+        """Box centre (3,) [m] and heading () [rad] as the motion-capture
+        sensor reports them: the exact pose plus the sensor's position noise
+        (``position_std``) and heading noise (``attitude_std[2]``), drawn from
+        the observation stream after the robot's 12 draws of the step."""
         box, yaw = self.box_pose(state)
+        sensor = state.params.noise.sensor
+        z = rng.normals(state.task.common.obs_key, state.info["step"], 16, box.dtype)[12:]
+        return (box + sensor.position_std.astype(box.dtype) * z[:3],
+                yaw + sensor.attitude_std[2].astype(box.dtype) * z[3])
+
+    def _task_obs(self, state, ee_obs):
+        box, yaw = self.observed_box_pose(state)
         return jnp.concatenate([box - ee_obs, jnp.stack([jnp.cos(yaw), jnp.sin(yaw)]),
                                 state.task.goal - box[:2]]).astype(ee_obs.dtype)
 
