@@ -56,6 +56,7 @@ from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
 from flapjax.evaluate_plot import plot_report
 from flapjax.files import lock_output_dir, to_jsonable, write_json
+from flapjax.programs import ProgramCache
 from flapjax.validation import ConfigError, check_choice, check_int
 
 #: Working memory of a step relative to the batch's state (XLA temporaries).
@@ -63,7 +64,7 @@ STATE_WORKING_FACTOR = 4
 #: Share of the available memory a batch may plan to use.
 MEMORY_SHARE = 0.8
 
-_COMPILED: dict[Any, Any] = {}
+_COMPILED = ProgramCache()
 
 
 def _segment_length(n: int, target: int = 25) -> int:
@@ -74,26 +75,29 @@ def _segment_length(n: int, target: int = 25) -> int:
 
 
 def _functions(env: TaskEnv, segment: int, controller: Callable | None):
-    """``(reset, run_segment)`` jitted and cached per (task, config, segment)."""
-    key = (type(env), env.config, segment, controller)
-    if key not in _COMPILED:
-        policy = env.scripted_action if controller is None else controller
+    """``(reset, run_segment, finish)`` jitted and cached per (task, config,
+    segment, controller)."""
+    return _COMPILED.get((type(env), env.config, segment, controller),
+                         lambda: _build_functions(env, segment, controller))
 
-        def reset(keys, noise_keys):
-            return jax.vmap(env.reset)(keys, noise_keys)
 
-        def run(state):
-            def body(s, _):
-                s = jax.vmap(env.step)(s, jax.vmap(policy)(s))
-                return s, jax.vmap(env.trace)(s)
+def _build_functions(env: TaskEnv, segment: int, controller: Callable | None):
+    policy = env.scripted_action if controller is None else controller
 
-            return jax.lax.scan(body, state, None, length=segment)
+    def reset(keys, noise_keys):
+        return jax.vmap(env.reset)(keys, noise_keys)
 
-        def finish(state):
-            return jax.vmap(env.summarize)(state), jax.vmap(env.scenario)(state)
+    def run(state):
+        def body(s, _):
+            s = jax.vmap(env.step)(s, jax.vmap(policy)(s))
+            return s, jax.vmap(env.trace)(s)
 
-        _COMPILED[key] = (jax.jit(reset), jax.jit(run), jax.jit(finish))
-    return _COMPILED[key]
+        return jax.lax.scan(body, state, None, length=segment)
+
+    def finish(state):
+        return jax.vmap(env.summarize)(state), jax.vmap(env.scenario)(state)
+
+    return jax.jit(reset), jax.jit(run), jax.jit(finish)
 
 
 def _nbytes(tree) -> int:

@@ -69,3 +69,18 @@ def test_eager_task_steps_run_one_compiled_program():
     state = env.step(env.reset(jax.random.key(0)), jnp.zeros(env.action_size))
     other = tasks.make("near_ground", episode_length=4, substeps=1, backend="rigid")
     assert lowered(lambda: other.step(env.step(state, np.full(env.action_size, 0.1)), jnp.zeros(env.action_size)).obs) == []
+
+
+def test_program_cache_keeps_the_most_recently_used_programs():
+    from flapjax.programs import ProgramCache
+
+    built = []
+    cache = ProgramCache(limit=2)
+    get = lambda k: cache.get(k, lambda: built.append(k) or f"program {k}")  # noqa: E731
+    assert get("a") == "program a" and get("b") == "program b" and get("a") == "program a"
+    get("c")  # evicts b, the least recently used
+    assert built == ["a", "b", "c"] and len(cache) == 2 and "b" not in cache and "a" in cache
+    get("b")
+    assert built == ["a", "b", "c", "b"]
+    with pytest.raises(ValueError, match="limit"):
+        ProgramCache(limit=0)

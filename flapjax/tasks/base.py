@@ -86,6 +86,7 @@ from flapjax import scene as sc
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, quat_z
 from flapjax.noise import sense, split_streams
+from flapjax.programs import ProgramCache
 from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks import randomize
@@ -136,7 +137,7 @@ class TaskCommon(eqx.Module):
 
 
 #: Compiled :meth:`TaskEnv.step` per (task class, configuration).
-_STEP_PROGRAMS: dict = {}
+_STEP_PROGRAMS = ProgramCache()
 
 
 class TaskEnv:
@@ -311,10 +312,7 @@ class TaskEnv:
         runs the compiled step; inside ``jax.jit``, ``vmap`` or ``grad`` it
         is traced with the caller's program as any function."""
         check_shape("action", action, (self.action_size,))
-        key = (type(self), self.config)
-        program = _STEP_PROGRAMS.get(key)
-        if program is None:
-            program = _STEP_PROGRAMS[key] = jax.jit(self._step)
+        program = _STEP_PROGRAMS.get((type(self), self.config), lambda: jax.jit(self._step))
         return program(state, action if hasattr(action, "shape") else jnp.asarray(action))
 
     def _step(self, state: EnvState, action) -> EnvState:

@@ -39,6 +39,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from flapjax.programs import ProgramCache
 from flapjax.tasks import adapters
 from flapjax.tasks.base import TaskEnv
 from flapjax.validation import ConfigError
@@ -64,49 +65,47 @@ def _episode_key(generator: np.random.Generator) -> int:
     return int(generator.integers(0, 2**31 - 1))
 
 
-_COMPILED: dict[Any, Any] = {}
+_COMPILED = ProgramCache()
 
 
 def _single_functions(env: TaskEnv):
     """``(reset, step)`` of one world, jitted once per task and configuration."""
-    key = (type(env), env.config, "single")
-    if key not in _COMPILED:
-        _COMPILED[key] = (jax.jit(env.reset), jax.jit(_step_fn(env)))
-    return _COMPILED[key]
+    return _COMPILED.get((type(env), env.config, "single"), lambda: (jax.jit(env.reset), jax.jit(_step_fn(env))))
 
 
 def _vector_functions(env: TaskEnv):
     """``(reset_all, step_all)`` of a batch of worlds, jitted once per task and
     configuration (the batch size is the arrays' leading axis)."""
-    key = (type(env), env.config, "vector")
-    if key not in _COMPILED:
-        step = _step_fn(env)
+    return _COMPILED.get((type(env), env.config, "vector"), lambda: _build_vector_functions(env))
 
-        def reset_all(key, num_envs):
-            key, sub = jax.random.split(key)
-            return jax.vmap(env.reset)(jax.random.split(sub, num_envs)), key
 
-        def step_all(states, actions, needs_reset, key):
-            stepped, _, reward, term, trunc, _ = jax.vmap(step)(states, actions)
-            key, sub = jax.random.split(key)
+def _build_vector_functions(env: TaskEnv):
+    step = _step_fn(env)
 
-            def restart(_):
-                fresh = jax.vmap(env.reset)(jax.random.split(sub, actions.shape[0]))
+    def reset_all(key, num_envs):
+        key, sub = jax.random.split(key)
+        return jax.vmap(env.reset)(jax.random.split(sub, num_envs)), key
 
-                def pick(a, b):
-                    mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
-                    return jnp.where(mask, a, b)
+    def step_all(states, actions, needs_reset, key):
+        stepped, _, reward, term, trunc, _ = jax.vmap(step)(states, actions)
+        key, sub = jax.random.split(key)
 
-                return jax.tree.map(pick, fresh, stepped)
+        def restart(_):
+            fresh = jax.vmap(env.reset)(jax.random.split(sub, actions.shape[0]))
 
-            new = jax.lax.cond(jnp.any(needs_reset), restart, lambda _: stepped, None)
-            zero = jnp.zeros_like(term)
-            # a restarted world returns its new episode's first observation
-            return (new, new.obs, jnp.where(needs_reset, 0.0, reward),
-                    jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc), key)
+            def pick(a, b):
+                mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
+                return jnp.where(mask, a, b)
 
-        _COMPILED[key] = (jax.jit(reset_all, static_argnums=1), jax.jit(step_all))
-    return _COMPILED[key]
+            return jax.tree.map(pick, fresh, stepped)
+
+        new = jax.lax.cond(jnp.any(needs_reset), restart, lambda _: stepped, None)
+        zero = jnp.zeros_like(term)
+        # a restarted world returns its new episode's first observation
+        return (new, new.obs, jnp.where(needs_reset, 0.0, reward),
+                jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc), key)
+
+    return jax.jit(reset_all, static_argnums=1), jax.jit(step_all)
 
 
 class GymTaskEnv(gym.Env):
