@@ -46,7 +46,7 @@ import math
 import os
 import pathlib
 import time
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
