@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import math
 import time as _time
-from pathlib import Path
 from typing import Any, Callable
 
 import equinox as eqx
