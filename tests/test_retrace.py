@@ -12,22 +12,7 @@ import pytest
 
 from flapjax import tasks
 from flapjax.sim import flapper as fl
-
-
-def lowered(fn) -> list[str]:
-    """Names of the programs lowered to XLA while ``fn()`` runs."""
-    names = []
-
-    def listener(event, seconds, **kwargs):
-        if event.endswith("jaxpr_to_mlir_module_duration"):
-            names.append(str(kwargs.get("fun_name")))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        jax.block_until_ready(fn())
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    return names
+from tests.compile_events import lowered_programs as lowered
 
 
 @pytest.fixture(scope="module")

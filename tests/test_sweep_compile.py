@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from flapjax.sim import flapper as fl
+from tests.compile_events import lowered_programs
 
 sweep_module = importlib.import_module("flapjax.sim.flapper.sweep")
 
@@ -18,23 +19,6 @@ sweep_module = importlib.import_module("flapjax.sim.flapper.sweep")
 @pytest.fixture(scope="module")
 def fixed():
     return fl.make_robot("fixed", "wing")
-
-
-def lowered_programs(fn) -> list[str]:
-    """Names of the programs lowered to XLA while ``fn()`` runs (a lowering
-    happens whether or not a persistent cache then serves the compilation)."""
-    names = []
-
-    def listener(event, seconds, **kwargs):
-        if event.endswith("jaxpr_to_mlir_module_duration"):
-            names.append(str(kwargs.get("fun_name")))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        jax.block_until_ready(fn().force)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    return names
 
 
 def test_a_new_sweep_lowers_one_program(fixed):
