@@ -96,6 +96,14 @@ def report(out: dict, *, title: str, per_parameter: tuple[str, ...], json_path: 
         print(f"per-parameter: {short} covered in fewer than {need} of {seeds} seeds")
     else:
         print(f"per-parameter: every model parameter covered in at least {need} of {seeds} seeds")
+    # What exact intervals would give: each parameter's count is binomial(seeds, P(|z| <= k)).
+    from scipy.stats import binom, norm
+
+    p_in = 1.0 - 2.0 * norm.sf(out["k_sigma"])
+    p_meet = float(binom.sf(need - 1, seeds, p_in))
+    listed = [k for k in per_parameter if k in out["covered"]]
+    print(f"  (exact {out['k_sigma']:g}-sigma intervals meet it with probability {p_meet:.2f} per parameter: "
+          f"{len(listed) * (1 - p_meet):.1f} of these {len(listed)} parameters short on average)")
     lo, hi = (math.sqrt(chi2.ppf(q, seeds) / seeds) for q in (0.0005, 0.9995))
     off = [k for k, v in out["z_rms"].items() if not lo <= v <= hi]
     ok = out["pooled_coverage"] >= 0.90 and not off
