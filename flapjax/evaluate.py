@@ -77,7 +77,7 @@ def _segment_length(n: int, target: int = 25) -> int:
 def _functions(env: TaskEnv, segment: int, controller: Callable | None):
     """``(reset, run_segment, finish)`` jitted and cached per (task, config,
     segment, controller)."""
-    return _COMPILED.get((type(env), env.config, segment, controller),
+    return _COMPILED.get((env.program_key, segment, controller),
                          lambda: _build_functions(env, segment, controller))
 
 

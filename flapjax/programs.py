@@ -11,8 +11,12 @@ builds many configurations does not accumulate compiled programs.
 from __future__ import annotations
 
 import collections
+import hashlib
 from collections.abc import Callable, Hashable
 from typing import Any
+
+import jax
+import numpy as np
 
 
 class ProgramCache:
@@ -44,3 +48,19 @@ class ProgramCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def tree_digest(tree: Any) -> str:
+    """Hex digest of every leaf of ``tree`` (shape, dtype and values of the
+    arrays, ``repr`` of anything else): part of a cache key when the same
+    configuration can load different numbers (a profile file edited between
+    two environments)."""
+    h = hashlib.sha1(str(jax.tree.structure(tree)).encode())
+    for leaf in jax.tree.leaves(tree):
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            a = np.asarray(leaf)
+            h.update(f"{a.shape}{a.dtype}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        else:
+            h.update(repr(leaf).encode())
+    return h.hexdigest()

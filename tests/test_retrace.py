@@ -69,3 +69,30 @@ def test_program_cache_keeps_the_most_recently_used_programs():
     assert built == ["a", "b", "c", "b"]
     with pytest.raises(ValueError, match="limit"):
         ProgramCache(limit=0)
+
+
+def test_an_edited_profile_file_gets_its_own_program(tmp_path):
+    """Programs are shared by the task, its configuration and the numbers it
+    loaded: the same file path with other contents is another program."""
+    import pathlib
+
+    source = pathlib.Path(__file__).resolve().parent.parent / "examples" / "profiles" / "quad_x_long_arm.toml"
+    path = tmp_path / "robot.toml"
+    path.write_text(source.read_text())
+    first = tasks.make("near_ground", robot=str(path), episode_length=4, substeps=1, backend="rigid")
+    again = tasks.make("near_ground", robot=str(path), episode_length=4, substeps=1, backend="rigid")
+    assert first.program_key == again.program_key
+    path.write_text(source.read_text().replace("mass = 1.7", "mass = 1.9"))
+    edited = tasks.make("near_ground", robot=str(path), episode_length=4, substeps=1, backend="rigid")
+    assert float(edited.profile.mass) == pytest.approx(1.9)
+    assert edited.program_key != first.program_key and edited.config == first.config
+
+
+def test_tree_digest_sees_values_shapes_and_types():
+    from flapjax.programs import tree_digest
+
+    base = {"a": np.arange(3.0), "b": 2}
+    assert tree_digest(base) == tree_digest({"a": np.arange(3.0), "b": 2})
+    for other in ({"a": np.arange(3.0) * 2, "b": 2}, {"a": np.arange(3.0, dtype=np.float32), "b": 2},
+                  {"a": np.arange(3.0).reshape(3, 1), "b": 2}, {"a": np.arange(3.0), "b": 3}):
+        assert tree_digest(other) != tree_digest(base)

@@ -86,7 +86,7 @@ from flapjax import scene as sc
 from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, quat_z
 from flapjax.noise import sense, split_streams
-from flapjax.programs import ProgramCache
+from flapjax.programs import ProgramCache, tree_digest
 from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks import randomize
@@ -136,7 +136,7 @@ class TaskCommon(eqx.Module):
     yaw: Float[Array, ""]
 
 
-#: Compiled :meth:`TaskEnv.step` per (task class, configuration).
+#: Compiled :meth:`TaskEnv.step` per :attr:`TaskEnv.program_key`.
 _STEP_PROGRAMS = ProgramCache()
 
 
@@ -183,6 +183,9 @@ class TaskEnv:
             ground_friction=tuple(float(scene.ground_friction) * s for s in r.friction_scale),
         )
         self.nominal_rgba = np.asarray(self.world.mj_model.geom_rgba, dtype=np.float32)
+        #: What fixes this environment's compiled programs: the task, its
+        #: configuration and the numbers it loaded (profile and chain files).
+        self.program_key = (type(self), config, tree_digest(self.nominal_params))
 
     # ------------------------------------------------------------------ config
 
@@ -312,7 +315,7 @@ class TaskEnv:
         runs the compiled step; inside ``jax.jit``, ``vmap`` or ``grad`` it
         is traced with the caller's program as any function."""
         check_shape("action", action, (self.action_size,))
-        program = _STEP_PROGRAMS.get((type(self), self.config), lambda: jax.jit(self._step))
+        program = _STEP_PROGRAMS.get(self.program_key, lambda: jax.jit(self._step))
         return program(state, action if hasattr(action, "shape") else jnp.asarray(action))
 
     def _step(self, state: EnvState, action) -> EnvState:

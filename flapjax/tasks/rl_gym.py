@@ -70,13 +70,13 @@ _COMPILED = ProgramCache()
 
 def _single_functions(env: TaskEnv):
     """``(reset, step)`` of one world, jitted once per task and configuration."""
-    return _COMPILED.get((type(env), env.config, "single"), lambda: (jax.jit(env.reset), jax.jit(_step_fn(env))))
+    return _COMPILED.get((env.program_key, "single"), lambda: (jax.jit(env.reset), jax.jit(_step_fn(env))))
 
 
 def _vector_functions(env: TaskEnv):
     """``(reset_all, step_all)`` of a batch of worlds, jitted once per task and
     configuration (the batch size is the arrays' leading axis)."""
-    return _COMPILED.get((type(env), env.config, "vector"), lambda: _build_vector_functions(env))
+    return _COMPILED.get((env.program_key, "vector"), lambda: _build_vector_functions(env))
 
 
 def _build_vector_functions(env: TaskEnv):
