@@ -180,6 +180,12 @@ def test_dickinson_coefficients_are_pluggable_and_in_degrees():
     out = loads(options=aero.AeroOptions(coefficients=model))
     assert float(out.normal_coefficient) == pytest.approx(float(model.normal(out.alpha)), rel=1e-14)
     assert float(out.normal_force) != pytest.approx(float(loads().normal_force), rel=1e-3)
+    # The published fit leaves C_L(0) = 0.225 + 1.58 sin(-7.20 deg) = 0.02697 at zero incidence:
+    # the odd extension steps by twice that across alpha = 0, as the docstring states.
+    c_zero = 0.225 + 1.58 * np.sin(np.deg2rad(-7.20))
+    assert float(model.normal(1e-9)) == pytest.approx(c_zero, rel=1e-6)
+    assert float(model.normal(-1e-9)) == pytest.approx(-c_zero, rel=1e-6)
+    assert c_zero == pytest.approx(0.0270, abs=5e-5)
 
 
 def test_whitney_wood_golden_values_and_symmetry():
