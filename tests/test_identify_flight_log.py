@@ -30,6 +30,13 @@ def _log(n=200, rate=200.0):
         (lambda d: d["frequency_hz"].__setitem__(3, 0.0),
          r"log.csv: column 'frequency_hz', row 4 \(line 5\): must be > 0, got 0"),
         (lambda d: d.pop("yaw_rad"), "yaw_rad"),
+        (lambda d: d["time_s"].__imul__(1000.0),
+         r"log.csv: time_s: samples come at 0.2 Hz \(median spacing\); .* is time_s in seconds\?"),
+        # degrees written as radians
+        (lambda d: d["roll_rad"].__setitem__(11, 5.0),
+         r"log.csv: column 'roll_rad', row 12 \(line 13\): value 5 outside \[-3.14159, 3.14159\]"),
+        (lambda d: d["pitch_rad"].__setitem__(20, -2.0),
+         r"log.csv: column 'pitch_rad', row 21 \(line 22\): value -2 outside \[-1.5708, 1.5708\]"),
     ],
 )
 def test_bad_logs_name_the_column_and_row(tmp_path, change, match):
@@ -256,3 +263,16 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
     for k in ("k_roll", "k_pitch", "D_w_x", "D_w_y"):  # the unidentified yaw damping stays: not exactly 1.2
         assert heavy[k] / raw[k] == pytest.approx(1.2, rel=1e-2), k
     assert heavy["roll_offset"] == pytest.approx(raw["roll_offset"], abs=0.1 * raw["roll_offset_std"])
+
+
+def test_summary_says_when_the_fit_hit_its_iteration_limit():
+    from flapjax.identify.flapper.flight_report import summary
+
+    res = {n: 1.0 for n in FL.FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FL.FLIGHT_PARAMETERS}
+    res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0,
+                  "reason": "relative cost change 1e-09 < 1e-08"}
+    run = {"position_rms": 1e-3, "attitude_rms_deg": 0.5}
+    res["validation"] = {"segments": 3, "horizon": 0.3, "init_window": 0.1, "identified": run, "start": run}
+    assert "not to be trusted" not in summary(res)
+    res["fit"]["reason"] = "max_iterations=40"
+    assert "note: the fit stopped at its iteration limit without converging" in summary(res)

@@ -275,6 +275,25 @@ def test_non_positive_frequency_names_the_line(tmp_path):
         S.load_stand_table(path)
 
 
+def test_frequency_above_500_hz_names_the_line(tmp_path):
+    path, line = _sample_with(tmp_path, 6, "frequency_hz", "1e6")
+    with pytest.raises(DataError, match=rf"stand.csv: column 'frequency_hz', row 6 \(line {line}\): value 1e\+06 "
+                                        r"outside \[0, 500\]"):
+        S.load_stand_table(path)
+
+
+def test_a_lift_column_the_model_cannot_explain_is_noted():
+    """fz_n written in mN under an N header: the per-channel weights would
+    quietly discount it; the fit says so instead."""
+    data = S.load_stand_table(SAMPLE)
+    assert not any("R^2" in n for n in S.fit_stand(data).notes)
+    scaled = S.stand_data(data.frequency, 1000.0 * data.channels["fz_n"],
+                          pitch_plate=data.plate[:, 0], roll_plate=data.plate[:, 1], source="scaled",
+                          **{k: v for k, v in data.channels.items() if k != "fz_n"})
+    notes = S.fit_stand(scaled).notes
+    assert any("explains only R^2" in n and "fz_n" in n and "unit (N)" in n for n in notes), notes
+
+
 def test_a_stand_table_without_fz_n_is_told_the_missing_column(tmp_path):
     from flapjax.identify.from_file import identify_from_file
 

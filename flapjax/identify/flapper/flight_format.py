@@ -18,8 +18,8 @@ LOG_COLUMNS = (
     Column("x_m", description="centre-of-mass position x, world frame (z up) [m]"),
     Column("y_m", description="centre-of-mass position y [m]"),
     Column("z_m", description="centre-of-mass position z [m]"),
-    Column("roll_rad", description="attitude, ZYX Euler roll [rad]"),
-    Column("pitch_rad", description="attitude, ZYX Euler pitch [rad]"),
+    Column("roll_rad", description="attitude, ZYX Euler roll [rad]", bounds=(-math.pi, math.pi)),
+    Column("pitch_rad", description="attitude, ZYX Euler pitch [rad]", bounds=(-math.pi / 2, math.pi / 2)),
     Column("yaw_rad", description="attitude, ZYX Euler yaw [rad]"),
     Column("frequency_hz", description="commanded flapping frequency, held until the next sample [Hz]",
            positive=True, bounds=(0.0, 500.0)),
@@ -69,8 +69,10 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     """The log's columns (:data:`LOG_COLUMNS`) as float64 arrays, one per
     logged row, checked: :class:`DataError` for the table errors of
     :func:`flapjax.identify.data.read_table`, rows off a uniform sample grid
-    or too many dropped (:func:`sample_steps`), a non-positive frequency (or
-    one above 500 Hz) or a plate angle beyond :data:`PLATE_LIMIT` (the range
+    or too many dropped (:func:`sample_steps`), a sample rate outside
+    10-5000 Hz (time not in seconds), a non-positive frequency (or
+    one above 500 Hz), a roll beyond +-pi or a pitch beyond +-pi/2 (ZYX Euler angles; degrees
+    written as radians), or a plate angle beyond :data:`PLATE_LIMIT` (the range
     checks of the columns, naming the column, the 1-based row and the line)."""
     path = Path(path)
     log = read_table(path, LOG_COLUMNS, time_column="time_s")
@@ -78,6 +80,10 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     if t.size < 50:
         raise DataError(f"{path.name}: time_s: need at least 50 samples for a flight log, got {t.size}")
     sample_steps(t, path.name)
+    rate = 1.0 / float(np.median(np.diff(t)))
+    if not 10.0 <= rate <= 5000.0:
+        raise DataError(f"{path.name}: time_s: samples come at {rate:.4g} Hz (median spacing); a motion-capture "
+                        "log is sampled at 10-5000 Hz: is time_s in seconds?")
     return log
 
 

@@ -64,6 +64,10 @@ def summary(results: dict) -> str:
                  f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm, "
                  f"attitude RMS {v['identified']['attitude_rms_deg']:.2f} deg (start model: "
                  f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg)")
+    if f["reason"].startswith("max_iterations"):
+        lines.append("note: the fit stopped at its iteration limit without converging: the values and "
+                     "uncertainties above are not to be trusted (check the log's units: metres, radians, "
+                     "seconds)")
     return "\n".join(lines)
 
 

@@ -244,6 +244,12 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
                       reason=second.reason, steps=first.steps + second.steps, f_ref=float(f_ref))
     pred_train = fitted.predict(train)
     fitted.r2 = {ch: r_squared(targets[:, j], pred_train[:, j]) for j, ch in enumerate(channels)}
+    r2_fz = fitted.r2["fz_n"]
+    if not r2_fz >= 0.5:  # NaN: fz_n does not vary at all
+        explained = "fz_n does not vary" if math.isnan(r2_fz) else \
+            f"the model explains only R^2 = {r2_fz:.3f} of fz_n's variation"
+        fitted.notes.append(f"{explained} across the table: check that column's unit (N) and sign; the values "
+                            "and uncertainties above are not to be trusted until the lift is explained")
     if held.any():
         fitted.validation = _held_out_errors(fitted, data.rows(held), sigma)
     else:

@@ -21,7 +21,7 @@ from flapjax.identify.data import (
 
 
 STAND_COLUMNS = (
-    Column("frequency_hz", True, "flapping frequency [Hz]", positive=True),
+    Column("frequency_hz", True, "flapping frequency [Hz]", positive=True, bounds=(0.0, 500.0)),
     Column("fz_n", True, "cycle-mean vertical force [N]"),
     Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
     Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
