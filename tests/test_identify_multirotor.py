@@ -4,6 +4,7 @@ coefficients, the loss gradient, and recovery of hidden coefficients."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -207,6 +208,13 @@ def test_bad_chain_table_and_task_field(tmp_path):
 
     with pytest.raises(ConfigError, match="chain_coefficients: .*no such results file"):
         TaskConfig(chain_coefficients=str(tmp_path / "absent.json"))
+    # coefficients fitted on one airframe load onto another, with a warning
+    (tmp_path / "r.json").write_text(json.dumps({"study": "hover", "robot": "quad_x", "ground_coeff": 1.3}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TaskConfig(robot="quad_x", chain_coefficients=str(tmp_path / "r.json"))
+    with pytest.warns(UserWarning, match=r"r.json was identified on robot 'quad_x'; this task flies 'hexa'"):
+        TaskConfig(robot="hexa", chain_coefficients=str(tmp_path / "r.json"))
     (tmp_path / "q.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"wall_c": 1.0}}))
     with pytest.raises(ConfigError, match=r"q.json.chain: unknown keys \['wall_c'\]"):
         load_chain_params(tmp_path / "q.json")

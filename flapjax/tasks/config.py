@@ -216,6 +216,7 @@ class TaskConfig:
                 self.chain_params()  # a bad file fails here, naming the field
             except ConfigError as exc:
                 raise ConfigError(f"chain_coefficients: {exc}") from None
+            _warn_if_fitted_on_another_robot(self.chain_coefficients, self.robot)
         elif self.robot_is_file:
             try:
                 self.chain_params()
@@ -302,3 +303,20 @@ def config_to_dict(config) -> dict[str, Any]:
     out = conv(config)
     out["env_dt"] = config.env_dt
     return out
+
+
+def _warn_if_fitted_on_another_robot(results_path: str, robot: str) -> None:
+    """Warn when a hover fit's ``results.json`` names another airframe than
+    the task flies (the coefficients still load: a sister airframe may share
+    them, but the fit folded its own mass and rotor errors into them)."""
+    import json
+    import pathlib
+    import warnings
+
+    from flapjax.rotor.profile import resolve_profile
+
+    fitted = json.loads(pathlib.Path(results_path).read_text(encoding="utf-8")).get("robot")
+    flown = resolve_profile(robot, field="robot").name
+    if fitted is not None and fitted != flown:
+        warnings.warn(f"chain_coefficients: {results_path} was identified on robot {fitted!r}; this task flies "
+                      f"{flown!r}", UserWarning, stacklevel=3)
