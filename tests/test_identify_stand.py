@@ -282,6 +282,13 @@ def test_frequency_above_500_hz_names_the_line(tmp_path):
         S.load_stand_table(path)
 
 
+def test_a_huge_value_names_the_line(tmp_path):
+    path, line = _sample_with(tmp_path, 6, "fz_n", "1e300")
+    with pytest.raises(DataError, match=rf"stand.csv: column 'fz_n', row 6 \(line {line}\): magnitude 1e\+300 above "
+                                        r"1e\+09 in SI units"):
+        S.load_stand_table(path)
+
+
 def test_a_lift_column_the_model_cannot_explain_is_noted():
     """fz_n written in mN under an N header: the per-channel weights would
     quietly discount it; the fit says so instead."""

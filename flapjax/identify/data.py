@@ -88,7 +88,8 @@ class Column:
     """A column a study reads: ``name`` with its unit suffix (``fz_n``),
     whether the file must hold it, what it means (for messages and docs),
     and the values it allows, in the unit of ``name`` (after conversion):
-    ``positive`` (> 0) and ``bounds`` (``(lo, hi)``, both included)."""
+    ``positive`` (> 0) and ``bounds`` (``(lo, hi)``, both included); every
+    column but a time column stays within :data:`MAGNITUDE_LIMIT`."""
 
     name: str
     required: bool = True
@@ -97,10 +98,22 @@ class Column:
     positive: bool = False
 
 
+#: The largest magnitude any measured value may have in its SI unit (N,
+#: N m, m, rad, Hz, ...; time columns excepted): far beyond any small
+#: aerial robot, small enough that squares and sums stay finite.
+MAGNITUDE_LIMIT = 1e9
+
+
 def _outside(col: Column, values: np.ndarray) -> tuple[int, str] | None:
     """The 0-based index of the first of ``values`` (in the unit of
     ``col.name``) outside the column's range and why, or None."""
     bad = np.zeros(values.shape, dtype=bool)
+    if not col.name.startswith("time"):  # a clock may count from any epoch
+        huge = np.abs(values) > MAGNITUDE_LIMIT
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            return i, (f"magnitude {float(values[i]):.6g} above {MAGNITUDE_LIMIT:g} in SI units: a unit slip or "
+                       "a corrupted cell")
     if col.positive:
         bad |= ~(values > 0)
     if col.bounds is not None:
