@@ -88,8 +88,8 @@ class Column:
     """A column a study reads: ``name`` with its unit suffix (``fz_n``),
     whether the file must hold it, what it means (for messages and docs),
     and the values it allows, in the unit of ``name`` (after conversion):
-    ``positive`` (> 0) and ``bounds`` (``(lo, hi)``, both included); every
-    column but a time column stays within :data:`MAGNITUDE_LIMIT`."""
+    ``positive`` (> 0), ``bounds`` (``(lo, hi)``, both included) and, but
+    for time, :data:`MAGNITUDE_LIMIT`."""
 
     name: str
     required: bool = True
@@ -98,9 +98,8 @@ class Column:
     positive: bool = False
 
 
-#: The largest magnitude any measured value may have in its SI unit (N,
-#: N m, m, rad, Hz, ...; time columns excepted): far beyond any small
-#: aerial robot, small enough that squares and sums stay finite.
+#: The largest magnitude of a measured value in its SI unit (time excepted):
+#: far beyond any small robot, small enough that squares stay finite.
 MAGNITUDE_LIMIT = 1e9
 
 
