@@ -151,11 +151,18 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             results["physical"] = phys
             echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
             loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
+            notes = []
             if loose:
-                phys["notes"] = [f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
-                                 "not determine it. A phase-resolved stand record (a phase_rad column, see "
-                                 "docs/data_formats.md) does."]
-                echo(f"note: {phys['notes'][0]}")
+                notes.append(f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
+                             "not determine it. A phase-resolved stand record (a phase_rad column, see "
+                             "docs/data_formats.md) does.")
+            if not phys["converged"]:
+                notes.append(f"the per-wing fit stopped before converging ({phys['reason']}): the values are the "
+                             "best reached, their standard deviations from the curvature there")
+            if notes:
+                phys["notes"] = notes
+                for note in notes:
+                    echo(f"note: {note}")
         written = write_record(out, results, [*plots, "cycle_averaged.json"], t0)
     echo(written)
     return results
