@@ -79,8 +79,8 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     t = log["time_s"]
     if t.size < 50:
         raise DataError(f"{path.name}: time_s: need at least 50 samples for a flight log, got {t.size}")
-    sample_steps(t, path.name)
-    rate = 1.0 / float(np.median(np.diff(t)))
+    period, _ = sample_steps(t, path.name)
+    rate = 1.0 / period
     if not 10.0 <= rate <= 5000.0:
         raise DataError(f"{path.name}: time_s: samples come at {rate:.4g} Hz (median spacing); a motion-capture "
                         "log is sampled at 10-5000 Hz: is time_s in seconds?")
