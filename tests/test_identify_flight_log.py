@@ -271,8 +271,69 @@ def test_summary_says_when_the_fit_hit_its_iteration_limit():
     res = {n: 1.0 for n in FL.FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FL.FLIGHT_PARAMETERS}
     res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0,
                   "reason": "relative cost change 1e-09 < 1e-08"}
-    run = {"position_rms": 1e-3, "attitude_rms_deg": 0.5}
+    run = {"position_rms": 1e-3, "attitude_rms_deg": 0.5, "position_rms_over_sigma": 1.5,
+           "attitude_rms_over_sigma": 1.2}
     res["validation"] = {"segments": 3, "horizon": 0.3, "init_window": 0.1, "identified": run, "start": run}
     assert "not to be trusted" not in summary(res)
     res["fit"]["reason"] = "max_iterations=40"
     assert "note: the fit stopped at its iteration limit without converging" in summary(res)
+
+
+def _sample_log():
+    from pathlib import Path
+
+    return FL.read_flight_log(Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        # millimetres under x_m, y_m, z_m: 1000 times the motion-capture noise
+        (lambda d: [d[k].__imul__(1000.0) for k in ("x_m", "y_m", "z_m")],
+         r"units.csv: x_m: the sample-to-sample noise is 0.20\d m .* is x_m in metres \(not millimetres\)\?"),
+        # a smooth track at 30 m/s: no noise, but no flapping-wing robot flies that fast
+        (lambda d: d["y_m"].__iadd__(30.0 * d["time_s"]),
+         r"units.csv: x_m, y_m, z_m: the positions move at 30 m/s .* are the positions in metres"),
+        # degrees under roll_rad for a flight that stays within +-pi: 57 times the noise
+        (lambda d: d.__setitem__("roll_rad", np.degrees(d["roll_rad"]) * 0.5),
+         r"units.csv: roll_rad: the sample-to-sample noise is 0.08\d+ rad .* is roll_rad in radians \(not degrees\)"),
+    ],
+)
+def test_pose_in_the_wrong_units_is_refused(tmp_path, change, match):
+    log = _sample_log()
+    change(log)
+    path = FL.write_flight_log(tmp_path / "units.csv", log)
+    with pytest.raises(DataError, match=match):
+        FL.read_flight_log(path)
+
+
+def test_the_sample_log_passes_the_unit_checks():
+    log = _sample_log()
+    dt, k = FL.sample_steps(log["time_s"])
+    FL.check_pose_units(log, dt, k, "flight_log.csv")  # raises on failure
+
+
+def test_a_positive_parameter_driven_to_zero_is_at_its_bound_not_exact():
+    from flapjax.identify.flapper.flight_parameters import AT_BOUND, at_bound, std_physical
+
+    start = {n: 1.0 for n in FL.FLIGHT_PARAMETERS}
+    values = dict(start, k_v=0.5 * AT_BOUND, M_u=-0.5 * AT_BOUND)  # M_u is signed: no bound
+    assert at_bound(values, start) == ["k_v"]
+    std = std_physical(values, np.full(len(FL.FLIGHT_PARAMETERS), 0.1), at_bound(values, start))
+    assert std["k_v"] is None and std["k_f"] == pytest.approx(0.1) and std["M_u"] == pytest.approx(1e-4)
+
+
+def test_summary_marks_a_parameter_at_its_bound_and_prints_the_notes():
+    from flapjax.identify.flapper.flight_report import summary
+
+    res = {n: 1.0 for n in FL.FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FL.FLIGHT_PARAMETERS}
+    res["k_v_std"] = None
+    res["notes"] = ["k_v was driven to its bound, zero"]
+    res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0, "reason": "small step"}
+    run = {"position_rms": 1e-3, "attitude_rms_deg": 0.5, "position_rms_over_sigma": 2.0,
+           "attitude_rms_over_sigma": 1.5}
+    res["validation"] = {"segments": 3, "horizon": 0.3, "init_window": 0.1, "identified": run, "start": run}
+    text = summary(res)
+    assert [line.split()[2] for line in text.splitlines() if line.startswith("k_v ")] == ["at"]
+    assert "at bound" in text and "note: k_v was driven to its bound, zero" in text
+    assert "1.00 mm (2.00 sigma)" in text and "0.50 deg (1.50 sigma)" in text

@@ -70,14 +70,14 @@ def data_record(study: str, source: str | Path, values: Mapping[str, float],
 
 
 def parameter_table(values: Mapping[str, float], std: Mapping[str, float | None], units: Mapping[str, str],
-                    *, indent: str = "") -> str:
+                    *, indent: str = "", no_std: str = "held") -> str:
     """One line per value: ``name  value  std  unit``, with a header (a value
-    without a standard deviation shows ``held``)."""
+    without a standard deviation shows ``no_std``)."""
     width = max([len("parameter"), *map(len, values)]) + 2
     lines = [f"{indent}{'parameter':<{width}}{'value':>13}{'std':>11}  unit"]
     for name, value in values.items():
         s = std.get(name)
-        s_text = "held" if s is None else f"{s:.2e}"
+        s_text = no_std if s is None else f"{s:.2e}"
         lines.append(f"{indent}{name:<{width}}{value:>13.5e}{s_text:>11}  {units.get(name, '')}")
     return "\n".join(lines)
 

@@ -19,6 +19,8 @@ from flapjax.identify.flapper.flight_dynamics import robot_body, start_model
 from flapjax.identify.flapper.flight_format import noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
+    AT_BOUND,
+    at_bound,
     decode,
     start_values,
     std_physical,
@@ -58,7 +60,9 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
                                                             max_iterations=max_iterations, callback=callback)
         except FloatingPointError:
             raise DataError("the averaged model's rollouts over the log's segments are not finite at the start "
-                            "values; try shorter segments (flight.segment) or start values closer to the robot "
+                            "values: check the log's units (m, rad, s, Hz) and give the mass and inertia of the robot "
+                            "that flew (--mass, --inertia); from Python, shorter segments "
+                            "(identify_flight_log(..., segment=0.2)) or a start model closer to the robot "
                             "(base=...)") from None
         iters, history = iters + it, history + hist
         counted = np.asarray(prob.weight).reshape(-1) > 0  # dropped samples carry no residual
@@ -70,7 +74,12 @@ def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dic
     """Prediction errors of each model (label -> (params, attitude offset))
     over the held-out segments ``hold``: each start is fitted to the first
     ``n_init`` samples, the rest is predicted and compared where ``counted``
-    (m, S; up to a dropped sample). Returns ``(validation, predictions)``."""
+    (m, S; up to a dropped sample). ``sig`` (6,) is the fit's residual
+    standard deviation per pose channel: the errors are also given over it
+    (``*_rms_over_sigma``; 1 is the noise level). Returns ``(validation,
+    predictions)``."""
+    noise_position = float(np.sqrt(np.sum(np.asarray(sig)[:3] ** 2)))
+    noise_attitude = math.degrees(float(np.sqrt(np.sum(np.asarray(sig)[3:5] ** 2))))
     m, seg_len = hold.seeds.shape[0], hold.meas.shape[1]
     validation, pred_hold = {}, {}
     for label, (model, offset) in models.items():
@@ -81,6 +90,7 @@ def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dic
                                          max_iterations=15)
         except FloatingPointError:  # this model does not fly the held-out segments: no prediction
             validation[label] = {"position_rms": math.nan, "attitude_rms_deg": math.nan,
+                                 "position_rms_over_sigma": math.nan, "attitude_rms_over_sigma": math.nan,
                                  "note": "the model's rollouts over the held-out segments are not finite"}
             pred_hold[label] = np.full(np.shape(hold.meas), np.nan)
             continue
@@ -88,10 +98,11 @@ def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dic
         after = (np.arange(seg_len) >= n_init)[None, :] & counted
         err = np.asarray(hold.meas)[after] - pred[after]
         err[..., 3:] = np.arctan2(np.sin(err[..., 3:]), np.cos(err[..., 3:]))
-        validation[label] = {
-            "position_rms": float(np.sqrt(np.mean(np.sum(err[..., :3] ** 2, axis=-1)))),
-            "attitude_rms_deg": float(np.degrees(np.sqrt(np.mean(np.sum(err[..., 3:5] ** 2, axis=-1))))),
-        }
+        position = float(np.sqrt(np.mean(np.sum(err[..., :3] ** 2, axis=-1))))
+        attitude = float(np.degrees(np.sqrt(np.mean(np.sum(err[..., 3:5] ** 2, axis=-1)))))
+        validation[label] = {"position_rms": position, "attitude_rms_deg": attitude,
+                             "position_rms_over_sigma": position / noise_position,
+                             "attitude_rms_over_sigma": attitude / noise_attitude}
         pred_hold[label] = pred
     validation["segments"] = int(m)
     return validation, pred_hold
@@ -108,6 +119,7 @@ def identify_flight_log(
     substeps: int = DEFAULTS["substeps"],
     max_iterations: int = DEFAULTS["max_iterations"],
     callback: Callable[[int, float], None] | None = None,
+    where: str = "flight log",
 ) -> dict[str, Any]:
     """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
 
@@ -122,9 +134,12 @@ def identify_flight_log(
       substeps: RK4 steps per sample; max_iterations: Levenberg-Marquardt.
       callback: ``(iteration, cost)`` after every accepted Levenberg-Marquardt
         step of the fit (a progress bar).
+      where: the log's name in error messages (its file name).
 
-    Returns a dict: ``values`` and ``std`` (name -> float, SI), ``fit``,
-    ``noise``, ``validation`` and ``data`` (arrays for the plots).
+    Returns a dict: ``values`` and ``std`` (name -> float, SI; ``None`` for
+    a positive parameter driven to zero, named in ``notes``), ``fit``,
+    ``noise``, ``validation``, ``notes`` (list of str) and ``data`` (arrays
+    for the plots).
     """
     t0 = time.perf_counter()
     if base is None or inertia is None:
@@ -134,7 +149,7 @@ def identify_flight_log(
         if inertia is None:
             inertia = inertia_robot
     inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
-    dt, grid_index = sample_steps(np.asarray(log["time_s"], dtype=float))
+    dt, grid_index = sample_steps(np.asarray(log["time_s"], dtype=float), where)
     dt = float(f"{dt:.9g}")  # one compiled program per rate, not per rounding
     log, logged = on_grid(log, dt, grid_index)
     t = log["time_s"]
@@ -149,18 +164,19 @@ def identify_flight_log(
     # segments inside runs of logged samples (the commands of a dropped sample are unknown)
     starts, fit_counted = logged_segments(logged, n_fit, seg_len, seg_len // 2)
     if starts.size < 4:
-        raise DataError(f"flight log: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
+        raise DataError(f"{where}: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
                         f"(at least {seg_len // 2} logged samples in a row) before the {holdout:g} s held out; "
-                        "need at least 4")
+                        "need at least 4: log a longer flight")
     # held-out segments: the start window and at least as many predicted samples, up to a gap
     hold_min = min(seg_len, max(2 * n_init, seg_len // 2))
     hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, hold_min)
     hold_starts = hold_starts + n_fit
     if hold_starts.size == 0:
-        raise DataError(f"flight log: the last {holdout:g} s (held out) hold no {hold_min} logged samples in a row; "
-                        "a longer holdout (flight.holdout) or a shorter start window (flight.init_window)")
+        raise DataError(f"{where}: the last {holdout:g} s (held out) hold no {hold_min} logged samples in a row "
+                        "(too many dropped samples there); from Python, a longer holdout "
+                        "(identify_flight_log(..., holdout=...)) or a shorter start window (init_window=...)")
     meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
-    sigma = noise_levels(meas, logged)
+    sigma = noise_levels(meas, logged, where)
     cmd_f = np.asarray(log["frequency_hz"], dtype=float)
     cmd_p = np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1)
 
@@ -183,7 +199,11 @@ def identify_flight_log(
     cov, s2 = gauss_newton_covariance(r[counted], J[counted])
     std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
     values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
-    std = std_physical(values, std_z)
+    bounded = at_bound(values, start_values(base))
+    std = std_physical(values, std_z, bounded)
+    notes = [f"{name} was driven to its bound, zero ({values[name]:.3g}, below {AT_BOUND:g} of its start value): "
+             "the log asks for a value the model does not allow, so no standard deviation is given; check the "
+             "log's units and that the robot flew on its own" for name in bounded]
     corr_block = cov[:n_par, :n_par] / np.outer(std_z, std_z).clip(1e-300)
     identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
     offset = np.array([values["roll_offset"], values["pitch_offset"]])
@@ -211,6 +231,7 @@ def identify_flight_log(
         },
         "noise": dict(zip(("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad"), map(float, sigma))),
         "validation": validation,
+        "notes": notes,
         "data": {"fit_time": fit_time, "residuals": res_units,
                  "hold_time": t[hold_starts[:, None] + window],
                  "hold_meas": np.where(hold_counted[..., None], np.asarray(hold.meas), np.nan),

@@ -73,31 +73,72 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     10-5000 Hz (time not in seconds), a non-positive frequency (or
     one above 500 Hz), a roll beyond +-pi or a pitch beyond +-pi/2 (ZYX Euler angles; degrees
     written as radians), or a plate angle beyond :data:`PLATE_LIMIT` (the range
-    checks of the columns, naming the column, the 1-based row and the line)."""
+    checks of the columns, naming the column, the 1-based row and the line),
+    and a pose no motion-capture system records (:func:`check_pose_units`:
+    millimetres or degrees under the SI headers)."""
     path = Path(path)
     log = read_table(path, LOG_COLUMNS, time_column="time_s")
     t = log["time_s"]
     if t.size < 50:
         raise DataError(f"{path.name}: time_s: need at least 50 samples for a flight log, got {t.size}")
-    period, _ = sample_steps(t, path.name)
+    period, grid_index = sample_steps(t, path.name)
     rate = 1.0 / period
     if not 10.0 <= rate <= 5000.0:
         raise DataError(f"{path.name}: time_s: samples come at {rate:.4g} Hz (median spacing); a motion-capture "
                         "log is sampled at 10-5000 Hz: is time_s in seconds?")
+    check_pose_units(log, period, grid_index, path.name)
     return log
 
 
-def noise_levels(meas: np.ndarray, logged: np.ndarray | None = None) -> np.ndarray:
+#: Largest plausible white-noise level of a logged position [m] and attitude [rad].
+POSITION_NOISE_LIMIT = 0.05
+ATTITUDE_NOISE_LIMIT = 0.05
+#: Largest plausible speed of a flapping-wing robot [m/s] (95th percentile over 0.1 s windows).
+SPEED_LIMIT = 20.0
+
+
+def check_pose_units(log: dict[str, np.ndarray], period: float, grid_index: np.ndarray, where: str) -> None:
+    """Refuse a pose whose noise or speed no flight of a small robot under
+    motion capture shows, which is what millimetres under ``x_m`` or degrees
+    under ``roll_rad`` look like: a white-noise level (:func:`noise_levels`)
+    above :data:`POSITION_NOISE_LIMIT` / :data:`ATTITUDE_NOISE_LIMIT`, or a
+    speed above :data:`SPEED_LIMIT` in 5 % of the 0.1 s windows.
+    :class:`DataError` names the file (``where``) and the column."""
+    grid, logged = on_grid(log, period, grid_index)
+    names = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
+    sigma = noise_levels(np.stack([grid[n] for n in names], axis=1), logged, where)
+    for name, s in zip(names, sigma):
+        if name.endswith("_m") and s > POSITION_NOISE_LIMIT:
+            raise DataError(f"{where}: {name}: the sample-to-sample noise is {s:.3g} m (from second differences); "
+                            f"motion capture resolves millimetres: is {name} in metres (not millimetres)?")
+        if name.endswith("_rad") and s > ATTITUDE_NOISE_LIMIT:
+            raise DataError(f"{where}: {name}: the sample-to-sample noise is {s:.3g} rad = {math.degrees(s):.3g} deg "
+                            f"(from second differences): is {name} in radians (not degrees)?")
+    t = log["time_s"]
+    pos = np.stack([log["x_m"], log["y_m"], log["z_m"]], axis=1)
+    later = np.searchsorted(t, t + 0.1)
+    ok = later < t.size
+    if ok.sum() >= 20:
+        speed = np.linalg.norm(pos[later[ok]] - pos[ok], axis=1) / (t[later[ok]] - t[ok])
+        fast = float(np.percentile(speed, 95))
+        if fast > SPEED_LIMIT:
+            raise DataError(f"{where}: x_m, y_m, z_m: the positions move at {fast:.3g} m/s (95th percentile over "
+                            f"0.1 s); a small flapping-wing robot flies below {SPEED_LIMIT:g} m/s: are the positions "
+                            "in metres (not millimetres)?")
+
+
+def noise_levels(meas: np.ndarray, logged: np.ndarray | None = None, where: str = "flight log") -> np.ndarray:
     """(6,) white-noise standard deviation of each pose channel of ``meas``
     (N, 6), from second differences: ``var(x[k+1] - 2 x[k] + x[k-1]) = 6
     sigma^2`` for white noise on a signal smooth at the sample rate
     (median-based, robust). With ``logged`` (N,) only triples of logged
-    samples count (an interpolated sample has no noise)."""
+    samples count (an interpolated sample has no noise). ``where`` names
+    the log in the :class:`DataError` for too few such triples."""
     d2 = meas[2:] - 2 * meas[1:-1] + meas[:-2]
     if logged is not None:
         d2 = d2[logged[2:] & logged[1:-1] & logged[:-2]]
     if d2.shape[0] < 10:
-        raise DataError(f"flight log: {d2.shape[0]} runs of three logged samples in a row; the noise level needs "
+        raise DataError(f"{where}: {d2.shape[0]} runs of three logged samples in a row; the noise level needs "
                         "at least 10")
     d2[:, 3:] = np.arctan2(np.sin(d2[:, 3:]), np.cos(d2[:, 3:]))
     # median absolute value of a normal variable = 0.6745 sigma

@@ -67,6 +67,7 @@ from flapjax.identify.flapper.flight_dynamics import (
 from flapjax.identify.flapper.flight_fit import DEFAULTS, QUICK, identify_flight_log
 from flapjax.identify.flapper.flight_format import (
     LOG_COLUMNS,
+    check_pose_units,
     noise_levels,
     on_grid,
     read_flight_log,
@@ -91,6 +92,7 @@ __all__ = [
     "QUICK",
     "SAMPLE_HIDDEN",
     "body",
+    "check_pose_units",
     "derivative",
     "euler_to_quat",
     "fly",
@@ -162,13 +164,14 @@ def run_flight_identification(
         given = [k for k, v in (("mass", mass), ("inertia", inertia)) if v is not None]
         echo(body_line(body_mass, body_inertia, given))
         try:
-            result = identify_flight_log(log, base=start_model(body_mass, gravity), inertia=body_inertia, **settings, callback=tick)
+            result = identify_flight_log(log, base=start_model(body_mass, gravity), inertia=body_inertia, **settings,
+                                         callback=tick, where=path.name)
         finally:
             bar.close()
         results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
         results.update({
             "cycle_averaged": result["identified"].to_dict(), "fit": result["fit"], "noise": result["noise"],
-            "validation": result["validation"], "settings": settings,
+            "validation": result["validation"], "notes": result["notes"], "settings": settings,
             "body": {"mass_kg": body_mass, "inertia_kgm2": body_inertia.tolist(), "given": given},
         })
         write_json(out / "cycle_averaged.json", {

@@ -59,7 +59,22 @@ def decode(z, start: dict[str, float]) -> dict[str, jax.Array]:
     return out
 
 
-def std_physical(values: dict[str, float], std_z: np.ndarray) -> dict[str, float]:
-    """Standard deviations [SI] from those of the normalized vector ``std_z``."""
-    return {name: float(values[name] * std_z[i]) if name in _POSITIVE else float(_LINEAR_SCALE[name] * std_z[i])
+#: A positive parameter fitted below this fraction of its start value is at its bound, zero.
+AT_BOUND = 1e-3
+
+
+def at_bound(values: dict[str, float], start: dict[str, float]) -> list[str]:
+    """The positive parameters the fit drove to their bound, zero (below
+    :data:`AT_BOUND` times their start value): the data ask for a value at
+    or below zero, which the model does not allow, and a linearized standard
+    deviation there (value x that of the exponent) would read as a precise
+    zero."""
+    return [name for name in _POSITIVE if values[name] < AT_BOUND * start[name]]
+
+
+def std_physical(values: dict[str, float], std_z: np.ndarray, bounded=()) -> dict[str, float | None]:
+    """Standard deviations [SI] from those of the normalized vector ``std_z``;
+    ``None`` for the parameters ``bounded`` (:func:`at_bound`)."""
+    return {name: None if name in bounded else
+            float(values[name] * std_z[i]) if name in _POSITIVE else float(_LINEAR_SCALE[name] * std_z[i])
             for i, name in enumerate(FLIGHT_PARAMETERS)}

@@ -55,15 +55,19 @@ def write_flight_plots(out: Path, result: dict) -> list[Path]:
 def summary(results: dict) -> str:
     """Plain-text table of a flight identification's results."""
     lines = [parameter_table({n: results[n] for n in FLIGHT_PARAMETERS},
-                             {n: results[n + "_std"] for n in FLIGHT_PARAMETERS}, FLIGHT_PARAMETERS)]
+                             {n: results[n + "_std"] for n in FLIGHT_PARAMETERS}, FLIGHT_PARAMETERS,
+                             no_std="at bound")]
     f, v = results["fit"], results["validation"]
     dropped = f" ({f['samples_dropped']} samples dropped from the log)" if f.get("samples_dropped") else ""
     lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s{dropped}, {f['iterations']} iterations "
                  f"({f['reason']}), residual sigma {f['residual_sigma']:.3f} (1 = the log's noise level)")
     lines.append(f"held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
-                 f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm, "
-                 f"attitude RMS {v['identified']['attitude_rms_deg']:.2f} deg (start model: "
-                 f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg)")
+                 f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm "
+                 f"({v['identified']['position_rms_over_sigma']:.2f} sigma), attitude RMS "
+                 f"{v['identified']['attitude_rms_deg']:.2f} deg ({v['identified']['attitude_rms_over_sigma']:.2f} "
+                 f"sigma), sigma = the fit's residual level; start model: "
+                 f"{1e3 * v['start']['position_rms']:.1f} mm, {v['start']['attitude_rms_deg']:.1f} deg")
+    lines += [f"note: {n}" for n in results.get("notes", [])]
     if f["reason"].startswith("max_iterations"):
         lines.append("note: the fit stopped at its iteration limit without converging: the values and "
                      "uncertainties above are not to be trusted (check the log's units: metres, radians, "
