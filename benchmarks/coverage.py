@@ -46,10 +46,11 @@ class Coverage:
 
     def add(self, values, std, truth) -> dict[str, float]:
         """Record one seed's fit (``values``, ``std``: name -> number) against
-        ``truth``; returns this seed's z-scores."""
+        ``truth``; returns this seed's z-scores. A value without a standard
+        deviation (``None``: at a bound, or held) has z = inf, a miss."""
         out = {}
         for name, value in values.items():
-            out[name] = float((value - truth[name]) / std[name])
+            out[name] = math.inf if std[name] is None else float((value - truth[name]) / std[name])
             self.z.setdefault(name, []).append(out[name])
         return out
 
