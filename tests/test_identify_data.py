@@ -330,3 +330,21 @@ def test_ranges_of_npz_and_of_arrays(tmp_path):
     check_values("here", RANGED[2], np.array([-0.6, 0.0, 0.6]))  # both ends allowed
     with pytest.raises(DataError, match=r"here: column 'frequency_hz', row 3: must be > 0, got 0"):
         check_values("here", RANGED[0], np.array([20.0, 30.0, 0.0]))
+
+
+def test_a_semicolon_or_tab_table_is_told_its_separator(tmp_path):
+    """A table a spreadsheet saved with ';' or tabs reads as one column: the
+    message says so, whichever study reads it."""
+    cols = [Column("frequency_hz"), Column("fz_n")]
+    for sep, said in ((";", "';'"), ("\t", "tabs")):
+        path = tmp_path / "t.csv"
+        path.write_text(f"# bench 3\nfrequency_hz{sep}fz_n\n30{sep}0,15\n")
+        match = (rf"t.csv: the header \(line 2\) is one column .*\. The file seems to be separated by {said}; "
+                 r"flapjax reads comma-separated values")
+        with pytest.raises(DataError, match=match):
+            read_table(path, cols)
+        with pytest.raises(DataError, match=match):
+            column_names(path)
+    path.write_text("Frequency_Hz;Fz_N\n30;0,15\n")  # the separator is the first thing to fix
+    with pytest.raises(DataError, match=r"separated by ';'"):
+        column_names(path)

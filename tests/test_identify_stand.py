@@ -330,3 +330,59 @@ def test_cli_refuses_capitalised_and_twice_given_columns(runner, tmp_path):
     bad.write_text("frequency_hz,fz_n,fz_mn\n30,0.15,150\n")
     res = runner.invoke(app, ["identify", "--data", str(bad), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "the file gives it 2 times, as ['fz_n', 'fz_mn']; keep one" in res.output
+
+
+@pytest.mark.parametrize("sep, said", [(";", "';'"), ("\t", "tabs")])
+def test_a_table_not_separated_by_commas_is_told_so(runner, tmp_path, sep, said):
+    """A spreadsheet that writes ';' or tabs between the cells: the header
+    reads as one column, and the message says what the file seems to be."""
+    from flapjax.cli import app
+    from flapjax.identify.from_file import identify_from_file
+
+    path = tmp_path / "stand.csv"
+    path.write_text(f"frequency_hz{sep}fz_n\n30{sep}0,15\n35{sep}0,2\n")
+    hint = rf"The file seems to be separated by {said}; flapjax reads comma-separated values"
+    with pytest.raises(DataError, match=rf"stand.csv: the header \(line 1\) is one column .*\. {hint}"):
+        identify_from_file(path, out_dir=tmp_path / "o", echo=lambda s: None)
+    res = runner.invoke(app, ["identify", "--data", str(path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and f"separated by {said}" in res.output, res.output
+    # names given directly: the study's detection fails and says why
+    with pytest.raises(DataError, match=rf"match no identification study\. {hint}"):
+        pick_study([f"frequency_hz{sep}fz_n"], None, "stand.csv")
+    with pytest.raises(DataError, match=rf"closest to; the file has columns .*\. {hint}"):
+        pick_study(["frequency_hz", f"fz_n{sep}mx_nm", "pitch_plate_rad", "roll_plate_rad"], None, "stand.csv")
+
+
+def test_plates_that_never_move_hold_the_moment_gains(tmp_path):
+    """Moment columns measured with the plates level in every row: the gains
+    cannot be identified; results.json reports them held (the nominal
+    robot's values, a null std, the reason) and the fit says so."""
+    from flapjax.identify.flapper.stand_fit import nominal_gains
+
+    rng = np.random.default_rng(3)
+    f = np.linspace(20.0, 40.0, 10)
+    rows = zip(f, 1.6e-4 * f**2 + 1e-3 * rng.standard_normal(10), 1e-5 * rng.standard_normal(10),
+               1e-5 * rng.standard_normal(10))
+    path = tmp_path / "level.csv"
+    path.write_text("frequency_hz,fz_n,pitch_plate_rad,roll_plate_rad,mx_nm,my_nm\n"
+                    + "".join(f"{a:.6g},{b:.6e},0,0,{c:.6e},{d:.6e}\n" for a, b, c, d in rows))
+    said = []
+    res = S.run_stand_identification(path, tmp_path / "out", echo=said.append)
+    on_disk = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert on_disk == res
+    gains = ("k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")
+    nominal = nominal_gains()
+    for name in gains:
+        assert res[name] == pytest.approx(nominal[name]) and res[f"{name}_std"] is None, name
+        assert res["units"][name] == "N m/rad" and "never moves" in res["not_identified"][name], name
+    assert nominal["k_roll"] > 0 and nominal["k_roll_cross"] == 0.0
+    assert res["k_f_std"] > 0 and res["mx_offset_std"] > 0  # what the table does identify
+    assert set(res["correlation"]["names"]).isdisjoint(gains)
+    notes = res["notes"]
+    assert any(n.startswith("k_roll, k_pitch_cross not identified: column 'pitch_plate_rad' is 0") for n in notes)
+    assert any(n.startswith("k_roll_cross, k_pitch not identified: column 'roll_plate_rad' is 0") for n in notes)
+    table = said[1].splitlines()
+    assert any(line.split()[:1] == ["k_roll"] and line.split()[2] == "held" for line in table), said[1]
+    assert "roll_gain" not in json.loads((tmp_path / "out" / "cycle_averaged.json").read_text())
+    fitted = S.fit_stand(S.load_stand_table(SAMPLE))
+    assert fitted.held_values == {} and fitted.not_identified == {}  # moving plates: every gain fitted

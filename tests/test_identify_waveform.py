@@ -60,13 +60,15 @@ def test_sample_loads_and_dispatches_to_the_waveform_study():
     [
         ("frequency_hz,phase_grad,fz_n\n30,10,0.1\n", "given in 'grad', expected 'rad'"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(phase=[0.1, 0.2, 0.3, 6.3, 1.0, 2.0]),
-         "column 'phase_rad', row 4: the stroke phase must lie in [0, 2 pi)"),
+         "column 'phase_rad', row 4 (line 5): the stroke phase must lie in [0, 2 pi)"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows(phase=[0.1, 0.2, 0.3, 0.2, 1.0, 2.0]),
-         "column 'phase_rad', row 4: phase 0.2 appears twice"),
-        ("frequency_hz,phase_rad,fz_n\n" + _rows(n=3), "has 3 phase bin(s); at least 4"),
+         "column 'phase_rad', row 4 (line 5): phase 0.2 appears twice"),
+        ("frequency_hz,phase_rad,fz_n\n" + _rows(n=3), "column 'phase_rad', row 1 (line 2): the condition of this "
+         "row (frequency 30 Hz, plates (0, 0) rad) has 3 phase bin(s); at least 4"),
         ("frequency_hz,phase_rad,fz_n\n" + _rows().replace(",0.1\n", ",nan\n", 1),
          "column 'fz_n', row 1 (line 2): NaN or inf"),
-        ("frequency_hz,phase_rad,fz_n\n" + _rows(freq=-30.0), "row 1: frequency must be > 0 Hz"),
+        ("frequency_hz,phase_rad,fz_n\n" + _rows(freq=-30.0),
+         "column 'frequency_hz', row 1 (line 2): frequency must be > 0 Hz"),
         ("frequency_hz,phase_rad\n30,0.1\n", "missing required column 'fz_n'"),
         ("frequency_hz,phase_rad,fz_n,mx_kgfm\n30,0.1,0.2,0.0\n", "given in 'kgfm', expected 'nm'"),
         ("frequency_hz,phase_rad,fz_n,pitch_plate_rad\n" + _rows().replace("\n", ",0.1\n").replace(",0.1\n", ",30\n", 1),
@@ -78,6 +80,36 @@ def test_bad_records_name_the_file_column_and_row(tmp_path, text, message):
     with pytest.raises(DataError) as err:
         load_stand_waveform(path)
     assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_phase_rows_name_the_file_line_past_comments(tmp_path):
+    """Comment and blank lines shift a row's file line; the message counts them."""
+    head = "# stand record\n\nfrequency_hz,phase_rad,fz_n\n# first condition\n"
+    path = _write(tmp_path, head + _rows(phase=[0.1, 0.2, 0.3, 6.5, 1.0, 2.0]))
+    with pytest.raises(DataError, match=r"wave.csv: column 'phase_rad', row 4 \(line 8\): the stroke phase must lie"):
+        load_stand_waveform(path)
+    path = _write(tmp_path, head + _rows(phase=[0.1, 0.2, 0.3, 0.2, 1.0, 2.0]))
+    with pytest.raises(DataError, match=r"wave.csv: column 'phase_rad', row 4 \(line 8\): phase 0.2 appears twice"):
+        load_stand_waveform(path)
+    path = _write(tmp_path, head + _rows() + "\n" + _rows(freq=35.0, n=2))
+    with pytest.raises(DataError, match=r"wave.csv: column 'phase_rad', row 7 \(line 12\): the condition of this row "
+                                        r"\(frequency 35 Hz, .*\) has 2 phase bin\(s\)"):
+        load_stand_waveform(path)
+    path = _write(tmp_path, head + _rows(freq=0.0))
+    with pytest.raises(DataError, match=r"wave.csv: column 'frequency_hz', row 1 \(line 5\): frequency must be > 0"):
+        load_stand_waveform(path)
+
+
+def test_phase_rows_of_npz_and_arrays_name_the_row(tmp_path):
+    """Without file lines (NPZ, arrays) the message names the source and the row."""
+    phase = [0.1, 0.2, 0.3, 0.2, 1.0, 2.0]
+    with pytest.raises(DataError, match=r"^bench: column 'phase_rad', row 4: phase 0.2 appears twice"):
+        stand_waveform([30.0] * 6, phase, [0.1] * 6, source="bench")
+    path = tmp_path / "wave.npz"
+    np.savez(path, frequency_hz=np.full(6, 30.0), phase_rad=np.array([0.1, 0.2, 0.3, 7.0, 1.0, 2.0]),
+             fz_n=np.full(6, 0.1))
+    with pytest.raises(DataError, match=r"wave.npz: column 'phase_rad', row 4: the stroke phase must lie"):
+        load_stand_waveform(path)
 
 
 def test_arrays_get_the_same_checks():

@@ -20,8 +20,9 @@ as a suffix after the last underscore: ``frequency_hz``, ``fz_n``,
 (:class:`Column`) and returns float64 arrays. Every problem raises
 :class:`DataError` (a :class:`~flapjax.validation.ConfigError`) whose
 message names the file, the column and the 1-based data row (with the file
-line for CSV): an unreadable file, an empty table, a column name with
-capitals, a missing required column (and "given in 'kg', expected 'n'" when
+line for CSV): an unreadable file, an empty table, a one-column header
+holding ';' or a tab (a table separated by those, not by commas), a column
+name with capitals, a missing required column (and "given in 'kg', expected 'n'" when
 the same quantity comes with a unit suffix that is not converted), a
 quantity given twice, a cell that is not a plain decimal number, a NaN or
 inf cell, a value outside the column's range (:attr:`Column.bounds`), a row
@@ -43,8 +44,8 @@ import numpy as np
 from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
 
 __all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError", "DataNote",
-           "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table", "split_unit",
-           "write_sample", "write_table"]
+           "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table", "separator_hint",
+           "split_unit", "write_sample", "write_table"]
 
 #: Exact factors from a unit suffix a file may use to the SI suffix a study
 #: reads, ``(given, expected) -> factor``: the column ``x_mm`` is read as
@@ -188,6 +189,9 @@ def _check_header(path: Path, header: Sequence[str], header_line: int | None = N
     """Every column name non-empty, once, and lowercase (``quantity_unit``:
     a unit's case would otherwise be ambiguous, mN against MN)."""
     where = f" (header, line {header_line})" if header_line is not None else ""
+    if header_line is not None and len(header) == 1 and separator_hint(header):
+        raise DataError(f"{path}: the header (line {header_line}) is one column "
+                        f"{header[0]!r}.{separator_hint(header)}")
     seen: set[str] = set()
     for i, name in enumerate(header, start=1):
         if name == "":
@@ -198,6 +202,16 @@ def _check_header(path: Path, header: Sequence[str], header_line: int | None = N
             raise DataError(f"{path}: column {name!r}{where}: column names are lowercase quantity_unit, the unit "
                             f"too (its case would be ambiguous: mN, MN); write {name.lower()!r}")
         seen.add(name)
+
+
+def separator_hint(names: Sequence[str]) -> str:
+    """`` The file seems to be separated by ';' ...`` when a column name holds
+    ';' or a tab (a table written with another separator), else ``''``."""
+    for sep, word in ((";", "';'"), ("\t", "tabs")):
+        if any(sep in name for name in names):
+            return (f" The file seems to be separated by {word}; flapjax reads comma-separated values (',' between "
+                    "cells, '.' as the decimal point): save the table as CSV with commas.")
+    return ""
 
 
 def _check_columns(path: Path, header: Sequence[str], columns: Sequence[Column],

@@ -14,7 +14,9 @@ file's columns (``flapjax identify --data FILE``).
 
 A file that matches none of them raises :class:`~flapjax.identify.data.DataError`
 naming the required columns it lacks of the study its columns come closest
-to (:func:`closest_study`), or else listing the columns each study needs.
+to (:func:`closest_study`), or else listing the columns each study needs;
+when a column name holds ';' or a tab, it says the file seems to be
+separated by those and that flapjax reads comma-separated values.
 The formats are described in
 ``docs/data_formats.md``.
 """
@@ -26,7 +28,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from flapjax.identify.data import DataError, DataNote, column_names, split_unit
+from flapjax.identify.data import DataError, DataNote, column_names, separator_hint, split_unit
 
 __all__ = ["closest_study", "identify_from_file", "pick_study", "study_columns"]
 
@@ -82,7 +84,8 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
     converts the unit or refuses it).
 
     Raises :class:`DataError` (naming the file and listing what each study
-    needs) when none matches.
+    needs) when none matches, saying so when a column name holds ';' or a
+    tab (a table not separated by commas).
     """
     cols = set(names)
     # by quantity, whatever the unit suffix: the study's loader then names a wrong unit
@@ -96,6 +99,7 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
         return "hover"
     if timed and "frequency" in quantities:
         return "flight"
+    separator = separator_hint(names)
     closest = closest_study(cols)
     if closest is not None and closest[1] and closest[0] != "hover":
         what, declared, extra = _studies()[closest[0]]
@@ -103,13 +107,13 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
         named = (f"column {missing[0].name!r} ({missing[0].description})" if len(missing) == 1
                  else f"columns {[c.name for c in missing]}")
         raise DataError(f"{path}: missing required {named} of a {what}, the study its columns come closest to; "
-                        f"the file has columns {list(names)}. A {what} needs {_describe(declared, extra=extra)} "
-                        "(see docs/data_formats.md)")
+                        f"the file has columns {list(names)}.{separator} A {what} needs "
+                        f"{_describe(declared, extra=extra)} (see docs/data_formats.md)")
     hint = ""
     if timed:
         hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
     needs = "".join(f"\n  - {k}: {v}" for k, v in study_columns().items())
-    raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{hint} "
+    raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{separator}{hint} "
                     f"Each study needs (see docs/data_formats.md):{needs}")
 
 

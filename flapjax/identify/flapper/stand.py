@@ -23,7 +23,9 @@ terms ``k_roll_cross`` (roll moment per rad of roll_joint) and
 robot. ``b_*`` (``fz_offset`` ...) are the sensor's zero offsets left after
 taring, fitted when the table has enough rows (:data:`MIN_ROWS_FOR_OFFSETS`).
 A term is fitted only when the table can identify it (its channel is there
-and the plate angle it multiplies varies).
+and the plate angle it multiplies varies); a moment gain whose channel is
+there but whose plate never moves is held at the nominal robot's value and
+reported as such (:func:`~flapjax.identify.flapper.stand_fit.held_gains`).
 
 The fit is by gradient (:func:`flapjax.identify.fit.fit`, L-BFGS; k_f in log
 space, the signed terms in units of their data scale) in two passes: the
@@ -97,8 +99,11 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
     """Identify the stand model from the table at ``path``.
 
     Writes into ``out_dir``: ``results.json`` (every fitted value ``name``
-    and its standard deviation ``name_std``, the held-out rows' prediction
-    error, the residual standard deviations, diagnostics),
+    and its standard deviation ``name_std``; a moment gain of a moment
+    column the table holds but cannot identify, its plate never moving,
+    held at the nominal robot's value with ``name_std`` None and the reason
+    under ``not_identified``; the held-out rows' prediction error, the
+    residual standard deviations, diagnostics),
     ``cycle_averaged.json`` (the fitted k_f, and k_roll / k_pitch when the
     table identifies them, loadable by
     :meth:`flapjax.aero.cycle_averaged.CycleAveragedParams.from_json`) and
@@ -117,9 +122,10 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
         res = fit_stand(data, holdout_every=holdout_every)
         echo(stand_summary(res))
         plots = write_stand_plots(data, res, out)
-        results = data_record("stand", path, {n: res.values[n] for n in res.names}, res.std,
-                              {n: PARAMETERS[n][1] for n in res.names})
+        reported = res.reported()
+        results = data_record("stand", path, reported, res.std, {n: PARAMETERS[n][1] for n in reported})
         results.update({
+            "not_identified": res.not_identified,
             "rows": data.n,
             "rows_fitted": int(res.fit_rows.size),
             "rows_held_out": [int(i) + 1 for i in res.validation_rows],

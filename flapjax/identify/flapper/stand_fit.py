@@ -1,17 +1,19 @@
 """The stand fit: L-BFGS in two passes (channels weighed by their RMS, then
 by their residual noise), Gauss-Newton standard deviations, the closed-form
-least squares as a check and the held-out rows' prediction error (see
-:mod:`flapjax.identify.flapper.stand`)."""
+least squares as a check and the held-out rows' prediction error, and the
+moment gains a table cannot identify held at the nominal robot's values
+(:func:`held_gains`; see :mod:`flapjax.identify.flapper.stand`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
 from flapjax.identify.fit import (
     Convergence,
@@ -65,6 +67,10 @@ class StandFit:
       loss: (steps,) loss of the second pass.
       converged, reason, steps: how the second pass stopped.
       f_ref: reference frequency [Hz].
+      notes: what the reader should know about the fit.
+      held_values: moment gain -> the value it is held at [N m/rad] (not
+        fitted: :func:`held_gains`).
+      not_identified: moment gain -> why the table cannot identify it.
     """
 
     values: dict[str, float]
@@ -84,6 +90,14 @@ class StandFit:
     steps: int
     f_ref: float = REFERENCE_FREQUENCY
     notes: list[str] = field(default_factory=list)
+    held_values: dict[str, float] = field(default_factory=dict)
+    not_identified: dict[str, str] = field(default_factory=dict)
+
+    def reported(self) -> dict[str, float]:
+        """Every reported value [SI], fitted or held, in the order of
+        :data:`~flapjax.identify.flapper.stand_prediction.PARAMETERS`."""
+        held = self.held_values
+        return {n: self.values.get(n, held.get(n)) for n in PARAMETERS if n in self.values or n in held}
 
     def predict(self, data: StandData) -> np.ndarray:
         """(n, C) predictions of the fitted channels for ``data``'s rows."""
@@ -100,6 +114,41 @@ def holdout_rows(n: int, every: int) -> np.ndarray:
     if every and every > 1 and n >= 2 * every:
         mask[every - 1::every] = True
     return mask
+
+
+#: Moment gain -> (the moment column it enters, the plate column whose angle it multiplies).
+GAIN_PLATES = {"k_roll": ("mx_nm", "pitch_plate_rad"), "k_roll_cross": ("mx_nm", "roll_plate_rad"),
+               "k_pitch": ("my_nm", "roll_plate_rad"), "k_pitch_cross": ("my_nm", "pitch_plate_rad")}
+
+
+def nominal_gains() -> dict[str, float]:
+    """The values a moment gain the table cannot identify is held at
+    [N m/rad]: the averaged model's defaults for ``k_roll`` and ``k_pitch``
+    (:class:`~flapjax.aero.cycle_averaged.CycleAveragedParams`, the nominal
+    robot's, as declared rather than as stored in single precision), 0 for
+    the cross terms (a symmetric robot)."""
+    default = {f.name: f.default for f in fields(CycleAveragedParams)}
+    return {"k_roll": float(default["roll_gain"]), "k_roll_cross": 0.0, "k_pitch": float(default["pitch_gain"]),
+            "k_pitch_cross": 0.0}
+
+
+def held_gains(train: StandData, names: list[str]) -> tuple[dict[str, float], dict[str, str], list[str]]:
+    """The moment gains of the moment columns ``train`` holds that are not
+    among the fitted ``names`` (their plate angle is 0 in every fitted
+    row): ``(name -> held value, name -> why, notes)``."""
+    nominal = nominal_gains()
+    held = [n for n, (ch, _) in GAIN_PLATES.items() if ch in train.channels and n not in names]
+    why = {n: f"column {GAIN_PLATES[n][1]!r} is 0 (or absent) in every fitted row: that plate never moves, so "
+              f"column {GAIN_PLATES[n][0]!r} does not depend on {n}" for n in held}
+    notes = []
+    for plate in ("pitch_plate_rad", "roll_plate_rad"):
+        terms = [n for n in held if GAIN_PLATES[n][1] == plate]
+        them = "it" if len(terms) == 1 else "them"
+        if terms:
+            notes.append(f"{', '.join(terms)} not identified: column {plate!r} is 0 (or absent) in every fitted row "
+                         f"(the plate never moves), so the moments do not depend on {them}; held at the nominal "
+                         f"robot's value (std null); tilt that plate in some rows to identify {them}")
+    return {n: nominal[n] for n in held}, why, notes
 
 
 def _closed_form(data: StandData, names: list[str], channels, weights, f_ref) -> dict[str, float]:
@@ -250,6 +299,8 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
             f"the model explains only R^2 = {r2_fz:.3f} of fz_n's variation"
         fitted.notes.append(f"{explained} across the table: check that column's unit (N) and sign; the values "
                             "and uncertainties above are not to be trusted until the lift is explained")
+    fitted.held_values, fitted.not_identified, held_notes = held_gains(train, names)
+    fitted.notes += held_notes
     if held.any():
         fitted.validation = _held_out_errors(fitted, data.rows(held), sigma)
     else:

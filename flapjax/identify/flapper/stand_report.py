@@ -69,9 +69,10 @@ def write_stand_plots(data: StandData, result: StandFit, out_dir: str | Path) ->
 
 
 def stand_summary(result: StandFit) -> str:
-    """Plain-text table of the fitted values."""
-    table = parameter_table({n: result.values[n] for n in result.names}, result.std,
-                            {n: PARAMETERS[n][1] for n in result.names})
+    """Plain-text table of the fitted values and of the moment gains held
+    (``held`` in the std column; the notes say why)."""
+    reported = result.reported()
+    table = parameter_table(reported, result.std, {n: PARAMETERS[n][1] for n in reported})
     lines = [table]
     if result.validation:
         lines.append(held_out_lines(result.validation, CHANNEL_UNITS))

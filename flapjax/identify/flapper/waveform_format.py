@@ -12,6 +12,7 @@ left wing is ``A sin(theta)``), in [0, 2 pi).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from flapjax.identify.data import (
     read_table,
 )
 from flapjax.identify.flapper.stand_format import PLATE_LIMIT
+from flapjax.identify.raw_files import csv_lines, is_npz
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -92,12 +94,22 @@ def _condition_index(frequency: np.ndarray, plate: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row(where: str, column: str, i: int, lines: Sequence[int] | None) -> str:
+    """``WHERE: column 'C', row R (line L)`` for the 0-based row ``i`` (the
+    file line when ``lines``, each row's 1-based line, is given)."""
+    line = f" (line {lines[i]})" if lines is not None else ""
+    return f"{where}: column {column!r}, row {i + 1}{line}"
+
+
 def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, source: str = "",
-                   **channels) -> StandWaveform:
+                   lines: Sequence[int] | None = None, **channels) -> StandWaveform:
     """A :class:`StandWaveform` from arrays, with the checks a file gets:
     equal lengths, finite values, positive frequencies, phases in
     [0, 2 pi), no phase twice within a condition, at least :data:`MIN_BINS`
-    bins per condition. ``channels``: ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm``."""
+    bins per condition. ``channels``: ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm``.
+    Messages name ``source``, the column and the 1-based row, and the file
+    line of the row when ``lines`` (each row's 1-based line in a CSV file)
+    is given."""
     where = source or "stand waveform"
     unknown = sorted(set(channels) - set(WAVEFORM_CHANNELS))
     if unknown:
@@ -115,10 +127,11 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
         check_values(where, declared[name], values)
     bad = np.nonzero(f <= 0)[0]
     if bad.size:
-        raise DataError(f"{where}: column 'frequency_hz', row {bad[0] + 1}: frequency must be > 0 Hz, got {float(f[bad[0]])!r}")
+        raise DataError(f"{_row(where, 'frequency_hz', bad[0], lines)}: frequency must be > 0 Hz, got "
+                        f"{float(f[bad[0]])!r}")
     bad = np.nonzero((theta < 0) | (theta >= 2 * math.pi))[0]
     if bad.size:
-        raise DataError(f"{where}: column 'phase_rad', row {bad[0] + 1}: the stroke phase must lie in [0, 2 pi), "
+        raise DataError(f"{_row(where, 'phase_rad', bad[0], lines)}: the stroke phase must lie in [0, 2 pi), "
                         f"got {float(theta[bad[0]])!r} (wrap it: phase mod 2 pi)")
     plate = np.stack(plates, axis=1)
     cond = _condition_index(f, plate)
@@ -126,21 +139,29 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
         rows = np.nonzero(cond == c)[0]
         label = f"frequency {f[rows[0]]:g} Hz, plates ({plate[rows[0], 0]:g}, {plate[rows[0], 1]:g}) rad"
         if rows.size < MIN_BINS:
-            raise DataError(f"{where}: column 'phase_rad': the condition of row {rows[0] + 1} ({label}) has "
-                            f"{rows.size} phase bin(s); at least {MIN_BINS} are needed")
+            raise DataError(f"{_row(where, 'phase_rad', rows[0], lines)}: the condition of this row ({label}) "
+                            f"has {rows.size} phase bin(s); at least {MIN_BINS} are needed")
         order = np.argsort(theta[rows], kind="stable")
         same = np.nonzero(np.diff(theta[rows][order]) <= 1e-9)[0]
         if same.size:
             r = rows[order[same[0] + 1]]
-            raise DataError(f"{where}: column 'phase_rad', row {r + 1}: phase {float(theta[r])!r} appears twice in the "
-                            f"condition {label}")
+            raise DataError(f"{_row(where, 'phase_rad', r, lines)}: phase {float(theta[r])!r} appears twice in "
+                            f"the condition {label}")
     return StandWaveform(f, theta, plate, cols, cond, source)
 
 
 def load_stand_waveform(path: str | Path) -> StandWaveform:
     """Read and check a phase-resolved stand record (CSV or NPZ; columns
-    :data:`WAVEFORM_COLUMNS`)."""
+    :data:`WAVEFORM_COLUMNS`); messages name the file, the column, the
+    1-based row and, for CSV, the file line."""
     t = read_table(path, WAVEFORM_COLUMNS)
     extra = {k: t[k] for k in WAVEFORM_CHANNELS[1:] if k in t}
     return stand_waveform(t["frequency_hz"], t["phase_rad"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),
-                          roll_plate=t.get("roll_plate_rad"), source=str(path), **extra)
+                          roll_plate=t.get("roll_plate_rad"), source=str(path), lines=_data_lines(path), **extra)
+
+
+def _data_lines(path: str | Path) -> list[int] | None:
+    """The 1-based file line of each data row of a CSV table, as
+    :func:`~flapjax.identify.data.read_table` counts them (None for NPZ)."""
+    p = Path(path)
+    return None if is_npz(p) else [line for line, _ in csv_lines(p)[1:]]
