@@ -290,7 +290,10 @@ def _sample_log():
     [
         # millimetres under x_m, y_m, z_m: 1000 times the motion-capture noise
         (lambda d: [d[k].__imul__(1000.0) for k in ("x_m", "y_m", "z_m")],
-         r"units.csv: x_m: the sample-to-sample noise is 0.20\d m .* is x_m in metres \(not millimetres\)\?"),
+         r"units.csv: x_m: the sample-to-sample noise is 0.20\d m .* is x_m in metres \(not mm or cm\)\?"),
+        # centimetres: 100 times
+        (lambda d: [d[k].__imul__(100.0) for k in ("x_m", "y_m", "z_m")],
+         r"units.csv: x_m: the sample-to-sample noise is 0.020\d m .* is x_m in metres \(not mm or cm\)\?"),
         # a smooth track at 30 m/s: no noise, but no flapping-wing robot flies that fast
         (lambda d: d["y_m"].__iadd__(30.0 * d["time_s"]),
          r"units.csv: x_m, y_m, z_m: the positions move at 30 m/s .* are the positions in metres"),

@@ -91,7 +91,7 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
 
 
 #: Largest plausible white-noise level of a logged position [m] and attitude [rad].
-POSITION_NOISE_LIMIT = 0.05
+POSITION_NOISE_LIMIT = 0.01
 ATTITUDE_NOISE_LIMIT = 0.05
 #: Largest plausible speed of a flapping-wing robot [m/s] (95th percentile over 0.1 s windows).
 SPEED_LIMIT = 20.0
@@ -110,7 +110,7 @@ def check_pose_units(log: dict[str, np.ndarray], period: float, grid_index: np.n
     for name, s in zip(names, sigma):
         if name.endswith("_m") and s > POSITION_NOISE_LIMIT:
             raise DataError(f"{where}: {name}: the sample-to-sample noise is {s:.3g} m (from second differences); "
-                            f"motion capture resolves millimetres: is {name} in metres (not millimetres)?")
+                            f"motion capture resolves a millimetre or better: is {name} in metres (not mm or cm)?")
         if name.endswith("_rad") and s > ATTITUDE_NOISE_LIMIT:
             raise DataError(f"{where}: {name}: the sample-to-sample noise is {s:.3g} rad = {math.degrees(s):.3g} deg "
                             f"(from second differences): is {name} in radians (not degrees)?")
