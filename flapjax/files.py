@@ -83,9 +83,20 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def _process_umask() -> int:
+    """This process's file-creation mask (read once, at import)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _process_umask()
+
+
 def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
     """Write ``obj`` as JSON: a uniquely named temporary file in the same
-    folder, flushed to disk, then renamed over ``path`` under a lock.
+    folder, flushed to disk, then renamed over ``path`` under a lock; the
+    file gets the permissions any new file gets (0666 less the umask).
 
     Readers see either the old or the new file, never a part of one, and
     concurrent writers (threads or processes) never share a temporary file.
@@ -95,6 +106,7 @@ def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
     text = json.dumps(obj, indent=indent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results the plots beside them share
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()

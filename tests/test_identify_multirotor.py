@@ -215,6 +215,16 @@ def test_bad_chain_table_and_task_field(tmp_path):
         TaskConfig(robot="quad_x", chain_coefficients=str(tmp_path / "r.json"))
     with pytest.warns(UserWarning, match=r"r.json was identified on robot 'quad_x'; this task flies 'hexa'"):
         TaskConfig(robot="hexa", chain_coefficients=str(tmp_path / "r.json"))
+    # the same through a profile file's [chain] table
+    (tmp_path / "lab.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "name": "lab_quad",
+                                                   "chain": {"results": "r.json"}}))
+    with pytest.warns(UserWarning, match=r"robot: .*lab.json's \[chain\] results: .*r.json was identified on "
+                                         r"robot 'quad_x'; this task flies 'lab_quad'"):
+        TaskConfig(robot=str(tmp_path / "lab.json"))
+    (tmp_path / "own.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"results": "r.json"}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TaskConfig(robot=str(tmp_path / "own.json"))
     (tmp_path / "q.json").write_text(json.dumps({**rotor.profile_to_dict(PROF), "chain": {"wall_c": 1.0}}))
     with pytest.raises(ConfigError, match=r"q.json.chain: unknown keys \['wall_c'\]"):
         load_chain_params(tmp_path / "q.json")

@@ -47,6 +47,17 @@ def test_two_processes_writing_one_file_never_leave_invalid_json(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["results.json"]  # no temporary files left
 
 
+def test_written_json_has_the_permissions_of_any_new_file(tmp_path):
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    write_json(tmp_path / "results.json", {"a": 1})
+    (tmp_path / "plot.png").write_bytes(b"")
+    assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "results.json").stat().st_mode & 0o777 == (tmp_path / "plot.png").stat().st_mode & 0o777
+
+
 def _fake(name, values, metrics):
     return lambda cfg, **kw: StudyResult(name=name, values={k: jnp.asarray(v) for k, v in values.items()}, std={},
                                          metrics={k: jnp.asarray(v) for k, v in metrics.items()}, data={},

@@ -109,6 +109,24 @@ def chain_table(path: str | pathlib.Path) -> dict[str, Any] | None:
     return dict(table)
 
 
+def chain_results_path(path: str | pathlib.Path, table: Mapping[str, Any] | None = None) -> pathlib.Path | None:
+    """The ``results.json`` a profile file's ``[chain]`` table points at
+    (``results``, relative to the profile file), or None when it points at
+    none; ``table`` is the file's :func:`chain_table` when already read.
+    Raises :class:`~flapjax.ConfigError` for a bad or missing reference."""
+    path = pathlib.Path(path)
+    table = chain_table(path) if table is None else table
+    if table is None or "results" not in table:
+        return None
+    ref = table["results"]
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(f"{path.name}.chain.results: must be the path of a results.json, got {ref!r}")
+    target = (path.parent / ref) if not pathlib.Path(ref).is_absolute() else pathlib.Path(ref)
+    if not target.is_file():
+        raise ConfigError(f"{path.name}.chain.results: no such results file {str(target)!r}")
+    return target
+
+
 def load_chain_params(path: str | pathlib.Path, base: rotor.ChainParams | None = None) -> rotor.ChainParams:
     """The chain coefficients of a profile file's ``[chain]`` table
     (``results = "file.json"`` relative to the profile, plus explicit
@@ -122,13 +140,8 @@ def load_chain_params(path: str | pathlib.Path, base: rotor.ChainParams | None =
     if unknown:
         raise ConfigError(f"{path.name}.chain: unknown keys {unknown}; allowed: {['results', *CHAIN_KEYS]}")
     params = base
-    if "results" in table:
-        ref = table["results"]
-        if not isinstance(ref, str) or not ref:
-            raise ConfigError(f"{path.name}.chain.results: must be the path of a results.json, got {ref!r}")
-        target = (path.parent / ref) if not pathlib.Path(ref).is_absolute() else pathlib.Path(ref)
-        if not target.is_file():
-            raise ConfigError(f"{path.name}.chain.results: no such results file {str(target)!r}")
+    target = chain_results_path(path, table)
+    if target is not None:
         params = chain_params_from_results(target, params)
     explicit = {k: v for k, v in table.items() if k != "results"}
     if explicit:

@@ -216,12 +216,17 @@ class TaskConfig:
                 self.chain_params()  # a bad file fails here, naming the field
             except ConfigError as exc:
                 raise ConfigError(f"chain_coefficients: {exc}") from None
-            _warn_if_fitted_on_another_robot(self.chain_coefficients, self.robot)
+            _warn_if_fitted_on_another_robot(self.chain_coefficients, self.robot, "chain_coefficients")
         elif self.robot_is_file:
+            from flapjax.rotor.identified import chain_results_path
+
             try:
                 self.chain_params()
+                results = chain_results_path(self.robot)
             except ConfigError as exc:
                 raise ConfigError(f"robot: {exc}") from None
+            if results is not None:
+                _warn_if_fitted_on_another_robot(str(results), self.robot, f"robot: {self.robot}'s [chain] results")
 
     @property
     def robot_is_file(self) -> bool:
@@ -305,10 +310,11 @@ def config_to_dict(config) -> dict[str, Any]:
     return out
 
 
-def _warn_if_fitted_on_another_robot(results_path: str, robot: str) -> None:
+def _warn_if_fitted_on_another_robot(results_path: str, robot: str, field: str) -> None:
     """Warn when a hover fit's ``results.json`` names another airframe than
     the task flies (the coefficients still load: a sister airframe may share
-    them, but the fit folded its own mass and rotor errors into them)."""
+    them, but the fit folded its own mass and rotor errors into them);
+    ``field`` names where the task config took the file from."""
     import json
     import pathlib
     import warnings
@@ -318,5 +324,5 @@ def _warn_if_fitted_on_another_robot(results_path: str, robot: str) -> None:
     fitted = json.loads(pathlib.Path(results_path).read_text(encoding="utf-8")).get("robot")
     flown = resolve_profile(robot, field="robot").name
     if fitted is not None and fitted != flown:
-        warnings.warn(f"chain_coefficients: {results_path} was identified on robot {fitted!r}; this task flies "
+        warnings.warn(f"{field}: {results_path} was identified on robot {fitted!r}; this task flies "
                       f"{flown!r}", UserWarning, stacklevel=3)
