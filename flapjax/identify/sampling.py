@@ -3,17 +3,30 @@
 
 :func:`sample_grid` checks a log's time column against such a grid and
 places each row on it; :func:`with_dropouts` removes rows in bursts, to test
-fits on logs with dropped samples.
+fits on logs with dropped samples; :func:`white_noise_std` estimates a
+logged signal's noise level from its second differences.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from flapjax.identify.data import DataError
 from flapjax.validation import ConfigError
 
-__all__ = ["sample_grid", "with_dropouts"]
+__all__ = ["sample_grid", "white_noise_std", "with_dropouts"]
+
+
+def white_noise_std(d2: np.ndarray) -> np.ndarray:
+    """(C,) white-noise standard deviation of each column of a logged signal
+    from its second differences ``d2`` (M, C), ``x[k+1] - 2 x[k] + x[k-1]``
+    over triples of samples one period apart: ``var(d2) = 6 sigma^2`` for
+    white noise on a signal smooth at the sample rate. Median-based
+    (``median |d2| = 0.6745 std``), so the few sharp events of a flight do
+    not count."""
+    return np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)
 
 
 def sample_grid(t: np.ndarray, where: str, *, tolerance: float, max_missing: float) -> tuple[float, np.ndarray]:

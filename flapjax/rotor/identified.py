@@ -80,6 +80,8 @@ def chain_params_from_results(results: Mapping[str, Any] | str | pathlib.Path,
         if k not in results or k in skip or results[k] is None:
             continue
         v = _number(source, k, results[k])
+        if k in DRAG_KEYS and v < 0.0:  # named here: the chain's own check names only the vector
+            raise ConfigError(f"{source}: {k}: must lie in [0, inf], got {v:g} (drag is never negative)")
         if k in PROXIMITY_KEYS:
             vals[k] = v
         else:

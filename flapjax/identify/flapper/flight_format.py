@@ -11,7 +11,7 @@ import numpy as np
 
 from flapjax.identify.data import Column, DataError, read_table
 from flapjax.identify.flapper.stand_format import PLATE_LIMIT
-from flapjax.identify.sampling import sample_grid
+from flapjax.identify.sampling import sample_grid, white_noise_std
 
 LOG_COLUMNS = (
     Column("time_s", description="sample time [s], strictly increasing, on a uniform grid (dropped samples allowed)"),
@@ -141,9 +141,7 @@ def noise_levels(meas: np.ndarray, logged: np.ndarray | None = None, where: str 
         raise DataError(f"{where}: {d2.shape[0]} runs of three logged samples in a row; the noise level needs "
                         "at least 10")
     d2[:, 3:] = np.arctan2(np.sin(d2[:, 3:]), np.cos(d2[:, 3:]))
-    # median absolute value of a normal variable = 0.6745 sigma
-    sigma = np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)
-    return np.maximum(sigma, 1e-9)
+    return np.maximum(white_noise_std(d2), 1e-9)
 
 
 def write_flight_log(path: str | Path, log: dict[str, np.ndarray], *, comment: str = "") -> Path:

@@ -81,7 +81,8 @@ def plot_proximity(res: Mapping[str, Any], path: str | Path) -> Path:
 
 def hover_summary(res: Mapping[str, Any]) -> str:
     """Plain-text table of a hover fit: the values (``held`` for those the
-    log cannot identify), why they are held, and the held-out prediction."""
+    log cannot identify), why they are held, the fit residuals over the
+    log's accelerometer noise level, the held-out prediction and the notes."""
     lines = [parameter_table({k: res[k] for k in REPORTED}, {k: res[f"{k}_std"] for k in REPORTED}, UNITS)]
     lines += [f"held: {k}: {why}" for k, why in res["not_identified"].items()]
     lines += [f"weakly identified: {k}: {why}" for k, why in res["weakly_identified"].items()]
@@ -96,6 +97,11 @@ def hover_summary(res: Mapping[str, Any]) -> str:
                      + ", ".join(f"{x:.3f}" for x in v["rms_mps2"]) + " m/s^2 ("
                      + ", ".join(f"{x:.2f}" for x in v["rms_over_sigma"]) + " sigma; default coefficients: "
                      + ", ".join(f"{x:.3f}" for x in v["rms_default_coefficients_mps2"]) + " m/s^2)")
+    if f.get("residual_over_noise"):
+        lines.append("fit residual std over the log's accelerometer noise level per body axis: "
+                     + ", ".join(f"{x:.2f}" for x in f["residual_over_noise"]) + " (about 1: the model explains "
+                     "the log down to the noise)")
+    lines += [f"note: {n}" for n in res.get("notes", [])]
     return "\n".join(lines)
 
 
@@ -128,10 +134,13 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
     """
     from tqdm.auto import tqdm
 
+    from flapjax.identify.multirotor.log import check_thrust_carries_weight
+
     jax.config.update("jax_enable_x64", True)
     started = time.perf_counter()
     prof = resolve_robot(robot)
     log = read_hover_log(path, prof.n_rotors, scene=scene)
+    check_thrust_carries_weight(log, float(prof.mass), prof.name)
     out = Path(out_dir)
     with lock_output_dir(out, name="out"):
         echo(f"hover log {log.path}: {log.n_samples} rows at {1.0 / log.dt:.0f} Hz, robot {prof.name}")

@@ -6,7 +6,7 @@ heights above the ground and distances from a wall, and moves between those
 points (docs/data_formats.md, "Multirotor hover logs"):
 
 - ``time_s``: time [s], strictly increasing, on a uniform grid (the
-  flight controller's logging rate, e.g. 100-500 Hz) from which rows may
+  flight controller's logging rate, 100-2000 Hz) from which rows may
   be missing (dropped samples; the rows after a gap wait for the replayed
   actuator to settle before they count);
 - ``x_m``, ``y_m``, ``z_m``: motion-capture position of the centre of mass,
@@ -47,6 +47,13 @@ import numpy as np
 from flapjax import scene as sc
 from flapjax.identify.data import Column, DataError, column_names, read_table
 from flapjax.math import GRAVITY
+from flapjax.identify.multirotor.log_checks import (
+    check_hover_specific_force,
+    check_position_units,
+    check_positions_match_velocities,
+    check_sample_rate,
+    estimate_velocity,
+)
 from flapjax.identify.sampling import sample_grid
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
@@ -58,6 +65,10 @@ GRID_TOLERANCE = 0.25
 
 #: A wall this far away (or none) is out of reach of every rotor [m].
 NO_WALL_X = 1.0e4
+
+#: Band of the median total thrust command over the robot's weight [-]: a
+#: hover log, near the ground and walls too, carries the weight on average.
+THRUST_WEIGHT_RANGE = (0.5, 2.0)
 
 
 def thrust_column(i: int) -> str:
@@ -220,43 +231,24 @@ def describe_scene(scene: Mapping[str, float]) -> str:
             f"pitch {scene['wall_pitch_rad']:g} rad)")
 
 
-def estimate_velocity(time: np.ndarray, position: np.ndarray, half_window: float = 0.05) -> np.ndarray:
-    """(N, 3) world velocity [m/s] from positions by a centred local line fit
-    over ``+-half_window`` [s] (window shrinks at the ends)."""
-    n = time.shape[0]
-    m = max(1, int(round(half_window / float(np.median(np.diff(time))))))
-    out = np.empty_like(position)
-    for i in range(n):
-        lo, hi = max(0, i - m), min(n, i + m + 1)
-        t = time[lo:hi] - time[lo:hi].mean()
-        p = position[lo:hi] - position[lo:hi].mean(axis=0)
-        out[i] = t @ p / max(float(t @ t), 1e-300)
-    return out
-
-
-def _check_hover_specific_force(path: Path, accel: np.ndarray) -> None:
-    """A hovering robot's accelerometer reads about g: a median norm far
-    from 9.81 m/s^2 is a unit mistake (g, mg) or a world-frame acceleration
-    with gravity removed."""
-    median = float(np.median(np.linalg.norm(accel, axis=1)))
-    if not 0.5 * GRAVITY <= median <= 2.0 * GRAVITY:
-        raise DataError(f"{path}: columns 'ax_mps2','ay_mps2','az_mps2': the median specific force is {median:.4g} "
-                        f"m/s^2, a hover reads about {GRAVITY} m/s^2; give the body-frame specific force in m/s^2 "
-                        "(not in g, and with gravity's reaction in it)")
-
-
-def _check_positions_match_velocities(path: Path, time: np.ndarray, position: np.ndarray,
-                                      velocity: np.ndarray) -> None:
-    """Logged velocities must be the rate of the logged positions: a
-    mismatch by a large factor is a unit mistake (mm, cm) in one of them."""
-    rate = estimate_velocity(time, position)
-    for j, a in enumerate("xyz"):
-        moving = float(np.sqrt(np.mean(velocity[:, j] ** 2)))
-        miss = float(np.sqrt(np.mean((rate[:, j] - velocity[:, j]) ** 2)))
-        if miss > 0.5 * moving + 0.1:
-            ratio = float(np.sqrt(np.mean(rate[:, j] ** 2))) / max(moving, 1e-12)
-            raise DataError(f"{path}: columns '{a}_m' and 'v{a}_mps': the positions change at {ratio:.3g} times the "
-                            f"logged velocity (RMS mismatch {miss:.3g} m/s); check their units (metres, m/s)")
+def check_thrust_carries_weight(log: HoverLog, mass: float, robot: str) -> None:
+    """Refuse thrust commands that cannot carry the robot: the median over
+    the log of the summed thrust columns [N] over the weight ``mass`` [kg]
+    times g outside :data:`THRUST_WEIGHT_RANGE` is a unit mistake (gram-force,
+    percent or a 0-1 fraction under ``_n``) or a log of another robot.
+    :class:`DataError` names the file (``log.path``), the columns, the
+    ratio and the mass of ``robot`` (its name)."""
+    weight = mass * GRAVITY
+    total = float(np.median(np.sum(log.thrust_command, axis=1)))
+    ratio = total / weight
+    lo, hi = THRUST_WEIGHT_RANGE
+    if not lo <= ratio <= hi:
+        n = log.thrust_command.shape[1]
+        raise DataError(f"{log.path}: columns {thrust_column(0)!r}...{thrust_column(n - 1)!r}: the median total "
+                        f"thrust command is {total:.4g} N, {ratio:.3g} times the weight of robot {robot!r} (mass "
+                        f"{mass:.4g} kg, m g = {weight:.4g} N); a hover log carries its weight on average (ratio "
+                        f"{lo:g}-{hi:g}): give the thrust commands in newtons (N; not gram-force, percent or a 0-1 "
+                        "fraction) and the robot that flew the log (--robot)")
 
 
 def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] | None = None) -> HoverLog:
@@ -266,8 +258,12 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     column and the row: the table checks of
     :func:`~flapjax.identify.data.read_table`, plus a quaternion far from
     unit norm, a negative thrust command, a log shorter than 2 s, rows off a
-    uniform time grid or more than half of it dropped, and a position below
-    the ground or beyond the wall.
+    uniform time grid or more than half of it dropped, a sample rate outside
+    :data:`~flapjax.identify.multirotor.log_checks.SAMPLE_RATE_RANGE`, positions too noisy or too fast for metres
+    (:func:`~flapjax.identify.multirotor.log_checks.check_position_units`) or off their logged velocities, a
+    position below the ground or beyond the wall, and a median specific
+    force far from g. The thrust commands against the robot's weight are
+    checked by :func:`check_thrust_carries_weight`.
     """
     p = Path(path)
     extra = sorted(i for i in map(thrust_rotor, column_names(p)) if i is not None and i >= n_rotors)
@@ -281,7 +277,8 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     if n < 3 or time[-1] - time[0] < 2.0:
         raise DataError(f"{p}: column 'time_s': the log spans {time[-1] - time[0]:.3g} s in {n} rows; "
                         "a hover identification needs at least 2 s")
-    sample_grid(time, str(p), tolerance=GRID_TOLERANCE, max_missing=0.5)
+    dt, grid = sample_grid(time, str(p), tolerance=GRID_TOLERANCE, max_missing=0.5)
+    check_sample_rate(p, dt)
     quat = np.stack([table[k] for k in ("qw", "qx", "qy", "qz")], axis=1)
     norm = np.linalg.norm(quat, axis=1)
     bad = np.nonzero(np.abs(norm - 1.0) > 1e-2)[0]
@@ -295,7 +292,13 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     if neg.size:
         r, i = int(neg[0, 0]) + 1, int(neg[0, 1])
         raise DataError(f"{p}: column {thrust_column(i)!r}, row {r}: negative thrust command {thrust[r - 1, i]:g} N")
-    position = np.stack([table[k] for k in ("x_m", "y_m", "z_m")], axis=1)
+    position = np.stack([table[c] for c in ("x_m", "y_m", "z_m")], axis=1)
+    logged = all(f"v{a}_mps" in table for a in "xyz")
+    velocity = (np.stack([table[f"v{a}_mps"] for a in "xyz"], axis=1) if logged
+                else estimate_velocity(time, position))
+    if logged:
+        check_positions_match_velocities(p, time, position, velocity)
+    check_position_units(p, time, position, grid)
     sc_keys = read_scene(p, scene)
     below = np.nonzero(position[:, 2] <= sc_keys["ground_z_m"])[0]
     if below.size:
@@ -309,11 +312,6 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
             raise DataError(f"{p}: column 'x_m', row {r}: {position[r - 1, 0]:g} m is at or beyond the wall "
                             f"(scene.wall_x_m = {sc_keys['wall_x_m']:g} m; the robot flies at x < wall_x_m)")
     accel = np.stack([table[k] for k in ("ax_mps2", "ay_mps2", "az_mps2")], axis=1)
-    _check_hover_specific_force(p, accel)
-    logged = all(f"v{a}_mps" in table for a in "xyz")
-    velocity = (np.stack([table[f"v{a}_mps"] for a in "xyz"], axis=1) if logged
-                else estimate_velocity(time, position))
-    if logged:
-        _check_positions_match_velocities(p, time, position, velocity)
+    check_hover_specific_force(p, accel)
     return HoverLog(path=str(p), time=time, position=position, quat=quat, specific_force=accel,
                     thrust_command=thrust, velocity=velocity, velocity_logged=logged, scene=sc_keys)

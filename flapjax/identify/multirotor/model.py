@@ -47,6 +47,17 @@ AXES = ("x", "y", "z")
 PARAMETERS = ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_fade_width",
               *(f"drag_linear_{a}" for a in AXES), *(f"drag_quadratic_{a}" for a in AXES),
               *(f"accel_bias_{a}" for a in AXES))
+#: Values a results file reports (the chain's names, each with ``_std``).
+REPORTED = ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range",
+            *(f"drag_linear_{a}" for a in AXES), *(f"drag_quadratic_{a}" for a in AXES),
+            *(f"accel_bias_{a}" for a in AXES))
+
+#: Units of :data:`REPORTED`.
+UNITS = {"ground_coeff": "-", "wall_thrust_coeff": "-", "wall_lateral_coeff": "-",
+         "wall_fade_start": "rotor radii", "wall_range": "rotor radii",
+         **{f"drag_linear_{a}": "N s/m" for a in AXES}, **{f"drag_quadratic_{a}": "N s^2/m^2" for a in AXES},
+         **{f"accel_bias_{a}": "m/s^2" for a in AXES}}
+
 #: Parameters trained in log space (positive, nonlinear); the others enter the model linearly or nearly so.
 LOG_SPACE = ("wall_fade_start", "wall_fade_width")
 

@@ -18,8 +18,15 @@ samples with a rotor within 3 R of the ground; the wall coefficients need
 samples within 4 R of the wall; the fade range (``wall_fade_start``,
 ``wall_range``) needs wall samples in at least three distance bands
 between 1 R and 6 R; each axis's drag needs body speeds beyond 0.3 m/s
-along it. A fitted value whose standard deviation exceeds its magnitude
-is reported as weakly identified.
+along it. A fitted value whose standard deviation exceeds its magnitude,
+or whose correlation with another fitted value exceeds
+:data:`~flapjax.identify.multirotor.fit_checks.CORRELATION_LIMIT` in
+magnitude, is reported as weakly identified.
+
+``notes`` flag fits the model does not explain
+(:mod:`flapjax.identify.multirotor.fit_checks`): a drag coefficient below
+zero, an accelerometer bias beyond a calibrated sensor's, and fit
+residuals above the accelerometer's own noise level.
 """
 
 from __future__ import annotations
@@ -40,24 +47,14 @@ from flapjax import rotor
 from flapjax.identify import losses as L
 from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, make_fit_step, make_optimizer, split
 from flapjax.identify.multirotor import model as M
+from flapjax.identify.multirotor.model import REPORTED, UNITS
 from flapjax.identify.multirotor.log import HoverLog
 from flapjax.identify.outputs import data_record
+from flapjax.identify.multirotor.fit_checks import accel_noise_level, correlated_parameters, fit_notes
 from flapjax.validation import ConfigError
-
-#: Values a results file reports (the chain's names, each with ``_std``).
-REPORTED = ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start", "wall_range",
-            *(f"drag_linear_{a}" for a in M.AXES), *(f"drag_quadratic_{a}" for a in M.AXES),
-            *(f"accel_bias_{a}" for a in M.AXES))
-
-#: Units of :data:`REPORTED`.
-UNITS = {"ground_coeff": "-", "wall_thrust_coeff": "-", "wall_lateral_coeff": "-",
-         "wall_fade_start": "rotor radii", "wall_range": "rotor radii",
-         **{f"drag_linear_{a}": "N s/m" for a in M.AXES}, **{f"drag_quadratic_{a}": "N s^2/m^2" for a in M.AXES},
-         **{f"accel_bias_{a}": "m/s^2" for a in M.AXES}}
 
 #: Samples skipped at the start (the actuator replay settles) [s].
 SETTLE_S = 0.5
-
 
 def resolve_robot(robot: str | rotor.RotorProfile) -> rotor.RotorProfile:
     """A preset name (``quad_x``, ``hexa``, ``hexa_tilted``), a profile file
@@ -294,12 +291,17 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     out["robot"] = prof.name
     weak = {k: f"standard deviation {std[k]:.3g} exceeds the value {values[k]:.3g}" for k in REPORTED
             if k in std and std[k] > abs(values[k]) and not k.startswith("accel_bias")}
+    correlation = L.correlation_among(unc, trainable_names)
+    shown = [("wall_range" if k == "wall_fade_width" else k) for k in trainable_names]
+    for k, why in correlated_parameters(shown, correlation).items():
+        weak[k] = f"{weak[k]}; {why}" if k in weak else why
     pred_all = np.asarray(predict(fitted, padded))[:n_rows]
     meas_np = np.asarray(meas)
     sigma = np.asarray(scale)
     res_fit = pred_all[fit_rows] - meas_np[fit_rows]
     default_pred = np.asarray(predict({**M.initial_values(), **{f"accel_bias_{a}": values[f"accel_bias_{a}"]
                                                                 for a in M.AXES}}, padded))[:n_rows]
+    noise = accel_noise_level(t, meas_np)
     validation: dict[str, Any] = {"fraction": validation_fraction, "rows": int(val_rows.size)}
     if val_rows.size:
         res_val = pred_all[val_rows] - meas_np[val_rows]
@@ -308,6 +310,7 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
             start_s=float(log.time[val_rows[0]]), end_s=float(log.time[val_rows[-1]]),
             rms_mps2=np.sqrt(np.mean(res_val**2, axis=0)).tolist(),
             rms_over_sigma=(np.sqrt(np.mean(res_val**2, axis=0)) / sigma).tolist(),
+            rms_over_noise=(np.sqrt(np.mean(res_val**2, axis=0)) / noise).tolist(),
             mean_error_mps2=np.mean(res_val, axis=0).tolist(),
             rms_default_coefficients_mps2=np.sqrt(np.mean(res_def**2, axis=0)).tolist(),
         )
@@ -318,11 +321,13 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
              "rows_settling_after_gaps": int(settling.sum()), "steps": len(history), "converged": bool(result.converged),
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
              "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
+             "accel_noise_std_mps2": noise.tolist(), "residual_over_noise": (sigma / noise).tolist(),
              "parameters": list(trainable_names),
-             "correlation": {"names": list(trainable_names),
-                             "matrix": L.correlation_among(unc, trainable_names).tolist()},
+             "correlation": {"names": list(trainable_names), "matrix": correlation.tolist()},
              "seconds": _time.perf_counter() - t0},
         scene=dict(log.scene),
+        notes=fit_notes(values, {k: None if k in not_identified else std.get(k) for k in REPORTED},
+                        float(prof.mass), sigma / noise),
     )
     fit_mask = np.zeros(t.shape[0], bool)
     fit_mask[fit_rows] = True
