@@ -164,6 +164,10 @@ def test_cli_identifies_the_stand_sample(runner, tmp_path, sample_run):
     assert "note: --quick is ignored for a stand table" in res.output
     saved = json.loads((out / "results.json").read_text())
     assert saved["k_f"] == pytest.approx(sample_run[1]["k_f"], rel=1e-6)
+    # what was printed is kept beside the results, the table and the notes too
+    kept = (out / "summary.txt").read_text()
+    assert "k_roll_cross" in kept and "note: --quick is ignored for a stand table" in kept
+    assert kept in res.output and f"summary (the lines above): {out / 'summary.txt'}" in res.output
 
 
 def test_cli_reports_a_bad_file_with_exit_code_2(runner, tmp_path):

@@ -117,11 +117,16 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
                     f"Each study needs (see docs/data_formats.md):{needs}")
 
 
+#: What an identification from a file printed, kept in its output folder.
+SUMMARY_FILE = "summary.txt"
+
+
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
                        quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
                        physical: bool = False, mass: float | None = None, inertia=None) -> dict:
     """Run the study the data file at ``path`` belongs to (module docstring)
-    and return its results dict (also written to ``out_dir/results.json``).
+    and return its results dict (also written to ``out_dir/results.json``;
+    what the run printed goes to ``out_dir/summary.txt`` too).
 
     Args:
       path: CSV or NPZ data file.
@@ -136,9 +141,19 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         [kg m^2] of the robot that flew (default the nominal robot's; see
         :func:`flapjax.identify.flapper.flight_dynamics.body`).
     """
-    with _data_notes(echo):
-        return _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo,
-                          physical=physical, mass=mass, inertia=inertia)
+    printed: list[str] = []
+
+    def echo_and_keep(text: str) -> None:
+        printed.append(text)
+        echo(text)
+
+    with _data_notes(echo_and_keep):
+        results = _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress,
+                             echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia)
+    summary = Path(out_dir) / SUMMARY_FILE
+    summary.write_text("\n".join(printed) + "\n", encoding="utf-8")
+    echo(f"summary (the lines above): {summary}")
+    return results
 
 
 @contextlib.contextmanager
