@@ -340,3 +340,41 @@ def test_summary_marks_a_parameter_at_its_bound_and_prints_the_notes():
     assert [line.split()[2] for line in text.splitlines() if line.startswith("k_v ")] == ["at"]
     assert "at bound" in text and "note: k_v was driven to its bound, zero" in text
     assert "1.00 mm (2.00 sigma)" in text and "0.50 deg (1.50 sigma)" in text
+
+
+def test_residual_and_far_from_start_notes():
+    from flapjax.identify.flapper.flight_fit import far_from_start, residual_notes
+
+    assert residual_notes(np.array([0.97, 0.98, 1.01, 1.02, 1.01, 0.95])) == []
+    note = residual_notes(np.array([1.0, 1.0, 1.32, 1.0, 1.0, 1.0]))
+    assert len(note) == 1 and "z_m 1.32x; limit 1.25x" in note[0] and "delay" in note[0]
+    start = {"k_f": 1.6e-4, "k_roll": 5e-4, "k_pitch": 5e-4}
+    assert far_from_start({"k_f": 1.7e-4, "k_roll": 4e-4, "k_pitch": 6e-4}, start) == []
+    note = far_from_start({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start)
+    assert len(note) == 1 and note[0].startswith("k_f 0.16 (1e+03x the nominal robot's)") and "rad/s" in note[0]
+    assert far_from_start({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start, skip=["k_f"]) == []
+
+
+@pytest.mark.slow
+def test_a_log_whose_plates_never_move_holds_the_moment_gains_and_says_so():
+    log = _sample_log()
+    log["pitch_plate_rad"][:] = 0.0
+    log["roll_plate_rad"][:] = 0.0
+    res = FL.identify_flight_log(log)
+    # before: std 4e-13 from the pseudo-inverse, read as a precise value
+    assert res["std"]["k_roll"] is None and res["std"]["k_pitch"] is None
+    assert "k_roll" in res["fit"]["not_identified"] and "k_pitch" in res["fit"]["not_identified"]
+    assert any("the log does not determine them" in n for n in res["notes"])
+    assert any("fit residuals above the log's noise level" in n for n in res["notes"])
+
+
+@pytest.mark.slow
+def test_commands_logged_late_are_flagged_by_the_residuals():
+    log = _sample_log()
+    clean = FL.identify_flight_log(log)
+    assert clean["notes"] == [] and max(clean["fit"]["residual_over_noise"].values()) < 1.1
+    for c in ("frequency_hz", "pitch_plate_rad", "roll_plate_rad"):  # 20 ms late
+        log[c] = np.concatenate([np.full(4, log[c][0]), log[c][:-4]])
+    late = FL.identify_flight_log(log)
+    assert late["fit"]["residual_over_noise"]["z_m"] > 1.25
+    assert any("a delay of a few samples" in n for n in late["notes"])

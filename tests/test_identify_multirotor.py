@@ -397,6 +397,25 @@ def test_padded_inputs_leave_the_log_rows_unchanged(tmp_path):
         M.hover_inputs(PROF, log, length=599)
 
 
+def test_unidentified_finds_dead_and_dependent_columns():
+    from flapjax.identify.losses import gauss_newton_covariance, unidentified
+
+    rng = np.random.default_rng(0)
+    jac = rng.normal(size=(50, 4))
+    assert not unidentified(jac).any()
+    dead = jac.copy()
+    dead[:, 2] = 0.0  # a plate that never moves: its gain's column vanishes
+    assert unidentified(dead).tolist() == [False, False, True, False]
+    # the pseudo-inverse gives that parameter a variance of zero, not infinity
+    assert gauss_newton_covariance(rng.normal(size=50), dead)[0][2, 2] == 0.0
+    twins = jac.copy()
+    twins[:, 3] = -2.0 * twins[:, 1]  # two parameters only their sum matters to
+    assert unidentified(twins).tolist() == [False, True, False, True]
+    near = jac.copy()
+    near[:, 3] = -2.0 * near[:, 1] + 1e-3 * rng.normal(size=50)  # strongly correlated, still determined
+    assert not unidentified(near).any()
+
+
 def test_gauss_newton_covariance_ignores_padded_zero_residuals():
     from flapjax.identify.losses import gauss_newton_covariance
 

@@ -137,6 +137,26 @@ def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None,
     return s2 * np.linalg.pinv(jac.T @ jac), s2
 
 
+def unidentified(jacobian, *, rcond: float = 1e-10) -> np.ndarray:
+    """(p,) mask of the parameters the residuals do not determine: a
+    Jacobian ``J`` (n, p) column that vanishes, or a share above 0.1 in a
+    direction of ``J^T J`` (scaled to unit diagonal) whose eigenvalue is
+    below ``rcond`` times the largest. ``(J^T J)^+`` gives such a parameter
+    a variance of about 0 (the pseudo-inverse drops the direction), which
+    would read as a precise value; it is not identified at all."""
+    jac = np.asarray(jacobian, dtype=float)
+    d = np.sqrt(np.sum(jac**2, axis=0))
+    dead = ~(d > rcond * max(float(d.max(initial=0.0)), 1e-300))
+    live = np.flatnonzero(~dead)
+    if live.size:
+        scaled = jac[:, live] / d[live]
+        w, v = np.linalg.eigh(scaled.T @ scaled)
+        null = w < rcond * max(float(w.max()), 1e-300)
+        if null.any():
+            dead[live[np.any(np.abs(v[:, null]) > 0.1, axis=1)]] = True
+    return dead
+
+
 def flat_names(trainable: Trainable) -> list[str]:
     """One name per entry of the flattened ``trainable`` vector, in order:
     ``name`` for a scalar, ``name[i]`` for entry ``i`` of an array

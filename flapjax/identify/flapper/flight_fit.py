@@ -37,8 +37,16 @@ from flapjax.identify.flapper.flight_shooting import (
     start_residuals,
 )
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
-from flapjax.identify.losses import gauss_newton_covariance
+from flapjax.identify.losses import gauss_newton_covariance, unidentified
 from flapjax.validation import ConfigError, check_range
+
+#: The logged pose channels, in the fit's order.
+POSE_CHANNELS = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
+#: Fit residual RMS over the log's own noise level (second differences)
+#: above which the model leaves part of a channel unexplained [-].
+NOISE_RATIO_LIMIT = 1.25
+#: How far from its start value (a factor) an identified gain may lie before a note asks about units [-].
+FAR_FACTOR = 10.0
 
 DEFAULTS = {"segment": 0.4, "holdout": 1.5, "init_window": 0.1, "substeps": 2, "max_iterations": 40}
 QUICK = {"max_iterations": 25}
@@ -68,6 +76,35 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
         counted = np.asarray(prob.weight).reshape(-1) > 0  # dropped samples carry no residual
         sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6)[counted] ** 2, axis=0))
     return x, sigma, iters, history, reason
+
+
+def residual_notes(ratio: np.ndarray, limit: float = NOISE_RATIO_LIMIT) -> list[str]:
+    """A note when a pose channel's fit residual RMS exceeds the log's own
+    noise level (second differences) by more than ``limit`` (``ratio``
+    (6,), per channel of :data:`POSE_CHANNELS`): the model leaves part of
+    the log unexplained (command latency, units, mass or inertia)."""
+    over = [f"{c} {r:.2f}x" for c, r in zip(POSE_CHANNELS, ratio) if np.isfinite(r) and r > limit]
+    if not over:
+        return []
+    return [f"fit residuals above the log's noise level ({', '.join(over)}; limit {limit:g}x): the model leaves part "
+            "of the log unexplained and the standard deviations are too small. Check that the commands are logged "
+            "when they were sent (a delay of a few samples does this), the units (m, rad, s, Hz) and the robot's "
+            "mass and inertia"]
+
+
+def far_from_start(values: dict[str, float], start: dict[str, float], skip=(),
+                   factor: float = FAR_FACTOR) -> list[str]:
+    """A note naming the lift and moment gains (``k_f``, ``k_roll``,
+    ``k_pitch``) identified more than ``factor`` times above or below their
+    start values (the nominal robot's), which a unit slip (mN, N mm, rad/s)
+    gives; ``skip``: names already noted."""
+    far = [n for n in ("k_f", "k_roll", "k_pitch") if n not in skip and start[n] > 0 and values[n] > 0
+           and not 1.0 / factor <= values[n] / start[n] <= factor]
+    if not far:
+        return []
+    text = ", ".join(f"{n} {values[n]:.3g} ({values[n] / start[n]:.3g}x the nominal robot's)" for n in far)
+    return [f"{text}: far from a flapping-wing robot of this mass; check the units (frequency in Hz, not rad/s or "
+            "rpm; positions in m) or, if the robot differs this much from the nominal one, its mass and inertia"]
 
 
 def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dict) -> tuple[dict, dict]:
@@ -191,6 +228,7 @@ def identify_flight_log(
 
     prob = segments(starts, fit_counted)
     m = starts.size
+    noise = sigma
     x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations, callback)
     sig = jnp.asarray(sigma)
     counted = np.repeat(np.asarray(prob.weight).reshape(-1) > 0, 6)
@@ -199,11 +237,21 @@ def identify_flight_log(
     cov, s2 = gauss_newton_covariance(r[counted], J[counted])
     std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
     values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
-    bounded = at_bound(values, start_values(base))
-    std = std_physical(values, std_z, bounded)
+    start_v = start_values(base)
+    bounded = at_bound(values, start_v)
+    free = [n for n, dead in zip(FLIGHT_PARAMETERS, unidentified(J[counted])[:n_par]) if dead and n not in bounded]
+    std = std_physical(values, std_z, [*bounded, *free])
+    std_z[[list(FLIGHT_PARAMETERS).index(n) for n in free]] = np.nan
+    ratio = sigma / noise
     notes = [f"{name} was driven to its bound, zero ({values[name]:.3g}, below {AT_BOUND:g} of its start value): "
              "the log asks for a value the model does not allow, so no standard deviation is given; check the "
              "log's units and that the robot flew on its own" for name in bounded]
+    them = "it" if len(free) == 1 else "them"
+    notes += [f"{', '.join(free)}: the log does not determine {them} (the residuals do not depend on {them}: a "
+              "plate that never moves leaves its moment gain free); held at the start value, no standard "
+              "deviation"] if free else []
+    notes += far_from_start(values, start_v, [*bounded, *free])
+    notes += residual_notes(ratio)
     corr_block = cov[:n_par, :n_par] / np.outer(std_z, std_z).clip(1e-300)
     identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
     offset = np.array([values["roll_offset"], values["pitch_offset"]])
@@ -223,13 +271,14 @@ def identify_flight_log(
         "identified": identified,
         "fit": {
             "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
+            "residual_over_noise": dict(zip(POSE_CHANNELS, map(float, ratio))), "not_identified": free,
             "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(fit_counted.sum()),
             "samples_dropped": int((~logged).sum()),
             "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
             "correlation": {"names": list(FLIGHT_PARAMETERS), "matrix": corr_block.tolist()},
             "seconds": time.perf_counter() - t0,
         },
-        "noise": dict(zip(("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad"), map(float, sigma))),
+        "noise": dict(zip(POSE_CHANNELS, map(float, sigma))),
         "validation": validation,
         "notes": notes,
         "data": {"fit_time": fit_time, "residuals": res_units,

@@ -60,7 +60,10 @@ def summary(results: dict) -> str:
     f, v = results["fit"], results["validation"]
     dropped = f" ({f['samples_dropped']} samples dropped from the log)" if f.get("samples_dropped") else ""
     lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s{dropped}, {f['iterations']} iterations "
-                 f"({f['reason']}), residual sigma {f['residual_sigma']:.3f} (1 = the log's noise level)")
+                 f"over two passes (last: {f['reason']})")
+    if "residual_over_noise" in f:
+        lines.append("residual RMS over the log's noise level (second differences; about 1: the model explains the "
+                     "log): " + ", ".join(f"{c.rsplit('_', 1)[0]} {r:.2f}" for c, r in f["residual_over_noise"].items()))
     lines.append(f"held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
                  f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm "
                  f"({v['identified']['position_rms_over_sigma']:.2f} sigma), attitude RMS "
