@@ -306,7 +306,8 @@ RANGED = [Column("frequency_hz", positive=True), Column("fz_n"), Column("pitch_p
 
 @pytest.mark.parametrize("text, match", [
     pytest.param("frequency_hz,fz_n,pitch_plate_rad\n20,0.066,0\n# next\n30,0.149,30\n",
-                 r"table.csv: column 'pitch_plate_rad', row 2 \(line 4\): value 30 outside \[-0.6, 0.6\] \('30'\)",
+                 r"table.csv: column 'pitch_plate_rad', row 2 \(line 4\): value 30 outside \[-0.6, 0.6\] \(degrees\? "
+                 r".*\) \('30'\)",
                  id="outside bounds"),
     pytest.param("frequency_hz,fz_n,pitch_plate_deg\n20,0.066,40\n",
                  r"column 'pitch_plate_deg', row 1 \(line 2\): value 0.698132 outside \[-0.6, 0.6\] \(read as "
@@ -348,3 +349,38 @@ def test_a_semicolon_or_tab_table_is_told_its_separator(tmp_path):
     path.write_text("Frequency_Hz;Fz_N\n30;0,15\n")  # the separator is the first thing to fix
     with pytest.raises(DataError, match=r"separated by ';'"):
         column_names(path)
+
+
+@pytest.mark.parametrize(("text", "column", "hint"), [
+    pytest.param("roll_rad\n0.1\n57.3\n", Column("roll_rad", bounds=(-0.6, 0.6)),
+                 r"column 'roll_rad', row 2 \(line 3\): value 57.3 outside \[-0.6, 0.6\] \(degrees\? the column is "
+                 r"in radians; name it roll_deg to have it converted\)", id="degrees within bounds once converted"),
+    pytest.param("roll_rad\n90\n", Column("roll_rad", bounds=(-1.0, 1.0)),
+                 r"column 'roll_rad', row 1 \(line 2\): value 90 outside \[-1, 1\] \(degrees\? the column",
+                 id="degrees above 2 pi"),
+    pytest.param("frequency_hz\n1800\n", Column("frequency_hz", bounds=(0.0, 100.0)),
+                 r"column 'frequency_hz', row 1 \(line 2\): value 1800 outside \[0, 100\] \(rpm\? the column is in Hz; "
+                 r"name it frequency_rpm to have it converted\)", id="rpm"),
+    pytest.param("frequency_hz\n1200\n", Column("frequency_hz", bounds=(0.0, 500.0)),
+                 r"column 'frequency_hz', row 1 \(line 2\): value 1200 outside \[0, 500\] \(rpm or rad/s\? the "
+                 r"column is in Hz; name it frequency_rpm .* divide rad/s by 2 pi\)",
+                 id="rpm or rad/s"),
+    pytest.param("frequency_hz\n\"0,0370630545\"\n", Column("frequency_hz"),
+                 r"column 'frequency_hz', row 1 \(line 2\): not a number \(a decimal comma\? write '.' as the "
+                 r"decimal point\) \('0,0370630545'\)", id="decimal comma"),
+])
+def test_range_and_number_errors_hint_at_the_likely_unit(tmp_path, text, column, hint):
+    p = _write(tmp_path, text)
+    with pytest.raises(DataError, match=rf"{p.name}: {hint}"):
+        read_table(p, [column])
+
+
+@pytest.mark.filterwarnings("ignore::flapjax.identify.data.ConvertedUnitsWarning")
+def test_no_unit_hint_where_the_value_is_no_likely_slip(tmp_path):
+    for text, column in (("roll_rad\n0.7\n", Column("roll_rad", bounds=(-0.6, 0.6))),
+                         ("frequency_hz\n600\n", Column("frequency_hz", bounds=(0.0, 500.0))),
+                         ("frequency_hz\n1e6\n", Column("frequency_hz", bounds=(0.0, 500.0))),
+                         ("roll_deg\n57.3\n", Column("roll_rad", bounds=(-0.6, 0.6)))):
+        with pytest.raises(DataError) as err:
+            read_table(_write(tmp_path, text), [column])
+        assert "?" not in str(err.value), str(err.value)

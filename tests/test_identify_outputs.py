@@ -32,7 +32,11 @@ def test_parameter_table_aligns_values_and_marks_held_ones():
 def test_held_out_lines_state_rms_in_sigma_and_percent():
     line = held_out_lines({"fz_n": {"rms": 1.2e-3, "rms_over_sigma": 1.27, "rms_over_measured": 0.0066}},
                           {"fz_n": "N"})
+    header, line = line.splitlines()
+    assert header == ("held-out prediction error (sigma: the fit's residual standard deviation, 1 sigma = the noise "
+                      "level)")
     assert line == "held-out fz_n  rms 1.200e-03 N (1.27 sigma, 0.66 % of the measured RMS)"
+    assert held_out_lines({}, {}) == ""
 
 
 def test_write_record_adds_files_time_versions_and_returns_the_file_content(tmp_path):

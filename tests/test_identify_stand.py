@@ -264,7 +264,8 @@ def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
 
     path, line = _sample_with(tmp_path, 3, "pitch_plate_rad", "30")
     with pytest.raises(DataError, match=rf"stand.csv: column 'pitch_plate_rad', row 3 \(line {line}\): value 30 "
-                                        rf"outside \[-0.6, 0.6\] \('30'\)"):
+                                        r"outside \[-0.6, 0.6\] \(degrees\? the column is in radians; name it "
+                                        r"pitch_plate_deg to have it converted\) \('30'\)"):
         S.load_stand_table(path)
     path, line = _sample_with(tmp_path, 7, "roll_plate_rad", "-0.61")
     with pytest.raises(DataError, match=rf"column 'roll_plate_rad', row 7 \(line {line}\): value -0.61 outside"):
@@ -390,3 +391,26 @@ def test_plates_that_never_move_hold_the_moment_gains(tmp_path):
     assert "roll_gain" not in json.loads((tmp_path / "out" / "cycle_averaged.json").read_text())
     fitted = S.fit_stand(S.load_stand_table(SAMPLE))
     assert fitted.held_values == {} and fitted.not_identified == {}  # moving plates: every gain fitted
+
+
+def test_identical_rows_are_refused_naming_both_rows_and_lines(tmp_path):
+    lines = SAMPLE.read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    lines.insert(head + 9, lines[head + 4])  # data row 4 pasted again as row 9
+    path = tmp_path / "stand.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=rf"stand.csv: rows 4 and 9 \(lines {head + 5} and {head + 10}\) are "
+                                        r"identical .*\(a condition pasted twice\?\)"):
+        S.load_stand_table(path)
+    t = {k: np.array([20.0, 30.0, 20.0]) for k in ("frequency_hz", "fz_n")}
+    np.savez(tmp_path / "stand.npz", **t)
+    with pytest.raises(DataError, match=r"stand.npz: rows 1 and 3 are identical"):
+        S.load_stand_table(tmp_path / "stand.npz")
+    t["fz_n"][2] += 1e-9  # a repeated measurement: same condition, other noise
+    np.savez(tmp_path / "stand.npz", **t)
+    assert S.load_stand_table(tmp_path / "stand.npz").n == 3
+
+
+def test_the_project_tables_have_no_identical_rows():
+    assert S.load_stand_table(SAMPLE).n > 0
+    assert S.load_stand_table(DATA / "seed_table_11_2.csv").n > 0

@@ -17,7 +17,8 @@ import numpy as np
 from flapjax.identify.raw_files import DataError
 
 __all__ = ["MAGNITUDE_LIMIT", "UNIT_FACTORS", "Column", "ConvertedUnitsWarning", "DataNote", "UnusedColumnsWarning",
-           "check_columns", "check_header", "check_values", "first_outside", "separator_hint", "split_unit"]
+           "check_columns", "check_header", "check_values", "first_outside", "separator_hint", "split_unit",
+           "unit_hint"]
 
 #: Exact factors from a unit suffix a file may use to the SI suffix a study
 #: reads, ``(given, expected) -> factor``: the column ``x_mm`` is read as
@@ -97,6 +98,49 @@ def first_outside(col: Column, values: np.ndarray) -> tuple[int, str] | None:
     if col.positive and not v > 0:
         return i, f"must be > 0, got {v:.6g}"
     return i, f"value {v:.6g} outside [{col.bounds[0]:g}, {col.bounds[1]:g}]"
+
+
+def _inside(col: Column, value: float) -> bool:
+    """Whether ``value`` (in the unit of ``col.name``) is within the
+    column's range: :func:`first_outside` would accept it."""
+    if not col.name.startswith("time") and abs(value) > MAGNITUDE_LIMIT:
+        return False
+    if col.positive and not value > 0:
+        return False
+    return col.bounds is None or col.bounds[0] <= value <= col.bounds[1]
+
+
+def _far_outside(col: Column, value: float) -> bool:
+    """Whether ``value`` is at least twice the largest magnitude of the
+    column's bounds (no bounds: True), too far out for a small overshoot."""
+    if col.bounds is None:
+        return True
+    return abs(value) >= 2.0 * max(abs(col.bounds[0]), abs(col.bounds[1]))
+
+
+def unit_hint(col: Column, value: float) -> str:
+    """A short guess at the unit a value outside ``col``'s range was
+    written in, to append to the message, or ``''``: degrees in a ``_rad``
+    column (the value above 2 pi in magnitude, or within range once
+    converted), rpm or rad/s in a ``_hz`` column (within range once divided
+    by 60 or by 2 pi). A value within range once scaled must lie at least
+    twice as far out as the bounds (an overshoot of a few per cent is no
+    unit slip)."""
+    quantity, unit = split_unit(col.name)
+    if abs(value) > MAGNITUDE_LIMIT or not _far_outside(col, value):
+        return ""
+    if unit == "rad" and (_inside(col, value * math.pi / 180.0) or abs(value) > 2.0 * math.pi):
+        return f" (degrees? the column is in radians; name it {quantity}_deg to have it converted)"
+    if unit == "hz":
+        rpm, rad_s = _inside(col, value / 60.0), _inside(col, value / (2.0 * math.pi))
+        if rpm and rad_s:
+            return (f" (rpm or rad/s? the column is in Hz; name it {quantity}_rpm to have rpm converted, or divide "
+                    "rad/s by 2 pi)")
+        if rpm:
+            return f" (rpm? the column is in Hz; name it {quantity}_rpm to have it converted)"
+        if rad_s:
+            return " (rad/s? the column is in Hz; divide by 2 pi)"
+    return ""
 
 
 def check_values(where: str, col: Column, values) -> None:

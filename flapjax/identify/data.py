@@ -55,6 +55,7 @@ from flapjax.identify.columns import (
     first_outside,
     separator_hint,
     split_unit,
+    unit_hint,
 )
 from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
 
@@ -109,6 +110,10 @@ def column_names(path: str | Path) -> list[str]:
 #: scripts' digits).
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
+#: A decimal number written with a decimal comma (``0,037``, ``-1,5e-3``),
+#: as some locales save tables: a quoted cell of a comma-separated file.
+_DECIMAL_COMMA = re.compile(r"[+-]?[0-9]*,[0-9]+([eE][+-]?[0-9]+)?")
+
 
 def _cell_value(text: str) -> tuple[float, str | None]:
     """The number in a CSV cell and None, or ``(nan, why it is refused)``."""
@@ -117,6 +122,8 @@ def _cell_value(text: str) -> tuple[float, str | None]:
     try:
         v = float(text)
     except ValueError:
+        if _DECIMAL_COMMA.fullmatch(text):
+            return math.nan, "not a number (a decimal comma? write '.' as the decimal point)"
         return math.nan, "not a number"
     if not math.isfinite(v):
         return math.nan, "NaN or inf; drop or repair the row"
@@ -129,6 +136,15 @@ def _cell_value(text: str) -> tuple[float, str | None]:
 def _cell_error(path: Path, name: str, row: int, line: int | None, text: str, why: str) -> DataError:
     where = f"row {row}" + (f" (line {line})" if line is not None else "")
     return DataError(f"{path}: column {name!r}, {where}: {why} ({text!r})")
+
+
+def _range_note(col: Column, src: str, value: float) -> str:
+    """What follows the reason a value is outside ``col``'s range: the
+    column it was read as when the file's ``src`` was converted, else a
+    guess at the unit it was written in (:func:`unit_hint`)."""
+    if src != col.name:
+        return f" (read as {col.name!r})"
+    return unit_hint(col, float(value))
 
 
 def _check_time(path: Path, name: str, t: np.ndarray, lines: Sequence[int] | None) -> None:
@@ -173,8 +189,8 @@ def _read_csv(path: Path, columns: Sequence[Column]) -> tuple[dict[str, np.ndarr
         bad = first_outside(declared[name], values)
         if bad is not None:
             i, why = bad
-            as_read = f" (read as {name!r})" if src != name else ""
-            raise _cell_error(path, src, i + 1, lines[i], body[i][1][j], why + as_read)
+            note = _range_note(declared[name], src, values[i])
+            raise _cell_error(path, src, i + 1, lines[i], body[i][1][j], why + note)
         out[name] = values
     return out, lines
 
@@ -212,8 +228,8 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
         bad = first_outside(declared[name], arr)
         if bad is not None:
             i, why = bad
-            as_read = f" (read as {name!r})" if src != name else ""
-            raise _cell_error(path, src, i + 1, None, str(data[src][i]), why + as_read)
+            note = _range_note(declared[name], src, arr[i])
+            raise _cell_error(path, src, i + 1, None, str(data[src][i]), why + note)
         out[name] = arr
     return out
 

@@ -86,12 +86,15 @@ def held_out_lines(validation: Mapping[str, Mapping[str, float]], units: Mapping
     """One line per channel of a held-out prediction error: ``rms`` [SI],
     ``rms_over_sigma`` (over the fit's residual standard deviation: 1 is
     the noise level) and ``rms_over_measured`` (over the channel's measured
-    RMS)."""
+    RMS), after a header line that says what sigma is; ``''`` when none."""
+    if not validation:
+        return ""
     width = max([0, *map(len, validation)])
-    return "\n".join(
+    header = "held-out prediction error (sigma: the fit's residual standard deviation, 1 sigma = the noise level)"
+    return "\n".join([header] + [
         f"held-out {ch:<{width}}  rms {v['rms']:.3e} {units.get(ch, '')} ({v['rms_over_sigma']:.2f} sigma, "
         f"{100 * v['rms_over_measured']:.2f} % of the measured RMS)"
-        for ch, v in validation.items())
+        for ch, v in validation.items()])
 
 
 def write_record(out: Path, record: dict[str, Any], files: Sequence[str | Path], started: float) -> str:

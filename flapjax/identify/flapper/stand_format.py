@@ -18,6 +18,7 @@ from flapjax.identify.data import (
     check_values,
     read_table,
 )
+from flapjax.identify.raw_files import csv_lines, is_npz
 
 
 STAND_COLUMNS = (
@@ -90,9 +91,29 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     return StandData(f, np.stack(plates, axis=1), cols, source)
 
 
+def check_distinct_rows(where: str, table: dict[str, np.ndarray], lines: list[int] | None = None) -> None:
+    """Refuse two data rows with exactly the same values in every column of
+    ``table`` (name -> (n,) values, SI units): a condition pasted twice,
+    whose copy would pass a held-out row into the fit and shrink the
+    standard deviations. ``lines``: the 1-based file line of each row (CSV).
+    Raises :class:`DataError` naming ``where`` and both 1-based rows."""
+    seen: dict[tuple[float, ...], int] = {}
+    for i, row in enumerate(zip(*table.values())):
+        key = tuple(float(v) for v in row)
+        if key in seen:
+            j = seen[key]
+            at = f" (lines {lines[j]} and {lines[i]})" if lines is not None else ""
+            raise DataError(f"{where}: rows {j + 1} and {i + 1}{at} are identical in columns {list(table)} (a "
+                            "condition pasted twice?); repeated measurements differ in their noise: drop the copy")
+        seen[key] = i
+
+
 def load_stand_table(path: str | Path) -> StandData:
-    """Read and check a stand table (CSV or NPZ; columns :data:`STAND_COLUMNS`)."""
+    """Read and check a stand table (CSV or NPZ; columns :data:`STAND_COLUMNS`;
+    no two data rows identical, :func:`check_distinct_rows`)."""
     t = read_table(path, STAND_COLUMNS)
+    lines = None if is_npz(Path(path)) else [line for line, _ in csv_lines(Path(path))[1:]]
+    check_distinct_rows(str(path), t, lines)
     extra = {k: t[k] for k in CHANNELS[1:] if k in t}
     return stand_data(t["frequency_hz"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),
                       roll_plate=t.get("roll_plate_rad"), source=str(path), **extra)
