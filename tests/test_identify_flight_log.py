@@ -343,16 +343,18 @@ def test_summary_marks_a_parameter_at_its_bound_and_prints_the_notes():
 
 
 def test_residual_and_far_from_start_notes():
-    from flapjax.identify.flapper.flight_fit import far_from_start, residual_notes
+    from flapjax.identify.flapper.far_from_nominal import far_from_nominal
+    from flapjax.identify.flapper.flight_fit import residual_notes
 
     assert residual_notes(np.array([0.97, 0.98, 1.01, 1.02, 1.01, 0.95])) == []
     note = residual_notes(np.array([1.0, 1.0, 1.32, 1.0, 1.0, 1.0]))
     assert len(note) == 1 and "z_m 1.32x; limit 1.25x" in note[0] and "delay" in note[0]
     start = {"k_f": 1.6e-4, "k_roll": 5e-4, "k_pitch": 5e-4}
-    assert far_from_start({"k_f": 1.7e-4, "k_roll": 4e-4, "k_pitch": 6e-4}, start) == []
-    note = far_from_start({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start)
+    assert far_from_nominal({"k_f": 1.7e-4, "k_roll": 4e-4, "k_pitch": 6e-4}, start, units="Hz") == []
+    note = far_from_nominal({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start, units="Hz, not rad/s")
     assert len(note) == 1 and note[0].startswith("k_f 0.16 (1e+03x the nominal robot's)") and "rad/s" in note[0]
-    assert far_from_start({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start, skip=["k_f"]) == []
+    assert far_from_nominal({"k_f": 0.16, "k_roll": 4e-4, "k_pitch": 6e-4}, start, ["k_f"], units="Hz") == []
+    assert far_from_nominal({"k_f": 1.7e-4}, start, units="Hz") == []  # gains the fit has not
 
 
 @pytest.mark.slow

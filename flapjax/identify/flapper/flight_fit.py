@@ -16,6 +16,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper.flight_dynamics import robot_body, start_model
+from flapjax.identify.flapper.far_from_nominal import far_from_nominal
 from flapjax.identify.flapper.flight_format import noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
@@ -45,8 +46,6 @@ POSE_CHANNELS = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
 #: Fit residual RMS over the log's own noise level (second differences)
 #: above which the model leaves part of a channel unexplained [-].
 NOISE_RATIO_LIMIT = 1.25
-#: How far from its start value (a factor) an identified gain may lie before a note asks about units [-].
-FAR_FACTOR = 10.0
 
 DEFAULTS = {"segment": 0.4, "holdout": 1.5, "init_window": 0.1, "substeps": 2, "max_iterations": 40}
 QUICK = {"max_iterations": 25}
@@ -90,21 +89,6 @@ def residual_notes(ratio: np.ndarray, limit: float = NOISE_RATIO_LIMIT) -> list[
             "of the log unexplained and the standard deviations are too small. Check that the commands are logged "
             "when they were sent (a delay of a few samples does this), the units (m, rad, s, Hz) and the robot's "
             "mass and inertia"]
-
-
-def far_from_start(values: dict[str, float], start: dict[str, float], skip=(),
-                   factor: float = FAR_FACTOR) -> list[str]:
-    """A note naming the lift and moment gains (``k_f``, ``k_roll``,
-    ``k_pitch``) identified more than ``factor`` times above or below their
-    start values (the nominal robot's), which a unit slip (mN, N mm, rad/s)
-    gives; ``skip``: names already noted."""
-    far = [n for n in ("k_f", "k_roll", "k_pitch") if n not in skip and start[n] > 0 and values[n] > 0
-           and not 1.0 / factor <= values[n] / start[n] <= factor]
-    if not far:
-        return []
-    text = ", ".join(f"{n} {values[n]:.3g} ({values[n] / start[n]:.3g}x the nominal robot's)" for n in far)
-    return [f"{text}: far from a flapping-wing robot of this mass; check the units (frequency in Hz, not rad/s or "
-            "rpm; positions in m) or, if the robot differs this much from the nominal one, its mass and inertia"]
 
 
 def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dict) -> tuple[dict, dict]:
@@ -250,7 +234,8 @@ def identify_flight_log(
     notes += [f"{', '.join(free)}: the log does not determine {them} (the residuals do not depend on {them}: a "
               "plate that never moves leaves its moment gain free); held at the start value, no standard "
               "deviation"] if free else []
-    notes += far_from_start(values, start_v, [*bounded, *free])
+    notes += far_from_nominal(values, start_v, [*bounded, *free], units="frequency in Hz, not rad/s or rpm; "
+                              "positions in m")
     notes += residual_notes(ratio)
     corr_block = cov[:n_par, :n_par] / np.outer(std_z, std_z).clip(1e-300)
     identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
