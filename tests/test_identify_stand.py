@@ -414,3 +414,50 @@ def test_identical_rows_are_refused_naming_both_rows_and_lines(tmp_path):
 def test_the_project_tables_have_no_identical_rows():
     assert S.load_stand_table(SAMPLE).n > 0
     assert S.load_stand_table(DATA / "seed_table_11_2.csv").n > 0
+
+
+def _sample_columns() -> dict[str, np.ndarray]:
+    from flapjax.identify.data import read_table
+    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+
+    return read_table(SAMPLE, STAND_COLUMNS)
+
+
+@pytest.mark.parametrize("scaled, factor, named", [
+    (("fz_n", "fx_n", "fy_n"), 1e3, r"k_f 0.16\d \(9\d\dx the nominal robot's\)"),  # forces in mN
+    (("mx_nm", "my_nm"), 1e3, r"k_roll 0.5\d+ \(1.0\de\+03x the nominal robot's\), k_pitch"),  # N mm
+    (("frequency_hz",), 2 * np.pi, r"k_f 4.1e-06 \(0.02\d+x the nominal robot's\)"),  # rad/s
+])
+def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, named):
+    from flapjax.identify.data import write_table
+    from flapjax.identify.flapper.stand_fit import fit_stand
+
+    cols = _sample_columns()
+    assert fit_stand(S.load_stand_table(SAMPLE)).notes == []
+    for c in scaled:
+        cols[c] = cols[c] * factor
+    write_table(tmp_path / "units.csv", cols)
+    notes = fit_stand(S.load_stand_table(tmp_path / "units.csv")).notes
+    assert len(notes) == 1 and "far from the nominal flapping-wing robot; check the units" in notes[0]
+    import re
+
+    assert re.search(named, notes[0]), notes[0]
+
+
+def test_one_frequency_fits_no_fz_offset_and_says_so(tmp_path):
+    from flapjax.identify.data import write_table
+    from flapjax.identify.flapper.stand_fit import fit_stand
+
+    cols = _sample_columns()
+    keep = np.isclose(cols["frequency_hz"], cols["frequency_hz"][0])
+    write_table(tmp_path / "one.csv", {k: v[keep] for k, v in cols.items()})
+    table = S.load_stand_table(tmp_path / "one.csv")
+    res = fit_stand(table)
+    # before: k_f and fz_offset correlated 1.0, k_f hundreds of sigma off with a tiny std
+    assert "fz_offset" not in res.names
+    assert res.values["k_f"] == pytest.approx(1.62e-4, rel=0.05)
+    assert any(n.startswith("one frequency (15 Hz) in the fitted rows") for n in res.notes)
+    assert not any("R^2" in n for n in res.notes)  # fz varies by noise only: no unit alarm
+    with pytest.raises(DataError, match=r"one.csv: column 'frequency_hz': one frequency in the fitted rows, so "
+                                         r"k_f and the fz offset cannot be told apart"):
+        fit_stand(table, offsets=True)

@@ -15,6 +15,7 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
+from flapjax.identify.flapper.far_from_nominal import far_from_nominal
 from flapjax.identify.fit import (
     Convergence,
     Nominal,
@@ -245,7 +246,13 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     held = holdout_rows(data.n, holdout_every)
     train = data.rows(~held)
     channels = train.channel_names
-    names = stand_terms(train, offsets=offsets if offsets is not None else train.n >= MIN_ROWS_FOR_OFFSETS)
+    one_frequency = np.unique(train.frequency).size < 2  # k_f f^2 is then a constant, as the fz offset is
+    if offsets is None:
+        offsets = train.n >= MIN_ROWS_FOR_OFFSETS and not one_frequency
+    elif offsets and one_frequency:
+        raise DataError(f"{data.source}: column 'frequency_hz': one frequency in the fitted rows, so k_f and the "
+                        "fz offset cannot be told apart; measure at several frequencies or fit without offsets")
+    names = stand_terms(train, offsets=offsets)
     check_identifiable(train, names, f_ref)
     counts = per_channel_counts(names, channels)
     short = [(ch, int(c)) for ch, c in zip(channels, counts) if train.n <= c]
@@ -294,7 +301,7 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     pred_train = fitted.predict(train)
     fitted.r2 = {ch: r_squared(targets[:, j], pred_train[:, j]) for j, ch in enumerate(channels)}
     r2_fz = fitted.r2["fz_n"]
-    if not r2_fz >= 0.5:  # NaN: fz_n does not vary at all
+    if not r2_fz >= 0.5 and not one_frequency:  # NaN: fz_n does not vary at all (at one frequency: only noise)
         explained = "fz_n does not vary" if math.isnan(r2_fz) else \
             f"the model explains only R^2 = {r2_fz:.3f} of fz_n's variation"
         fitted.notes.append(f"{explained} across the table: check that column's unit (N) and sign; the values "
@@ -305,7 +312,15 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
         fitted.validation = _held_out_errors(fitted, data.rows(held), sigma)
     else:
         fitted.notes.append(f"no hold-out: {data.n} rows (a hold-out needs at least {2 * holdout_every})")
-    if not any(n.endswith("_offset") for n in names):
+    nominal = {"k_f": float({f.name: f.default for f in fields(CycleAveragedParams)}["lift_coefficient"]),
+               **nominal_gains()}
+    fitted.notes += far_from_nominal(values, nominal, units="forces in N, not mN or gram-force; moments in N m, not "
+                                     "N mm; frequency in Hz, not rad/s or rpm")
+    if one_frequency:
+        fitted.notes.append(f"one frequency ({train.frequency[0]:g} Hz) in the fitted rows: k_f assumes a tared "
+                            "sensor (no fz offset fitted) and the lift's growth with frequency is not checked; "
+                            "measure at several frequencies")
+    elif not any(n.endswith("_offset") for n in names):
         fitted.notes.append(f"sensor offsets not fitted ({train.n} fitted rows; they are from "
                             f"{MIN_ROWS_FOR_OFFSETS} on)")
     return fitted
