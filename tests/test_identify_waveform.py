@@ -282,3 +282,18 @@ def test_identified_values_apply_to_robot_and_params():
         apply_physical(robot, params, {"k_f": 1.6e-4})
     with pytest.raises(Exception, match="hinge_stiffness must be > 0"):
         apply_physical(robot, params, {"hinge_stiffness": -1.0})
+
+
+@pytest.mark.slow
+def test_frequencies_in_rad_per_s_leave_the_parameters_undetermined_and_say_so(tmp_path):
+    from flapjax.identify.data import read_table, write_table
+    from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
+
+    cols = read_table(SAMPLE, WAVEFORM_COLUMNS)
+    cols["frequency_hz"] = cols["frequency_hz"] * 2 * math.pi
+    write_table(tmp_path / "rads.csv", cols)
+    res = identify_from_file(tmp_path / "rads.csv", out_dir=tmp_path / "out", echo=lambda s: None)
+    # before: "converged" after 0 iterations with relative stds of 1e-16 from the pseudo-inverse
+    assert res["lift_scale_std"] is None and res["hinge_stiffness_std"] is None
+    assert any("the record does not determine them" in n and "rad/s" in n for n in res["notes"])
+    assert "note: lift_scale, hinge_stiffness" in (tmp_path / "out" / "summary.txt").read_text()

@@ -48,7 +48,7 @@ from flapjax.identify.flapper.waveform_reading import (
     sensor_waveform,
 )
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
-from flapjax.identify.losses import gauss_newton_covariance
+from flapjax.identify.losses import gauss_newton_covariance, unidentified
 from flapjax.validation import ConfigError
 
 __all__ = [
@@ -256,7 +256,13 @@ def fit_waveform(
     denom = np.outer(std_x, std_x)
     corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
     values = {k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)}
-    std = {k: values[k] * float(std_x[i]) for i, k in enumerate(parameters)}
+    free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead]
+    std = {k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)}
+    notes = [f"{', '.join(free)}: the record does not determine {'it' if len(free) == 1 else 'them'} (the "
+             "rollout's readings do not change with it); held at the start value, no standard deviation. Check "
+             "the frequency unit (Hz, not rad/s) and that the record holds the flapping cycle"] if free else []
+    if reasons and "max_iterations" in reasons[-1]:
+        notes.append(f"the fit stopped at its iteration limit ({reasons[-1]}): the values are not converged")
     offset_names = [f"{c.split('_')[0]}_offset" for c in channels]
     offsets = {k: float(x[p + j]) for j, k in enumerate(offset_names)}
     offsets_std = {k: float(std_x[p + j]) for j, k in enumerate(offset_names)}
@@ -274,7 +280,8 @@ def fit_waveform(
         "parameters": list(parameters),
         "values": values,
         "std": std,
-        "relative_std": {k: float(std_x[i]) for i, k in enumerate(parameters)},
+        "relative_std": {k: None if k in free else float(std_x[i]) for i, k in enumerate(parameters)},
+        "notes": notes,
         "offsets": offsets,
         "offsets_std": offsets_std,
         "correlation": {"names": list(parameters) + offset_names, "matrix": corr.tolist()},

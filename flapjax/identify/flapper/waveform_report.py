@@ -51,7 +51,8 @@ def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir:
                 ax.legend(fontsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("stroke phase [rad]")
-    values = ", ".join(f"{k} {result['values'][k]:.4g} +- {result['std'][k]:.1g}" for k in result["parameters"])
+    spread = lambda k: "held" if result["std"][k] is None else f"+- {result['std'][k]:.1g}"  # noqa: E731
+    values = ", ".join(f"{k} {result['values'][k]:.4g} {spread(k)}" for k in result["parameters"])
     fig.suptitle(f"phase-resolved stand fit: {values}", fontsize=9)
     return save_figure(fig, Path(out_dir) / "waveform_fit.png", dpi=100)
 
@@ -79,13 +80,15 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
         units = {**{k: STAND_PHYSICAL_UNITS[k] for k in res["parameters"]}, **{k: CHANNEL_UNITS[k] for k in res["offsets"]}}
         echo(parameter_table(values, std, units))
         echo(held_out_lines(res["validation"], CHANNEL_UNITS))
+        for note in res["notes"]:
+            echo(f"note: {note}")
         plot = write_waveform_plot(data, res, out)
         write_json(out / "per_wing.json", res["values"])
         results = data_record("stand_waveform", path, values, std, units)
         results["rows"] = data.n
         results.update({k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
                                             "conditions", "channels", "iterations", "reason", "duration",
-                                            "discard", "start")})
+                                            "discard", "start", "notes")})
         written = write_record(out, results, [plot, "per_wing.json"], t0)
     echo(written)
     return results
