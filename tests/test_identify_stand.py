@@ -223,6 +223,10 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     assert abs(est - truth) < max(3 * std, 0.01 * truth), (est, truth, std)
     assert phys["channels"] == ["fz_n"] and len(phys["fitted"]) == 2
     assert json.loads((tmp_path / "out" / "results.json").read_text())["physical"]["values"]["lift_scale"] == est
+    # the values alone, loadable as a phase-resolved record's
+    assert json.loads((tmp_path / "out" / "per_wing.json").read_text()) == {"lift_scale": est}
+    assert "per_wing.json" in res["files"]
+    P.apply_physical(ro.robot, ro.params, json.loads((tmp_path / "out" / "per_wing.json").read_text()))
     notes = phys.get("notes", [])
     assert not any("standard deviation above half" in n for n in notes)  # a well-determined lift scale
     # six steps leave the optimizer short of its tolerance: said, not hidden

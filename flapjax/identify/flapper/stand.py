@@ -112,7 +112,9 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
     ``physical=True`` also fits per-wing physical parameters through the
     fixed-base per-wing rollout to the table (slow: minutes;
     :func:`flapjax.identify.flapper.physical.fit_physical_to_stand`, options
-    in ``physical_options``) and adds them under ``"physical"``.
+    in ``physical_options``), adds them under ``"physical"`` and writes
+    them alone to ``per_wing.json`` (for
+    :func:`flapjax.identify.flapper.physical.apply_physical`).
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
@@ -146,6 +148,7 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
         if res.values.get("k_pitch", 0.0) > 0:
             averaged["pitch_gain"] = res.values["k_pitch"]
         write_json(out / "cycle_averaged.json", averaged)
+        extra = ["cycle_averaged.json"]
         if physical:
             from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS, fit_physical_to_stand
 
@@ -155,6 +158,8 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             opts.update(physical_options or {})
             phys = fit_physical_to_stand(data, **opts)
             results["physical"] = phys
+            write_json(out / "per_wing.json", phys["values"])  # as a phase-resolved record's: apply_physical
+            extra.append("per_wing.json")
             echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
             loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
             notes = []
@@ -169,6 +174,6 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
                 phys["notes"] = notes
                 for note in notes:
                     echo(f"note: {note}")
-        written = write_record(out, results, [*plots, "cycle_averaged.json"], t0)
+        written = write_record(out, results, [*plots, *extra], t0)
     echo(written)
     return results
