@@ -384,3 +384,14 @@ def test_no_unit_hint_where_the_value_is_no_likely_slip(tmp_path):
         with pytest.raises(DataError) as err:
             read_table(_write(tmp_path, text), [column])
         assert "?" not in str(err.value), str(err.value)
+
+
+def test_trailing_separators_on_every_line_are_no_column(tmp_path):
+    # a spreadsheet's export: "a,b," on every line, the header included
+    p = _write(tmp_path, "# comment\nfrequency_hz,fz_n,,\n20,0.066,,\n30,0.15,,\n", name="excel.csv")
+    t = read_table(p, STAND)
+    assert sorted(t) == ["frequency_hz", "fz_n"] and t["fz_n"].tolist() == [0.066, 0.15]
+    # one row without them: the header's empty name is an error, named
+    q = _write(tmp_path, "frequency_hz,fz_n,\n20,0.066,\n30,0.15\n", name="ragged.csv")
+    with pytest.raises(DataError, match=r"ragged.csv: the header \(header, line 1\) has an empty column name \(column 3\)"):
+        read_table(q, STAND)

@@ -60,7 +60,26 @@ def csv_lines(path: Path) -> list[tuple[int, list[str]]]:
         except csv.Error as exc:
             raise DataError(f"{path}: line {lineno}: cannot parse the CSV line ({exc})") from None
         rows.append((lineno, [c.strip() for c in cells]))
-    return rows
+    return _without_trailing_empty_columns(rows)
+
+
+def _without_trailing_empty_columns(rows: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
+    """``rows`` less the empty cells every row, the header included, ends
+    with (a spreadsheet's trailing separators, ``a,b,``): no column is
+    there. A trailing empty cell that not every row has stays, for the
+    table checks to name."""
+    if not rows:
+        return rows
+    k = min(_trailing_empty(cells) for _, cells in rows)
+    return rows if k == 0 else [(line, cells[:-k]) for line, cells in rows]
+
+
+def _trailing_empty(cells: list[str]) -> int:
+    """How many empty cells ``cells`` ends with."""
+    n = 0
+    while n < len(cells) and cells[-1 - n] == "":
+        n += 1
+    return n
 
 
 def _found(start: bytes) -> str:
