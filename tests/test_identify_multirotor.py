@@ -416,6 +416,20 @@ def test_unidentified_finds_dead_and_dependent_columns():
     assert not unidentified(near).any()
 
 
+def test_gauss_newton_covariance_survives_columns_of_very_different_scale():
+    from flapjax.identify.losses import gauss_newton_covariance
+
+    rng = np.random.default_rng(1)
+    jac, r = rng.normal(size=(200, 4)), rng.normal(size=200)
+    exact = np.sum(r**2) / 196 * np.linalg.inv(jac.T @ jac)
+    np.testing.assert_allclose(gauss_newton_covariance(r, jac)[0], exact, rtol=1e-10)
+    huge = jac * np.array([1e20, 1.0, 1.0, 1.0])  # e.g. a parameter the readings explode with
+    cov = gauss_newton_covariance(r, huge)[0]
+    # an unscaled pseudo-inverse cuts the others' eigenvalues off: their variances were 0
+    np.testing.assert_allclose(np.diag(cov)[1:], np.diag(exact)[1:], rtol=1e-8)
+    np.testing.assert_allclose(cov[0, 0], exact[0, 0] * 1e-40, rtol=1e-8)
+
+
 def test_gauss_newton_covariance_ignores_padded_zero_residuals():
     from flapjax.identify.losses import gauss_newton_covariance
 

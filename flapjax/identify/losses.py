@@ -134,7 +134,13 @@ def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None,
         s2 = float(sigma) ** 2
     else:
         raise ConfigError(f"sigma: needed when residuals ({n}) do not outnumber parameters ({p})")
-    return s2 * np.linalg.pinv(jac.T @ jac), s2
+    # equilibrated: columns scaled to unit norm before the pseudo-inverse, so
+    # that a parameter with a huge column does not push the others' small
+    # eigenvalues below its cutoff (and their variances to zero)
+    d = np.sqrt(np.sum(jac**2, axis=0))
+    d = np.where(d > 0, d, 1.0)
+    scaled = jac / d
+    return s2 * np.linalg.pinv(scaled.T @ scaled) / np.outer(d, d), s2
 
 
 def unidentified(jacobian, *, rcond: float = 1e-10) -> np.ndarray:
