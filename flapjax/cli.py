@@ -74,6 +74,10 @@ def identify(
         None, "--inertia", help="With --data FLIGHT.csv: its inertia about the centre of mass, body axes [kg m^2]: "
         "'Ixx,Iyy,Izz' or 'Ixx,Iyy,Izz,Ixy,Ixz,Iyz' (default the nominal robot's)."
     ),
+    command_delay: Optional[str] = typer.Option(
+        None, "--command-delay", help="With --data FLIGHT.csv: samples by which the logged commands lag the "
+        "instant they took effect, or 'auto' to try 0-10 and keep the best fitting (default 0)."
+    ),
 ) -> None:
     """Identify the flapper's models from simulations, or fit a measured data file.
 
@@ -100,13 +104,14 @@ def identify(
             from flapjax.identify.from_file import identify_from_file
 
             identify_from_file(data, robot=robot, out_dir=out, quick=quick, progress=progress, echo=typer.echo,
-                               physical=physical, mass=mass, inertia=_numbers("--inertia", inertia))
+                               physical=physical, mass=mass, inertia=_numbers("--inertia", inertia),
+                               command_delay=_command_delay(command_delay))
         except BaseException as exc:  # no traceback reaches the user: bad input exits 2
             exit_on_error(exc)
         typer.echo(f"done in {time.perf_counter() - start:.1f} s")
         return
-    if robot is not None or physical or mass is not None or inertia is not None:
-        exit_on_error(ConfigError("--robot, --physical, --mass and --inertia need --data FILE"))
+    if robot is not None or physical or mass is not None or inertia is not None or command_delay is not None:
+        exit_on_error(ConfigError("--robot, --physical, --mass, --inertia and --command-delay need --data FILE"))
     from flapjax.identify import flapper
 
     try:
@@ -127,6 +132,16 @@ def identify(
 from flapjax.cli_evaluate import evaluate  # noqa: E402
 
 app.command("evaluate")(evaluate)
+
+
+def _command_delay(text: str | None) -> int | str | None:
+    """``--command-delay``: None (not given), ``'auto'`` or a whole number of samples."""
+    if text is None or text.strip().lower() == "auto":
+        return None if text is None else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--command-delay: a whole number of samples or 'auto', got {text!r}") from None
 
 
 def _numbers(option: str, text: str | None) -> list[float] | None:

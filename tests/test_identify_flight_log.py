@@ -1,6 +1,8 @@
 """Flight-log identification: log checks, the rigid body under the averaged
 model, and (slow) recovery of hidden values from synthetic logs."""
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -380,3 +382,41 @@ def test_commands_logged_late_are_flagged_by_the_residuals():
     late = FL.identify_flight_log(log)
     assert late["fit"]["residual_over_noise"]["z_m"] > 1.25
     assert any("a delay of a few samples" in n for n in late["notes"])
+    # the scan finds the delay, and the fit with it is clean again
+    from flapjax.identify.flapper.flight_fit import command_delay_scan
+
+    best, scores = command_delay_scan(log, delays=(0, 3, 4, 5))
+    assert best == 4 and list(scores) == [0, 3, 4, 5], scores
+    fixed = FL.identify_flight_log(log, command_delay=4)
+    assert fixed["notes"] == [] and fixed["fit"]["command_delay_samples"] == 4
+    assert max(fixed["fit"]["residual_over_noise"].values()) < 1.1
+    z = {k: (fixed["values"][k] - FL.SAMPLE_HIDDEN[k]) / fixed["std"][k] for k in FL.FLIGHT_PARAMETERS}
+    assert max(abs(v) for v in z.values()) < 3.5, z  # lagged: D_w_y was 13 sigma off
+
+
+def test_advance_commands_and_the_delay_check():
+    from flapjax.identify.flapper.flight_fit import advance_commands, check_command_delay
+    from flapjax.validation import ConfigError
+
+    c = np.arange(6.0)
+    assert advance_commands(c, 0) is c
+    np.testing.assert_array_equal(advance_commands(c, 2), [2, 3, 4, 5, 5, 5])
+    np.testing.assert_array_equal(advance_commands(np.stack([c, -c], 1), 1)[:, 1], [-1, -2, -3, -4, -5, -5])
+    for bad in (-1, 51, 1.5, True, "3"):
+        with pytest.raises(ConfigError, match=r"command_delay: must be a whole number of samples in \[0, 50\]"):
+            check_command_delay(bad)
+
+
+def test_cli_command_delay_applies_to_flight_logs_only(tmp_path):
+    from typer.testing import CliRunner
+
+    from flapjax.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["identify", "--command-delay", "2", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--command-delay need --data FILE" in res.output
+    stand = Path(__file__).resolve().parents[1] / "identification" / "data" / "stand_sample.csv"
+    res = runner.invoke(app, ["identify", "--data", str(stand), "--command-delay", "auto", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--command-delay applies to flapper flight logs only" in res.output
+    res = runner.invoke(app, ["identify", "--data", str(stand), "--command-delay", "soon", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--command-delay: a whole number of samples or 'auto', got 'soon'" in res.output

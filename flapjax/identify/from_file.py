@@ -123,7 +123,8 @@ SUMMARY_FILE = "summary.txt"
 
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
                        quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
-                       physical: bool = False, mass: float | None = None, inertia=None) -> dict:
+                       physical: bool = False, mass: float | None = None, inertia=None,
+                       command_delay: int | str | None = None) -> dict:
     """Run the study the data file at ``path`` belongs to (module docstring)
     and return its results dict (also written to ``out_dir/results.json``;
     what the run printed goes to ``out_dir/summary.txt`` too).
@@ -140,6 +141,9 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
       mass, inertia: flapper flight logs only: the mass [kg] and inertia
         [kg m^2] of the robot that flew (default the nominal robot's; see
         :func:`flapjax.identify.flapper.flight_dynamics.body`).
+      command_delay: flapper flight logs only: samples by which the logged
+        commands lag, or ``"auto"`` (default 0; see
+        :func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
     """
     printed: list[str] = []
 
@@ -149,7 +153,8 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
 
     with _data_notes(echo_and_keep):
         results = _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress,
-                             echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia)
+                             echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia,
+                             command_delay=command_delay)
     summary = Path(out_dir) / SUMMARY_FILE
     summary.write_text("\n".join(printed) + "\n", encoding="utf-8")
     echo(f"summary (the lines above): {summary}")
@@ -175,7 +180,7 @@ def _data_notes(echo: Callable[[str], None]):
         yield
 
 
-def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia) -> dict:
+def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay) -> dict:
     study = pick_study(column_names(path), robot, path)
     what = {"hover": "multirotor hover log", "flight": "flapper flight log", "stand": "stand table",
             "waveform": "phase-resolved stand record"}[study]
@@ -186,6 +191,8 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
         where = " (the robot profile's, --robot)" if study == "hover" else ""
         raise DataError(f"{path}: --mass and --inertia apply to flapper flight logs only (this file is a {what}, "
                         f"whose fit does not use them{where})")
+    if command_delay is not None and study != "flight":
+        raise DataError(f"{path}: --command-delay applies to flapper flight logs only (this file is a {what})")
     if study == "waveform":
         from flapjax.identify.flapper.waveform_report import run_waveform_identification
 
@@ -209,4 +216,4 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
     from flapjax.identify.flapper.flight_log import run_flight_identification
 
     return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo, mass=mass,
-                                     inertia=inertia)
+                                     inertia=inertia, command_delay=0 if command_delay is None else command_delay)

@@ -77,6 +77,27 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
     return x, sigma, iters, history, reason
 
 
+#: Largest command delay the fit takes [samples].
+MAX_COMMAND_DELAY = 50
+
+
+def check_command_delay(delay) -> None:
+    """:class:`ConfigError` unless ``delay`` is a whole number of samples in
+    [0, :data:`MAX_COMMAND_DELAY`]."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, np.integer)) or not 0 <= delay <= MAX_COMMAND_DELAY:
+        raise ConfigError(f"command_delay: must be a whole number of samples in [0, {MAX_COMMAND_DELAY}] or "
+                          f"'auto', got {delay!r}")
+
+
+def advance_commands(commands: np.ndarray, delay: int) -> np.ndarray:
+    """``commands`` (N, ...) moved ``delay`` samples earlier: the command
+    logged at sample ``k + delay`` took effect at sample ``k``. The last
+    ``delay`` samples repeat the last command (what followed is unknown)."""
+    if delay == 0:
+        return commands
+    return np.concatenate([commands[delay:], np.repeat(commands[-1:], delay, axis=0)], axis=0)
+
+
 def residual_notes(ratio: np.ndarray, limit: float = NOISE_RATIO_LIMIT) -> list[str]:
     """A note when a pose channel's fit residual RMS exceeds the log's own
     noise level (second differences) by more than ``limit`` (``ratio``
@@ -87,8 +108,8 @@ def residual_notes(ratio: np.ndarray, limit: float = NOISE_RATIO_LIMIT) -> list[
         return []
     return [f"fit residuals above the log's noise level ({', '.join(over)}; limit {limit:g}x): the model leaves part "
             "of the log unexplained and the standard deviations are too small. Check that the commands are logged "
-            "when they were sent (a delay of a few samples does this), the units (m, rad, s, Hz) and the robot's "
-            "mass and inertia"]
+            "when they were sent (a delay of a few samples does this: --command-delay auto, or command_delay=, "
+            "finds and removes it), the units (m, rad, s, Hz) and the robot's mass and inertia"]
 
 
 def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dict) -> tuple[dict, dict]:
@@ -139,6 +160,7 @@ def identify_flight_log(
     init_window: float = DEFAULTS["init_window"],
     substeps: int = DEFAULTS["substeps"],
     max_iterations: int = DEFAULTS["max_iterations"],
+    command_delay: int = 0,
     callback: Callable[[int, float], None] | None = None,
     where: str = "flight log",
 ) -> dict[str, Any]:
@@ -153,6 +175,10 @@ def identify_flight_log(
       segment: shooting segment length [s]; holdout: held-out tail [s];
       init_window: the part of a held-out segment its start is fitted to [s];
       substeps: RK4 steps per sample; max_iterations: Levenberg-Marquardt.
+      command_delay: samples by which the logged commands lag the instant
+        they took effect (radio, logging); the commands are moved that many
+        samples earlier (:func:`advance_commands`). See
+        :func:`~flapjax.identify.flapper.flight_log.command_delay_scan`.
       callback: ``(iteration, cost)`` after every accepted Levenberg-Marquardt
         step of the fit (a progress bar).
       where: the log's name in error messages (its file name).
@@ -198,8 +224,9 @@ def identify_flight_log(
                         "(identify_flight_log(..., holdout=...)) or a shorter start window (init_window=...)")
     meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
     sigma = noise_levels(meas, logged, where)
-    cmd_f = np.asarray(log["frequency_hz"], dtype=float)
-    cmd_p = np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1)
+    check_command_delay(command_delay)
+    cmd_f = advance_commands(np.asarray(log["frequency_hz"], dtype=float), int(command_delay))
+    cmd_p = advance_commands(np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1), int(command_delay))
 
     start = {k: jnp.asarray(v) for k, v in start_values(base).items()}
     n_par = len(FLIGHT_PARAMETERS)
@@ -257,6 +284,7 @@ def identify_flight_log(
         "fit": {
             "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
             "residual_over_noise": dict(zip(POSE_CHANNELS, map(float, ratio))), "not_identified": free,
+            "command_delay_samples": int(command_delay),
             "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(fit_counted.sum()),
             "samples_dropped": int((~logged).sum()),
             "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
@@ -271,3 +299,21 @@ def identify_flight_log(
                  "hold_meas": np.where(hold_counted[..., None], np.asarray(hold.meas), np.nan),
                  "hold_pred": pred_hold, "init_window": float(n_init * dt)},
     }
+
+
+def command_delay_scan(log: dict[str, np.ndarray], delays=range(0, 11), **options) -> tuple[int, dict[int, float]]:
+    """Fit the log with each command delay of ``delays`` [samples]
+    (:func:`identify_flight_log`, ``options`` passed on) and return the one
+    whose residuals come closest to the log's own noise level (the lowest
+    mean square of ``fit.residual_over_noise``: that level is the same for
+    every delay, so the scores compare) and every delay's score. Each fit
+    after the first reuses its compiled program (a few seconds each)."""
+    delays = [int(d) for d in delays]
+    if not delays:
+        raise ConfigError("delays: need at least one command delay to try")
+    scores = {}
+    for d in delays:
+        ratio = np.array(list(identify_flight_log(log, command_delay=d, **options)["fit"]["residual_over_noise"]
+                              .values()))
+        scores[d] = float(np.mean(ratio**2))
+    return min(scores, key=scores.get), scores

@@ -64,7 +64,13 @@ from flapjax.identify.flapper.flight_dynamics import (
     rotvec_to_quat,
     start_model,
 )
-from flapjax.identify.flapper.flight_fit import DEFAULTS, QUICK, identify_flight_log
+from flapjax.identify.flapper.flight_fit import (
+    DEFAULTS,
+    QUICK,
+    check_command_delay,
+    command_delay_scan,
+    identify_flight_log,
+)
 from flapjax.identify.flapper.flight_format import (
     LOG_COLUMNS,
     check_pose_units,
@@ -127,6 +133,7 @@ def run_flight_identification(
     echo: Callable[[str], None] = print,
     mass: float | None = None,
     inertia=None,
+    command_delay: int | str = 0,
 ) -> dict:
     """Identify the cycle-averaged model from the flight log at ``path`` and
     write ``out_dir/results.json`` (every identified value ``name`` with
@@ -139,7 +146,11 @@ def run_flight_identification(
     (:func:`~flapjax.identify.flapper.flight_dynamics.body`; default the
     nominal robot's); the fitted forces scale with the mass and the moments
     with the inertia, so give yours. ``results.json`` records them under
-    ``body``.
+    ``body``. ``command_delay``: samples by which the logged commands lag
+    the instant they took effect, or ``"auto"`` to try 0-10 and keep the
+    delay whose residuals come closest to the log's noise level
+    (:func:`~flapjax.identify.flapper.flight_fit.command_delay_scan`; the
+    scores go under ``fit.command_delay_scan``).
 
     Raises :class:`DataError` for a bad log (naming file, column, row) and
     :class:`ConfigError` for an unusable output folder, before any fit.
@@ -148,6 +159,8 @@ def run_flight_identification(
     started = time.perf_counter()
     path = Path(path)
     body_mass, gravity, body_inertia = body(mass, inertia)
+    if command_delay != "auto":
+        check_command_delay(command_delay)
     log = read_flight_log(path)
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
@@ -163,11 +176,20 @@ def run_flight_identification(
 
         given = [k for k, v in (("mass", mass), ("inertia", inertia)) if v is not None]
         echo(body_line(body_mass, body_inertia, given))
+        model = {"base": start_model(body_mass, gravity), "inertia": body_inertia, "where": path.name}
+        scan = None
+        if command_delay == "auto":
+            echo("command delay: fitting with 0-10 samples of delay ...")
+            command_delay, scan = command_delay_scan(log, **model, **settings)
+            echo("command delay: residual over noise, mean square per delay: "
+                 + ", ".join(f"{d} {v:.3f}" for d, v in scan.items()) + f"; keeping {command_delay} "
+                 f"({1e3 * command_delay * float(np.median(np.diff(log['time_s']))):.0f} ms)")
         try:
-            result = identify_flight_log(log, base=start_model(body_mass, gravity), inertia=body_inertia, **settings,
-                                         callback=tick, where=path.name)
+            result = identify_flight_log(log, **model, **settings, command_delay=command_delay, callback=tick)
         finally:
             bar.close()
+        if scan is not None:
+            result["fit"]["command_delay_scan"] = {str(d): v for d, v in scan.items()}
         results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
         results.update({
             "cycle_averaged": result["identified"].to_dict(), "fit": result["fit"], "noise": result["noise"],
