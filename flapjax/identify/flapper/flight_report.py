@@ -62,8 +62,9 @@ def summary(results: dict) -> str:
     lines.append(f"fit: {f['segments']} segments of {f['segment']:g} s{dropped}, {f['iterations']} iterations "
                  f"over two passes (last: {f['reason']})")
     if "residual_over_noise" in f:
+        ratios = ", ".join(f"{c.rsplit('_', 1)[0]} {r:.2f}" for c, r in f["residual_over_noise"].items())
         lines.append("residual RMS over the log's noise level (second differences; about 1: the model explains the "
-                     "log): " + ", ".join(f"{c.rsplit('_', 1)[0]} {r:.2f}" for c, r in f["residual_over_noise"].items()))
+                     f"log): {ratios}")
     lines.append(f"held-out ({v['segments']} segments, {v['horizon']:.2f} s predicted after a "
                  f"{v['init_window']:.2f} s start): position RMS {1e3 * v['identified']['position_rms']:.2f} mm "
                  f"({v['identified']['position_rms_over_sigma']:.2f} sigma), attitude RMS "
