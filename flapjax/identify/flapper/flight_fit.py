@@ -17,7 +17,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper.flight_dynamics import robot_body, start_model
 from flapjax.identify.flapper.far_from_nominal import far_from_nominal
-from flapjax.identify.flapper.flight_format import noise_levels, on_grid, sample_steps
+from flapjax.identify.flapper.flight_format import POSE_NAMES as POSE_CHANNELS, noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
     AT_BOUND,
@@ -41,8 +41,6 @@ from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.losses import gauss_newton_covariance, unidentified
 from flapjax.validation import ConfigError, check_range
 
-#: The logged pose channels, in the fit's order.
-POSE_CHANNELS = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
 #: Fit residual RMS over the log's own noise level (second differences)
 #: above which the model leaves part of a channel unexplained [-].
 NOISE_RATIO_LIMIT = 1.25

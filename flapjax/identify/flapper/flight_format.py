@@ -90,6 +90,8 @@ def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     return log
 
 
+#: The logged pose columns, in the fit's order.
+POSE_NAMES = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
 #: Largest plausible white-noise level of a logged position [m] and attitude [rad].
 POSITION_NOISE_LIMIT = 0.01
 ATTITUDE_NOISE_LIMIT = 0.05
@@ -105,9 +107,8 @@ def check_pose_units(log: dict[str, np.ndarray], period: float, grid_index: np.n
     speed above :data:`SPEED_LIMIT` in 5 % of the 0.1 s windows.
     :class:`DataError` names the file (``where``) and the column."""
     grid, logged = on_grid(log, period, grid_index)
-    names = ("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad")
-    sigma = noise_levels(np.stack([grid[n] for n in names], axis=1), logged, where)
-    for name, s in zip(names, sigma):
+    sigma = noise_levels(np.stack([grid[n] for n in POSE_NAMES], axis=1), logged, where)
+    for name, s in zip(POSE_NAMES, sigma):
         if name.endswith("_m") and s > POSITION_NOISE_LIMIT:
             raise DataError(f"{where}: {name}: the sample-to-sample noise is {s:.3g} m (from second differences); "
                             f"motion capture resolves a millimetre or better: is {name} in metres (not mm or cm)?")
