@@ -61,7 +61,7 @@ from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
 
 __all__ = ["MAGNITUDE_LIMIT", "UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError",
            "DataNote", "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table",
-           "separator_hint", "split_unit", "write_sample", "write_table"]
+           "read_table_with_lines", "separator_hint", "split_unit", "write_sample", "write_table"]
 
 
 class ChannelTable:
@@ -236,6 +236,13 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
 
 def read_table(path: str | Path, columns: Sequence[Column], *,
                time_column: str | None = None) -> dict[str, np.ndarray]:
+    """The checked columns of the table at ``path``
+    (:func:`read_table_with_lines`, without the lines)."""
+    return read_table_with_lines(path, columns, time_column=time_column)[0]
+
+
+def read_table_with_lines(path: str | Path, columns: Sequence[Column], *,
+                          time_column: str | None = None) -> tuple[dict[str, np.ndarray], list[int] | None]:
     """Read and check a data table.
 
     Args:
@@ -251,8 +258,9 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
             (``time_s``); it is added as a required column when not declared.
 
     Returns:
-        ``{name: float64 array of shape (N,)}`` for every declared column the
-        file holds, N >= 1 rows (file order).
+        ``({name: float64 array of shape (N,)}, lines)``: every declared
+        column the file holds, N >= 1 rows (file order), and each row's
+        1-based file line (None for NPZ), for later checks to name.
 
     Raises:
         DataError: naming the file, the column and the 1-based data row.
@@ -270,7 +278,7 @@ def read_table(path: str | Path, columns: Sequence[Column], *,
         table, lines = _read_csv(p, cols)
     if time_column is not None:
         _check_time(p, time_column, table[time_column], lines)
-    return table
+    return table, lines
 
 
 def check_arrays(where: str, named: Sequence[tuple[str, np.ndarray]]) -> int:

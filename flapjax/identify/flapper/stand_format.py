@@ -16,9 +16,8 @@ from flapjax.identify.data import (
     DataError,
     check_arrays,
     check_values,
-    read_table,
+    read_table_with_lines,
 )
-from flapjax.identify.raw_files import csv_lines, is_npz
 
 
 STAND_COLUMNS = (
@@ -111,8 +110,7 @@ def check_distinct_rows(where: str, table: dict[str, np.ndarray], lines: list[in
 def load_stand_table(path: str | Path) -> StandData:
     """Read and check a stand table (CSV or NPZ; columns :data:`STAND_COLUMNS`;
     no two data rows identical, :func:`check_distinct_rows`)."""
-    t = read_table(path, STAND_COLUMNS)
-    lines = None if is_npz(Path(path)) else [line for line, _ in csv_lines(Path(path))[1:]]
+    t, lines = read_table_with_lines(path, STAND_COLUMNS)
     check_distinct_rows(str(path), t, lines)
     extra = {k: t[k] for k in CHANNELS[1:] if k in t}
     return stand_data(t["frequency_hz"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),

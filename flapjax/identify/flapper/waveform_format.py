@@ -24,10 +24,9 @@ from flapjax.identify.data import (
     DataError,
     check_arrays,
     check_values,
-    read_table,
+    read_table_with_lines,
 )
 from flapjax.identify.flapper.stand_format import PLATE_LIMIT
-from flapjax.identify.raw_files import csv_lines, is_npz
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
@@ -154,14 +153,7 @@ def load_stand_waveform(path: str | Path) -> StandWaveform:
     """Read and check a phase-resolved stand record (CSV or NPZ; columns
     :data:`WAVEFORM_COLUMNS`); messages name the file, the column, the
     1-based row and, for CSV, the file line."""
-    t = read_table(path, WAVEFORM_COLUMNS)
+    t, lines = read_table_with_lines(path, WAVEFORM_COLUMNS)
     extra = {k: t[k] for k in WAVEFORM_CHANNELS[1:] if k in t}
     return stand_waveform(t["frequency_hz"], t["phase_rad"], t["fz_n"], pitch_plate=t.get("pitch_plate_rad"),
-                          roll_plate=t.get("roll_plate_rad"), source=str(path), lines=_data_lines(path), **extra)
-
-
-def _data_lines(path: str | Path) -> list[int] | None:
-    """The 1-based file line of each data row of a CSV table, as
-    :func:`~flapjax.identify.data.read_table` counts them (None for NPZ)."""
-    p = Path(path)
-    return None if is_npz(p) else [line for line, _ in csv_lines(p)[1:]]
+                          roll_plate=t.get("roll_plate_rad"), source=str(path), lines=lines, **extra)
