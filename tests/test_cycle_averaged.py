@@ -2,6 +2,7 @@
 
 import json
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,8 +73,9 @@ def test_jit_vmap_equals_loop_and_grads():
     plates = jnp.array([[0.1, 0.0], [0.0, -0.2], [0.05, 0.05]])
     f = jax.jit(jax.vmap(lambda f, p: wrench(f, plate=p).wrench))
     batched = f(fs, plates)
-    for i in range(3):
-        np.testing.assert_allclose(batched[i], wrench(fs[i], plate=plates[i]).wrench, rtol=1e-12)
+    chex.assert_shape(batched, (3, 6))
+    looped = jnp.stack([wrench(fs[i], plate=plates[i]).wrench for i in range(3)])
+    chex.assert_trees_all_close(batched, looped, rtol=1e-12)
 
     def g(f, plate, kf_scale):
         params = CycleAveragedParams(lift_coefficient=1.6e-4 * kf_scale)
@@ -89,8 +91,8 @@ def test_json_round_trip_and_asset(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(changed.to_dict()))
     back = CycleAveragedParams.from_json(path)
-    for a, b in zip(jax.tree.leaves(changed), jax.tree.leaves(back)):
-        np.testing.assert_allclose(a, b)
+    chex.assert_trees_all_equal_structs(changed, back)
+    chex.assert_trees_all_close(changed, back, rtol=0.0, atol=0.0)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +198,8 @@ def test_linearize_hover_matches_finite_differences_and_closed_form():
     params = CycleAveragedParams(roll_speed_coupling=L_V, pitch_speed_coupling=M_U, horizontal_damping=0.043,
                                  rate_damping=d_w)
     A, B = linearize_hover(params, INERTIA)
-    assert A.shape == (len(HOVER_STATE), len(HOVER_STATE)) and B.shape == (len(HOVER_STATE), len(HOVER_INPUT))
+    chex.assert_shape([A, B], [(len(HOVER_STATE), len(HOVER_STATE)), (len(HOVER_STATE), len(HOVER_INPUT))])
+    chex.assert_tree_all_finite((A, B))
     f_h = params.hover_frequency
     dyn = jax.jit(lambda s, u: hover_dynamics(params, s, u, inertia=jnp.asarray(INERTIA), frequency=f_h))
     s0, u0, eps = np.zeros(8), np.zeros(2), 1e-6

@@ -4,6 +4,7 @@ a persistent compilation cache cannot hide a retrace)."""
 
 from __future__ import annotations
 
+import chex
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -40,8 +41,10 @@ def test_hover_study_compiles_once_for_new_keys():
 
 
 def test_task_step_compiles_once_over_an_episode():
+    """Counted twice: Python traces of the step (chex) and XLA lowerings."""
     env = tasks.make("near_ground", episode_length=4, substeps=1, backend="rigid")
-    step = jax.jit(env.step)
+    chex.clear_trace_counter()
+    step = jax.jit(chex.assert_max_traces(env.step, n=1))
     state = jax.jit(env.reset)(jax.random.key(0))
     state = step(state, jnp.zeros(env.action_size))
     assert lowered(lambda: step(step(state, jnp.zeros(env.action_size)), jnp.ones(env.action_size)).obs) == []
