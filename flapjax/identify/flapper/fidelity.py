@@ -1,0 +1,252 @@
+"""Does the cycle-averaged model predict the free-flying per-wing robot?
+
+A validation with power: short open-loop manoeuvres flown by both models
+from the same start, compared on what a controller designer relies on.
+
+Each manoeuvre is flown as a +/- pair (the input and its negative) and the
+response is half their difference: the common drift of the start (the
+per-wing robot's periodic start is not a cycle-mean equilibrium) cancels,
+the linear response stays. Both models fly with every feedback gain at zero
+(open loop) at the hover frequency ``f_h = sqrt(m g / k_f)``; the compared
+signals are cycle means (a moving average over one wingbeat, both models
+alike) of the body tilt [rad] and of its rate [rad/s].
+
+Per manoeuvre, on the axis the per-wing robot moves most:
+
+- NRMSE = RMS(per-wing - averaged) / RMS(per-wing) after the onset;
+- peak ratio = averaged extreme / per-wing extreme (signed: a response of
+  the wrong sign has a negative ratio);
+- the sign of the first extreme after ``settle`` seconds;
+- the peak time difference, against one wingbeat.
+
+A model passes a manoeuvre when NRMSE <= 0.3, 0.8 <= peak ratio <= 1.25,
+the first extremes agree in sign and the peaks lie within one wingbeat. A
+model that predicts nothing scores NRMSE 1 and peak ratio 0: it fails by
+construction, and the score of that null model is reported beside each
+model's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.control.hover import HoverGains
+from flapjax.sim import flapper as fl
+from flapjax.validation import ConfigError
+
+RECORD_EVERY = 5  # steps between recorded samples
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponseThresholds:
+    """When a predicted response counts as the robot's.
+
+    Attributes:
+      max_nrmse: largest RMS error over the reference's RMS [-].
+      peak_ratio: (low, high) admissible predicted / reference extreme [-].
+      settle: time after the onset from which the first extreme is read [s].
+      significance: a local extreme smaller than this fraction of the peak
+        magnitude is a wiggle, not the first extreme [-].
+    """
+
+    max_nrmse: float = 0.3
+    peak_ratio: tuple[float, float] = (0.8, 1.25)
+    settle: float = 0.05
+    significance: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Manoeuvre:
+    """One open-loop +/- pair.
+
+    Attributes:
+      name: label in reports.
+      plate: (2,) plate-command offset of (pitch_joint, roll_joint) [rad]
+        held from the onset to the end; zero for none.
+      frequency_step: flapping-frequency offset held from the onset [Hz].
+    """
+
+    name: str
+    plate: tuple[float, float] = (0.0, 0.0)
+    frequency_step: float = 0.0
+
+
+DEFAULT_MANOEUVRES: tuple[Manoeuvre, ...] = (
+    Manoeuvre("pitch_joint step 0.02 rad", plate=(0.02, 0.0)),
+    Manoeuvre("pitch_joint step 0.05 rad", plate=(0.05, 0.0)),
+    Manoeuvre("roll_joint step 0.02 rad", plate=(0.0, 0.02)),
+    Manoeuvre("roll_joint step 0.05 rad", plate=(0.0, 0.05)),
+)
+
+
+def first_extreme(x: np.ndarray, *, significance: float = 0.1) -> float:
+    """The first local extreme of ``x`` (T,) whose magnitude reaches
+    ``significance`` times the largest magnitude; the last sample when the
+    signal only grows. Returns the signed value."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        raise ConfigError("response: empty signal")
+    floor = significance * float(np.max(np.abs(x)))
+    for i in range(1, x.size - 1):
+        if abs(x[i]) >= floor and (x[i] - x[i - 1]) * (x[i + 1] - x[i]) <= 0.0 and x[i] != x[i - 1]:
+            return float(x[i])
+    return float(x[-1])
+
+
+def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarray, *, onset: float,
+                   wingbeat: float, thresholds: ResponseThresholds = ResponseThresholds()) -> dict:
+    """Score a predicted response against the reference one.
+
+    Args:
+      time: (T,) sample times [s].
+      reference: (T,) the per-wing robot's cycle-mean response (any unit).
+      prediction: (T,) the model's response on the same samples.
+      onset: when the input starts [s]; only later samples count.
+      wingbeat: one wingbeat period 1 / f_h [s], the peak-time tolerance.
+
+    Returns:
+      ``nrmse``, ``peak_ratio``, ``reference_peak``, ``predicted_peak``,
+      ``peak_time_error`` [s], ``sign_agrees`` and ``passed``.
+    """
+    time, reference, prediction = (np.asarray(a, dtype=float) for a in (time, reference, prediction))
+    if not (time.shape == reference.shape == prediction.shape) or time.ndim != 1:
+        raise ConfigError(f"response: time, reference and prediction must be equal-length vectors, got shapes "
+                          f"{time.shape}, {reference.shape}, {prediction.shape}")
+    after = time >= onset
+    if after.sum() < 3:
+        raise ConfigError(f"response: fewer than 3 samples after the onset {onset} s")
+    t, r, p = time[after] - onset, reference[after], prediction[after]
+    rms_ref = float(np.sqrt(np.mean(r**2)))
+    nrmse = float(np.sqrt(np.mean((r - p) ** 2))) / rms_ref if rms_ref > 0 else math.inf
+    i_r, i_p = int(np.argmax(np.abs(r))), int(np.argmax(np.abs(p)))
+    ratio = float(p[i_p] / r[i_r]) if r[i_r] != 0 else math.inf
+    late = t >= thresholds.settle
+    if late.sum() < 3:
+        late = np.ones_like(t, dtype=bool)
+    s_r = np.sign(first_extreme(r[late], significance=thresholds.significance))
+    s_p = np.sign(first_extreme(p[late], significance=thresholds.significance))
+    peak_time_error = abs(float(t[i_p] - t[i_r]))
+    lo, hi = thresholds.peak_ratio
+    sign_agrees = bool(s_r != 0 and s_r == s_p)
+    return {
+        "nrmse": nrmse,
+        "peak_ratio": ratio,
+        "reference_peak": float(r[i_r]),
+        "predicted_peak": float(p[i_p]),
+        "peak_time_error": peak_time_error,
+        "sign_agrees": sign_agrees,
+        "passed": bool(nrmse <= thresholds.max_nrmse and lo <= ratio <= hi and sign_agrees
+                       and peak_time_error <= wingbeat),
+    }
+
+
+def open_loop_gains() -> HoverGains:
+    """Every feedback gain zero: the command is the hover frequency (with
+    its tilt feed-forward) plus the manoeuvre's offsets."""
+    zero = 0.0
+    return HoverGains(altitude_p=zero, altitude_i=zero, altitude_d=zero, position_p=zero, position_d=zero,
+                      attitude_p=zero, attitude_d=zero)
+
+
+def cycle_mean(x: np.ndarray, width: int) -> np.ndarray:
+    """Centred moving average over ``width`` samples along axis 1 of
+    ``x`` (worlds, T, ...); 'valid' part only, so (worlds, T - width + 1, ...)."""
+    x = np.asarray(x, dtype=float)
+    c = np.cumsum(np.concatenate([np.zeros_like(x[:, :1]), x], axis=1), axis=1)
+    return (c[:, width:] - c[:, :-width]) / width
+
+
+@eqx.filter_jit
+def _fly_pairs(robot, params, gains, hover_frequency, gravity, target, plates, frequency_steps, onset, n_steps):
+    def one(plate, df):
+        state = fl.init_state(robot, params, position=target, periodic=True)
+        step = fl.PlateStep(offset=plate, start=onset, length=1e9)
+        _, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
+                                  record_every=RECORD_EVERY, checkpoint=False,
+                                  hover_frequency=hover_frequency + df, gravity=gravity, plate_step=step,
+                                  record="first")
+        return rec
+    return jax.vmap(one)(plates, frequency_steps)
+
+
+def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
+                   hover_frequency: float, gravity: float, height: float = 0.5, onset: float = 0.02,
+                   horizon: float = 0.15) -> dict:
+    """Fly each manoeuvre as a +/- pair, open loop, and return the paired
+    responses: ``time`` (T,) [s] and, per manoeuvre, ``tilt`` (T, 2) [rad],
+    ``tilt_rate`` (T, 2) [rad/s] and ``altitude`` (T,) [m], cycle means of
+    half the difference of the pair, and ``healthy``."""
+    signs = np.array([1.0, -1.0])
+    plates = np.concatenate([np.outer(signs, m.plate) for m in manoeuvres])
+    dfs = np.concatenate([signs * m.frequency_step for m in manoeuvres])
+    n_steps = int(round((onset + horizon) / robot.dt)) // RECORD_EVERY * RECORD_EVERY
+    rec = _fly_pairs(robot, params, open_loop_gains(), jnp.asarray(hover_frequency), jnp.asarray(gravity),
+                     jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), onset, n_steps)
+    rec = jax.tree.map(np.asarray, rec)
+    dt_record = robot.dt * RECORD_EVERY
+    width = max(1, int(round(1.0 / (hover_frequency * dt_record))))
+    tilt, z = cycle_mean(rec.tilt, width), cycle_mean(rec.position[..., 2], width)
+    t = (np.arange(tilt.shape[1]) + 0.5 * (width - 1)) * dt_record
+    out = {"time": t, "wingbeat": 1.0 / hover_frequency, "onset": onset}
+    for i, m in enumerate(manoeuvres):
+        half = 0.5 * (tilt[2 * i] - tilt[2 * i + 1])
+        out[m.name] = {
+            "tilt": half,
+            "tilt_rate": np.gradient(half, dt_record, axis=0),
+            "altitude": 0.5 * (z[2 * i] - z[2 * i + 1]),
+            "healthy": bool(np.all(rec.healthy[2 * i:2 * i + 2])),
+        }
+    return out
+
+
+def score_flights(reference: dict, prediction: dict, manoeuvres: Sequence[Manoeuvre], *,
+                  thresholds: ResponseThresholds = ResponseThresholds()) -> dict:
+    """Score ``prediction`` against ``reference`` (both from
+    :func:`fly_manoeuvres`) per manoeuvre, on the tilt axis (or altitude,
+    for a frequency step) the reference moves most: the tilt and its rate.
+    Each row carries the null model's score (a prediction of zero)."""
+    rows = {}
+    t, kw = reference["time"], {"onset": reference["onset"], "wingbeat": reference["wingbeat"],
+                                "thresholds": thresholds}
+    for m in manoeuvres:
+        ref, pred = reference[m.name], prediction[m.name]
+        if m.frequency_step and not any(m.plate):
+            signals = {"altitude": (ref["altitude"], pred["altitude"])}
+        else:
+            axis = int(np.argmax(np.sqrt(np.mean(ref["tilt"] ** 2, axis=0))))
+            signals = {"tilt": (ref["tilt"][:, axis], pred["tilt"][:, axis]),
+                       "tilt_rate": (ref["tilt_rate"][:, axis], pred["tilt_rate"][:, axis])}
+        row = {name: response_score(t, r, p, **kw) for name, (r, p) in signals.items()}
+        null = {name: response_score(t, r, np.zeros_like(r), **kw) for name, (r, _) in signals.items()}
+        healthy = bool(ref["healthy"] and pred["healthy"])
+        rows[m.name] = {"signals": row, "null_model": null, "healthy": healthy,
+                        "passed": healthy and all(s["passed"] for s in row.values())}
+    return {"manoeuvres": rows, "passed": all(r["passed"] for r in rows.values()),
+            "thresholds": dataclasses.asdict(thresholds)}
+
+
+def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], **kwargs) -> dict:
+    """:func:`fly_manoeuvres` for the lumped robot flying ``averaged``."""
+    robot = fl.make_robot("lumped", "averaged", backend="rigid")
+    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
+    params = fl.default_params(robot, frequency=f_h, averaged=averaged)
+    return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
+
+
+def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *, backend: str = "rigid",
+                     **kwargs) -> dict:
+    """:func:`fly_manoeuvres` for the free per-wing robot, at the hover
+    frequency of ``averaged`` (the model under test sets the operating
+    point; the robot's own physics answers)."""
+    robot = fl.make_robot("free", "wing", backend=backend)
+    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
+    params = fl.default_params(robot, frequency=f_h, averaged=averaged)
+    return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)

@@ -1,0 +1,110 @@
+"""The fidelity score: a predicted response counts as the robot's only when
+its size, shape, sign and timing agree; the null model always fails."""
+
+import math
+
+import numpy as np
+import pytest
+
+from flapjax.identify.flapper import fidelity as fd
+from flapjax.validation import ConfigError
+
+WINGBEAT = 1.0 / 42.0
+T = np.linspace(0.0, 0.32, 321)
+ONSET = 0.02
+
+
+def _response(gain=1.0, delay=0.0, reaction=0.0):
+    """A second-order-like step response with an optional initial reaction of
+    the wrong sign (what a servo reaction on the body produces)."""
+    s = np.clip(T - ONSET - delay, 0.0, None)
+    main = gain * (1.0 - np.exp(-s / 0.03)) * s / 0.1
+    kick = -reaction * s / 0.01 * np.exp(-s / 0.01)
+    return main + kick
+
+
+def _score(pred, ref=None):
+    ref = _response() if ref is None else ref
+    return fd.response_score(T, ref, pred, onset=ONSET, wingbeat=WINGBEAT)
+
+
+def test_the_reference_itself_passes_with_zero_error():
+    s = _score(_response())
+    assert s["passed"] and s["nrmse"] == 0.0 and s["peak_ratio"] == 1.0 and s["peak_time_error"] == 0.0
+
+
+def test_a_small_gain_error_passes():
+    s = _score(_response(gain=1.1))
+    assert s["passed"] and s["peak_ratio"] == pytest.approx(1.1) and s["nrmse"] == pytest.approx(0.1, rel=1e-6)
+
+
+@pytest.mark.parametrize("wrong, why", [
+    (np.zeros_like(T), "null model"),
+    (-_response(), "flipped sign"),
+    (_response(gain=0.5), "control moment x0.5"),
+    (_response(gain=2.0), "control moment x2"),
+    (_response(delay=0.04), "late by two wingbeats"),
+])
+def test_wrong_predictions_fail(wrong, why):
+    assert not _score(wrong)["passed"], why
+
+
+def test_null_model_scores_nrmse_one_and_ratio_zero():
+    s = _score(np.zeros_like(T))
+    assert s["nrmse"] == pytest.approx(1.0) and s["peak_ratio"] == 0.0 and not s["sign_agrees"]
+
+
+def test_flipped_sign_gives_a_negative_peak_ratio():
+    s = _score(-_response())
+    assert s["peak_ratio"] == pytest.approx(-1.0) and not s["sign_agrees"] and s["nrmse"] == pytest.approx(2.0)
+
+
+def test_first_extreme_reads_a_slow_reaction_of_the_wrong_sign():
+    # A reference that first swings the wrong way, its extreme after the
+    # settle time (80 ms), then the right way: a prediction without that
+    # swing disagrees in the first extreme's sign.
+    s_on = np.clip(T - ONSET, 0.0, None)
+    ref = np.where(s_on < 0.16, -0.2 * np.sin(s_on / 0.16 * np.pi), 0.0) + _response(delay=0.16)
+    assert fd.first_extreme(ref[T >= ONSET + 0.05]) == pytest.approx(-0.2, rel=1e-2)
+    s = _score(_response(delay=0.16), ref=ref)
+    assert not s["sign_agrees"] and not s["passed"]
+
+
+def test_first_extreme_of_a_growing_signal_is_its_last_sample():
+    assert fd.first_extreme(np.linspace(0.0, 2.0, 11)) == 2.0
+    assert fd.first_extreme(np.array([0.0, 1.0, 0.5, 3.0])) == 1.0
+    # a wiggle below the significance floor is skipped
+    assert fd.first_extreme(np.array([0.0, 0.01, 0.0, 1.0, 2.0, 1.5])) == 2.0
+
+
+def test_a_silent_reference_cannot_pass():
+    s = fd.response_score(T, np.zeros_like(T), np.zeros_like(T), onset=ONSET, wingbeat=WINGBEAT)
+    assert math.isinf(s["nrmse"]) and not s["passed"]
+
+
+def test_bad_shapes_and_short_windows_are_refused():
+    with pytest.raises(ConfigError, match="equal-length"):
+        fd.response_score(T, _response(), _response()[:-1], onset=ONSET, wingbeat=WINGBEAT)
+    with pytest.raises(ConfigError, match="after the onset"):
+        fd.response_score(T, _response(), _response(), onset=1.0, wingbeat=WINGBEAT)
+
+
+def test_cycle_mean_removes_a_wingbeat_harmonic():
+    t = np.arange(200) * 1e-3
+    x = 0.3 * t + np.sin(2 * np.pi * 50.0 * t)  # 50 Hz: 20 samples a period
+    m = fd.cycle_mean(x[None], 20)[0]
+    t_mid = t[:-19] + 0.5 * 19e-3
+    np.testing.assert_allclose(m, 0.3 * t_mid, atol=1e-12)
+
+
+def test_score_flights_scores_each_manoeuvre_on_the_axis_that_moves():
+    m = fd.Manoeuvre("roll_joint step", plate=(0.0, 0.05))
+    ref_tilt = np.stack([0.1 * _response(), _response()], axis=1)
+    reference = {"time": T, "onset": ONSET, "wingbeat": WINGBEAT,
+                 m.name: {"tilt": ref_tilt, "tilt_rate": np.gradient(ref_tilt, T, axis=0),
+                          "altitude": np.zeros_like(T), "healthy": True}}
+    good = fd.score_flights(reference, reference, [m])
+    assert good["passed"] and good["manoeuvres"][m.name]["null_model"]["tilt"]["nrmse"] == pytest.approx(1.0)
+    flipped = dict(reference)
+    flipped[m.name] = {k: (-v if isinstance(v, np.ndarray) else v) for k, v in reference[m.name].items()}
+    assert not fd.score_flights(reference, flipped, [m])["passed"]
