@@ -10,7 +10,7 @@ from flapjax.identify.flapper import fidelity as fd
 from flapjax.validation import ConfigError
 
 WINGBEAT = 1.0 / 42.0
-T = np.linspace(0.0, 0.32, 321)
+T = np.linspace(0.0, 0.17, 171)
 ONSET = 0.02
 
 
@@ -63,11 +63,14 @@ def test_first_extreme_reads_a_slow_reaction_of_the_wrong_sign():
     # A reference that first swings the wrong way, its extreme after the
     # settle time (80 ms), then the right way: a prediction without that
     # swing disagrees in the first extreme's sign.
-    s_on = np.clip(T - ONSET, 0.0, None)
-    ref = np.where(s_on < 0.16, -0.2 * np.sin(s_on / 0.16 * np.pi), 0.0) + _response(delay=0.16)
-    assert fd.first_extreme(ref[T >= ONSET + 0.05]) == pytest.approx(-0.2, rel=1e-2)
-    s = _score(_response(delay=0.16), ref=ref)
+    t = np.linspace(0.0, 0.4, 401)
+    s_on = np.clip(t - ONSET, 0.0, None)
+    main = np.clip(s_on - 0.16, 0.0, None) / 0.1
+    ref = np.where(s_on < 0.16, -0.2 * np.sin(s_on / 0.16 * np.pi), 0.0) + main
+    assert fd.first_extreme(ref[t >= ONSET + 0.05]) == pytest.approx(-0.2, rel=1e-2)
+    s = fd.response_score(t, ref, main, onset=ONSET, wingbeat=WINGBEAT)
     assert not s["sign_agrees"] and not s["passed"]
+    assert fd.response_score(t, ref, ref, onset=ONSET, wingbeat=WINGBEAT)["passed"]
 
 
 def test_first_extreme_of_a_growing_signal_is_its_last_sample():
