@@ -65,7 +65,7 @@ def test_first_extreme_reads_a_slow_reaction_of_the_wrong_sign():
     # swing disagrees in the first extreme's sign.
     t = np.linspace(0.0, 0.4, 401)
     s_on = np.clip(t - ONSET, 0.0, None)
-    main = np.clip(s_on - 0.16, 0.0, None) / 0.1
+    main = np.clip(s_on - 0.16, 0.0, None) / 0.5
     ref = np.where(s_on < 0.16, -0.2 * np.sin(s_on / 0.16 * np.pi), 0.0) + main
     assert fd.first_extreme(ref[t >= ONSET + 0.05]) == pytest.approx(-0.2, rel=1e-2)
     s = fd.response_score(t, ref, main, onset=ONSET, wingbeat=WINGBEAT)
