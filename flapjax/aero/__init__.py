@@ -8,6 +8,7 @@ from flapjax.aero.kinematics import AffineVelocity, WingKinematics, affine_veloc
 from flapjax.aero.options import AeroOptions
 from flapjax.aero.quasi_steady import WingLoads, angle_of_attack, wing_loads
 from flapjax.aero.wrench import WingWrench, wing_wrench
+from flapjax.aero.wing_file import read_wing_file, write_wing_file
 
 __all__ = [
     "AeroOptions",
@@ -26,7 +27,9 @@ __all__ = [
     "affine_velocity",
     "angle_of_attack",
     "cycle_averaged_wrench",
+    "read_wing_file",
     "stop_torque",
     "wing_loads",
     "wing_wrench",
+    "write_wing_file",
 ]

@@ -206,3 +206,21 @@ class Wing(eqx.Module):
             shoulder_half_width=0.01395,
             stroke_plane_offset=0.0189913,
         )
+
+    @classmethod
+    def from_flapsim_json(cls, path) -> "Wing":
+        """The wing of a FlapSim-style wing file (``Wing.json``, SI units,
+        every key checked; :mod:`flapjax.aero.wing_file`, docs/data_formats.md,
+        Wing file). Its ``options`` block, if any:
+        :func:`flapjax.aero.wing_file.read_wing_file`."""
+        from flapjax.aero.wing_file import read_wing_file  # the file module builds on this one
+
+        return read_wing_file(path)[0]
+
+    def to_flapsim_json(self, path, options=None) -> None:
+        """Write this wing (and an :class:`~flapjax.aero.AeroOptions`'
+        scalars as the ``options`` block) as a wing file that
+        :meth:`from_flapsim_json` reads back to the same values."""
+        from flapjax.aero.wing_file import write_wing_file
+
+        write_wing_file(path, self, options)
