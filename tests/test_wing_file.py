@@ -3,6 +3,7 @@ robot's file is the seed's wing to the last bit, a write reads back to the
 same values, and every kind of bad file is refused with the field named."""
 
 import json
+import pathlib
 
 import jax
 import numpy as np
@@ -13,7 +14,7 @@ from flapjax.aero import wing_file
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError
 
-SEED_FILE = wing_file.Path(__file__).resolve().parents[1] / "examples" / "flappers" / "seed_robot" / "wing.json"
+SEED_FILE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "flappers" / "seed_robot" / "wing.json"
 
 
 def _leaves_close(a, b, tol):
@@ -28,7 +29,7 @@ def test_seed_robot_file_is_the_seed_wing():
     wing = aero.Wing.from_flapsim_json(SEED_FILE)
     _leaves_close(wing, aero.Wing.flapsim(), 1e-12)
     # the options block is the robot's own: the calibrated lift gain, the seed's 5 N clip
-    _, options = wing_file.read_wing_file(SEED_FILE)
+    _, options = aero.read_wing_file(SEED_FILE)
     _leaves_close(options, fl.default_params().aero, 1e-12)
 
 
@@ -37,11 +38,11 @@ def test_write_reads_back_a_tapered_wing_and_its_options(tmp_path):
     wing = aero.Wing(geometry=geometry, rho=1.18, shoulder_half_width=0.012, stroke_plane_offset=-0.004)
     options = aero.AeroOptions(lift_scale=0.8, force_limit=2.0, rotational_damping=3.0)
     wing.to_flapsim_json(tmp_path / "w.json", options=options)
-    back, back_options = wing_file.read_wing_file(tmp_path / "w.json")
+    back, back_options = aero.read_wing_file(tmp_path / "w.json")
     _leaves_close(back, wing, 0.0)
     _leaves_close(back_options, options, 0.0)
     wing.to_flapsim_json(tmp_path / "bare.json")
-    assert wing_file.read_wing_file(tmp_path / "bare.json")[1] is None
+    assert aero.read_wing_file(tmp_path / "bare.json")[1] is None
 
 
 def _seed_dict():

@@ -2,13 +2,12 @@
 
 from flapjax.aero.cycle_averaged import CycleAveragedLoads, CycleAveragedParams, cycle_averaged_wrench
 from flapjax.aero.coefficients import CoefficientModel, Dickinson1999, WhitneyWood
-from flapjax.aero.geometry import Wing, WingGeometry
+from flapjax.aero.geometry import Wing, WingGeometry, read_wing_file, write_wing_file
 from flapjax.aero.hinge import FeatheringHinge, stop_torque
 from flapjax.aero.kinematics import AffineVelocity, WingKinematics, affine_velocity
 from flapjax.aero.options import AeroOptions
 from flapjax.aero.quasi_steady import WingLoads, angle_of_attack, wing_loads
 from flapjax.aero.wrench import WingWrench, wing_wrench
-from flapjax.aero.wing_file import read_wing_file, write_wing_file
 
 __all__ = [
     "AeroOptions",

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from flapjax.aero import wing_file
+from flapjax.aero.options import AeroOptions
 from flapjax.validation import ConfigError, as_float_array, check_finite, check_positive
 
 # Points per sub-interval of the composite Gauss-Legendre rule. Between two
@@ -211,16 +213,34 @@ class Wing(eqx.Module):
     def from_flapsim_json(cls, path) -> "Wing":
         """The wing of a FlapSim-style wing file (``Wing.json``, SI units,
         every key checked; :mod:`flapjax.aero.wing_file`, docs/data_formats.md,
-        Wing file). Its ``options`` block, if any:
-        :func:`flapjax.aero.wing_file.read_wing_file`."""
-        from flapjax.aero.wing_file import read_wing_file  # the file module builds on this one
-
+        Wing file). The file's ``options`` block too: :func:`read_wing_file`."""
         return read_wing_file(path)[0]
 
-    def to_flapsim_json(self, path, options=None) -> None:
-        """Write this wing (and an :class:`~flapjax.aero.AeroOptions`'
-        scalars as the ``options`` block) as a wing file that
-        :meth:`from_flapsim_json` reads back to the same values."""
-        from flapjax.aero.wing_file import write_wing_file
+    def to_flapsim_json(self, path, options: AeroOptions | None = None) -> None:
+        """Write this wing (and the scalars of ``options`` as the ``options``
+        block) as a wing file that :meth:`from_flapsim_json` reads back to
+        the same values."""
+        g = self.geometry
+        values = {"wing_length": g.span, "mean_chord": g.mean_chord, "air_density": self.rho,
+                  "shoulder_half_width": self.shoulder_half_width, "stroke_plane_offset": self.stroke_plane_offset,
+                  **dict(zip(wing_file.R_KEYS, np.asarray(g.r))), **dict(zip(wing_file.Z_KEYS, np.asarray(g.z_cp))),
+                  "z_rd": g.z_rd}
+        wing_file.write_values(path, values, options)
 
-        write_wing_file(path, self, options)
+
+def read_wing_file(path) -> tuple[Wing, AeroOptions | None]:
+    """``(wing, options)`` of the wing file at ``path``
+    (:mod:`flapjax.aero.wing_file`); ``options`` is ``None`` when the file
+    has no ``options`` block. :class:`ConfigError` naming the file and the field."""
+    v, options = wing_file.read_values(path)
+    geometry = WingGeometry(span=v["wing_length"], mean_chord=v["mean_chord"],
+                            r=np.array([v[k] for k in wing_file.R_KEYS]),
+                            z_cp=np.array([v[k] for k in wing_file.Z_KEYS]), z_rd=v["z_rd"])
+    wing = Wing(geometry=geometry, rho=v["air_density"], shoulder_half_width=v["shoulder_half_width"],
+                stroke_plane_offset=v["stroke_plane_offset"])
+    return wing, options
+
+
+def write_wing_file(path, wing: Wing, options: AeroOptions | None = None) -> None:
+    """:meth:`Wing.to_flapsim_json` as a function."""
+    wing.to_flapsim_json(path, options)

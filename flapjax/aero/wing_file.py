@@ -1,5 +1,5 @@
-"""The wing file: a FlapSim-style ``Wing.json`` read into :class:`Wing` and
-:class:`AeroOptions` (seed sections 3 and 12.3; docs/data_formats.md, Wing file).
+"""The wing file: a FlapSim-style ``Wing.json`` read into ``aero.Wing`` and
+``aero.AeroOptions`` (seed sections 3 and 12.3; docs/data_formats.md, Wing file).
 
 One JSON object, SI units, every key checked::
 
@@ -16,7 +16,8 @@ One JSON object, SI units, every key checked::
       "options": {"lift_scale": 0.72, ...}                    optional
     }
 
-The integrals are moments of one non-negative chord distribution ``c_hat``
+:func:`flapjax.aero.read_wing_file` and :meth:`flapjax.aero.Wing.from_flapsim_json`
+build the wing from this module's checked numbers. The integrals are moments of one non-negative chord distribution ``c_hat``
 on ``[0, 1]`` with ``int c_hat = 1``; a file whose numbers no wing can have
 is refused (:func:`check_integrals`). Unlike FlapSim, whose options block
 was silently ignored, every option given here is used.
@@ -29,7 +30,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from flapjax.aero.geometry import Wing, WingGeometry
 from flapjax.aero.options import AeroOptions
 from flapjax.files import read_json, write_json
 from flapjax.validation import ConfigError, check_number
@@ -92,9 +92,11 @@ def check_integrals(r: np.ndarray, z_cp: np.ndarray, z_rd: float, *, where: str 
     _le(f"{where}: z_rd", z_cp[0] ** 2, z_rd, "Cauchy-Schwarz z_cp0^2 <= z_rd")
 
 
-def wing_from_dict(obj: Any, *, where: str = "wing file") -> tuple[Wing, AeroOptions | None]:
-    """The :class:`Wing` and the options (``None`` without an ``options``
-    block) of a parsed wing file; :class:`ConfigError` naming the field."""
+def wing_values(obj: Any, *, where: str = "wing file") -> tuple[dict[str, float], AeroOptions | None]:
+    """The checked numbers of a parsed wing file, by key (without
+    ``version`` and ``options``), and its options (``None`` without an
+    ``options`` block); :class:`ConfigError` naming the field.
+    :func:`flapjax.aero.read_wing_file` makes the :class:`~flapjax.aero.Wing`."""
     _check_keys(obj, (*REQUIRED, "options"), REQUIRED, where)
     if isinstance(obj["version"], bool) or obj["version"] != VERSION:
         raise ConfigError(f"{where}: version: must be {VERSION}, got {obj['version']!r}")
@@ -107,12 +109,7 @@ def wing_from_dict(obj: Any, *, where: str = "wing file") -> tuple[Wing, AeroOpt
     for k in (*R_KEYS, *Z_KEYS, "z_rd"):
         if v[k] <= 0:
             raise ConfigError(f"{where}: {k}: must be > 0 (a moment of a positive chord), got {v[k]:g}")
-    r = np.array([v[k] for k in R_KEYS])
-    z_cp = np.array([v[k] for k in Z_KEYS])
-    check_integrals(r, z_cp, v["z_rd"], where=where)
-    geometry = WingGeometry(span=v["wing_length"], mean_chord=v["mean_chord"], r=r, z_cp=z_cp, z_rd=v["z_rd"])
-    wing = Wing(geometry=geometry, rho=v["air_density"], shoulder_half_width=v["shoulder_half_width"],
-                stroke_plane_offset=v["stroke_plane_offset"])
+    check_integrals(np.array([v[k] for k in R_KEYS]), np.array([v[k] for k in Z_KEYS]), v["z_rd"], where=where)
     options = None
     if "options" in obj:
         _check_keys(obj["options"], OPTIONS, (), where, "options.")
@@ -121,32 +118,21 @@ def wing_from_dict(obj: Any, *, where: str = "wing file") -> tuple[Wing, AeroOpt
             options = AeroOptions(**values)
         except ConfigError as exc:  # its own range checks, with the file named
             raise ConfigError(f"{where}: options: {exc}") from None
-    return wing, options
+    return v, options
 
 
-def read_wing_file(path: str | Path) -> tuple[Wing, AeroOptions | None]:
-    """``(wing, options)`` of the wing file at ``path`` (see the module
-    docstring); ``options`` is ``None`` when the file has no ``options``
-    block. :class:`ConfigError` naming the file and the field."""
-    return wing_from_dict(read_json(path), where=str(path))
+def read_values(path: str | Path) -> tuple[dict[str, float], AeroOptions | None]:
+    """:func:`wing_values` of the wing file at ``path`` (errors name the file)."""
+    return wing_values(read_json(path), where=str(path))
 
 
-def wing_to_dict(wing: Wing, options: AeroOptions | None = None) -> dict[str, Any]:
-    """The wing file's object of ``wing`` (and of the scalar ``options``;
-    the coefficient model is not part of the file)."""
-    g = wing.geometry
-    out: dict[str, Any] = {"version": VERSION, "wing_length": float(g.span), "mean_chord": float(g.mean_chord),
-                           "air_density": float(wing.rho), "shoulder_half_width": float(wing.shoulder_half_width),
-                           "stroke_plane_offset": float(wing.stroke_plane_offset)}
-    out.update({k: float(x) for k, x in zip(R_KEYS, np.asarray(g.r))})
-    out.update({k: float(x) for k, x in zip(Z_KEYS, np.asarray(g.z_cp))})
-    out["z_rd"] = float(g.z_rd)
+def write_values(path: str | Path, values: Mapping[str, Any], options: AeroOptions | None = None) -> None:
+    """Write a wing file of ``values`` (every key of :data:`REQUIRED` but
+    ``version``; floats keep every digit, so reading gives back the same
+    values) and of the scalar ``options`` (the coefficient model is not part
+    of the file). The values are checked as a reader would."""
+    out: dict[str, Any] = {"version": VERSION, **{k: float(values[k]) for k in REQUIRED[1:]}}
     if options is not None:
         out["options"] = {k: float(getattr(options, k)) for k in OPTIONS}
-    return out
-
-
-def write_wing_file(path: str | Path, wing: Wing, options: AeroOptions | None = None) -> None:
-    """Write ``wing`` (and ``options``) as a wing file; floats keep every
-    digit, so :func:`read_wing_file` gives back the same values."""
-    write_json(path, wing_to_dict(wing, options), indent=2)
+    wing_values(out, where=str(path))
+    write_json(path, out, indent=2)
