@@ -35,11 +35,19 @@ def main() -> None:
     (:mod:`flapjax.cache`; folder from ``FLAPJAX_CACHE_DIR``, cleared with
     ``python -m flapjax.cache clear``), so a second run compiles little; on
     CPU they are compiled with XLA's classic emitters, in about two thirds
-    of the time (unless ``XLA_FLAGS`` chooses).
+    of the time (unless ``XLA_FLAGS`` chooses). On CPU, JAX presents one
+    device per core and batched rollouts split their worlds over them
+    (:mod:`flapjax.devices`; ``FLAPJAX_CORES=1`` for one device).
     """
     from flapjax.cache import enable_compilation_cache, prefer_fast_cpu_compile
+    from flapjax.devices import command_setup
 
     prefer_fast_cpu_compile()
+    try:  # one JAX device per core (before JAX starts; FLAPJAX_CORES=1 opts out)
+        typer.echo(command_setup(), err=True)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     enable_compilation_cache()
 
 

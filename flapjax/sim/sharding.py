@@ -8,13 +8,21 @@ the rollout functions of :mod:`flapjax.sim.rollout`,
 :mod:`flapjax.sim.flapper` and :mod:`flapjax.sim.multirotor` without
 changing them.
 
-Single host, several devices (GPUs, or CPU devices forced with
-``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX is
-imported)::
+Single host, several devices (GPUs, or one CPU device per core with
+:func:`flapjax.devices.use_all_cores` called before JAX starts, as the
+``flapjax`` command does)::
 
-    mesh = sharding.world_mesh()                 # all local devices
-    params = sharding.shard_worlds(params, mesh) # leading axis split
+    final, trace = sharding.batch_rollout(step, params, state, 1000)  # all devices
+    mesh = sharding.world_mesh(2)                # or a mesh of your own
     final, trace = sharding.batch_rollout(step, params, state, 1000, mesh=mesh)
+
+The rollout entry points (:func:`batch_rollout`, :func:`flapper_rollout`,
+:func:`flapper_cycle_means`, :func:`multirotor_rollout`) split the worlds
+over every device by default (``mesh="all"``; ``mesh=None`` keeps them on
+one device). A world count that does not divide the device count is padded
+by repeating the last world, and the padding is cut from the results, so
+they always hold exactly one row per input world. Splitting does not change
+any world's result (tested bit for bit in float64).
 
 Several hosts: start one process per host and call
 ``jax.distributed.initialize(coordinator_address=..., num_processes=...,
@@ -31,7 +39,7 @@ defaults to ``Explicit`` axes, under which MJX fails with a
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import equinox as eqx
 import jax
@@ -133,24 +141,78 @@ def sharded(fn: Callable, mesh: Mesh, *, in_axes: Any = 0, static_argnums: Seque
     return call
 
 
+MeshArg = Union[Mesh, str, None]
+#: Default ``mesh`` of the rollout entry points: every device JAX has.
+ALL_DEVICES = "all"
+
+
+def resolve_mesh(mesh: MeshArg) -> Mesh | None:
+    """The mesh an entry point uses: ``"all"`` -> :func:`world_mesh` over
+    every device (None when there is only one), a :class:`Mesh` as given,
+    None -> one device."""
+    if isinstance(mesh, str):
+        if mesh != ALL_DEVICES:
+            raise ConfigError(f"mesh: must be a jax.sharding.Mesh, None or {ALL_DEVICES!r}, got {mesh!r}")
+        return world_mesh() if len(jax.devices()) > 1 else None
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise ConfigError(f"mesh: must be a jax.sharding.Mesh, None or {ALL_DEVICES!r}, got {type(mesh).__name__}")
+    return mesh
+
+
+def _split(axes: Any, tree: Any) -> Any:
+    """The leaves of ``tree`` that ``axes`` (a vmap in_axes prefix) batches."""
+    if axes is None:
+        return None
+    if axes == 0:
+        return tree
+    return jax.tree.map(lambda a, t: t if a == 0 else None, axes, tree, is_leaf=lambda a: a is None)
+
+
+def _pad_batched(tree: Any, axes: Any, n_target: int) -> Any:
+    if axes is None:
+        return tree
+    if axes == 0:
+        return _rollout.pad_worlds(tree, n_target)
+    return jax.tree.map(lambda a, t: _rollout.pad_worlds(t, n_target) if a == 0 else t, axes, tree,
+                        is_leaf=lambda a: a is None)
+
+
+def _place(mesh: Mesh, trees: Sequence[Any], axes: Sequence[Any]) -> tuple[list[Any], int | None]:
+    """Pad the batched leaves of ``trees`` to a multiple of the mesh size and
+    place them on it; returns the placed trees and the world count before
+    padding (None when nothing needed padding)."""
+    batched = [b for b in (_split(a, t) for a, t in zip(axes, trees)) if b is not None and jax.tree.leaves(b)]
+    n = _rollout.world_count(batched) if batched else 0
+    k = mesh.devices.size
+    target = -(-n // k) * k
+    if target != n:
+        trees = [_pad_batched(t, a, target) for t, a in zip(trees, axes)]
+    return [shard_worlds(t, mesh, a) for t, a in zip(trees, axes)], (n if target != n else None)
+
+
+def _unpad(out: Any, n: int | None) -> Any:
+    return out if n is None else jax.tree.map(lambda x: x[:n], out)
+
+
 @eqx.filter_jit
 def _batch_rollout(step, params, state, n_steps, params_axes, state_axes, observe, checkpoint):
     return _rollout.batch_rollout(step, params, state, n_steps, params_axes=params_axes, state_axes=state_axes,
                                   observe=observe, checkpoint=checkpoint)
 
 
-def batch_rollout(step, params, state, n_steps: int, *, mesh: Mesh | None = None, params_axes: Any = 0,
+def batch_rollout(step, params, state, n_steps: int, *, mesh: MeshArg = ALL_DEVICES, params_axes: Any = 0,
                   state_axes: Any = 0, observe=None, checkpoint: bool = True):
     """:func:`flapjax.sim.rollout.batch_rollout`, jitted, with the world axis
-    split over ``mesh`` (one device when ``mesh`` is None).
+    split over ``mesh`` (default every device; one device when None).
 
     ``step`` and ``observe`` are static: pass the same function objects
     again to reuse the compilation.
     """
+    mesh = resolve_mesh(mesh)
+    n = None
     if mesh is not None:
-        params = shard_worlds(params, mesh, params_axes)
-        state = shard_worlds(state, mesh, state_axes)
-    return _batch_rollout(step, params, state, int(n_steps), params_axes, state_axes, observe, checkpoint)
+        (params, state), n = _place(mesh, (params, state), (params_axes, state_axes))
+    return _unpad(_batch_rollout(step, params, state, int(n_steps), params_axes, state_axes, observe, checkpoint), n)
 
 
 @eqx.filter_jit
@@ -161,14 +223,15 @@ def _flapper_rollout(robot, params, state, n_steps, observe, checkpoint):
         params, state)
 
 
-def flapper_rollout(robot, params, state, n_steps: int, *, mesh: Mesh | None = None, observe=None,
+def flapper_rollout(robot, params, state, n_steps: int, *, mesh: MeshArg = ALL_DEVICES, observe=None,
                     checkpoint: bool = True):
     """Open-loop rollout of batched flapper worlds (:func:`flapjax.sim.flapper.simulate`
-    vmapped), world axis split over ``mesh``."""
+    vmapped), world axis split over ``mesh`` (default every device)."""
+    mesh = resolve_mesh(mesh)
+    n = None
     if mesh is not None:
-        robot = shard_worlds(robot, mesh, None)
-        params, state = shard_worlds(params, mesh), shard_worlds(state, mesh)
-    return _flapper_rollout(robot, params, state, int(n_steps), observe, checkpoint)
+        (robot, params, state), n = _place(mesh, (robot, params, state), (None, 0, 0))
+    return _unpad(_flapper_rollout(robot, params, state, int(n_steps), observe, checkpoint), n)
 
 
 @eqx.filter_jit
@@ -178,16 +241,16 @@ def _flapper_cycle_means(robot, params, n_steps, discard_steps):
     return jax.vmap(lambda q: flapper.cycle_mean(robot, q, n_steps, discard_steps))(params)
 
 
-def flapper_cycle_means(robot, params, n_steps: int, discard_steps: int, *, mesh: Mesh | None = None):
+def flapper_cycle_means(robot, params, n_steps: int, discard_steps: int, *, mesh: MeshArg = ALL_DEVICES):
     """Cycle-mean loads of batched flapper worlds (:func:`flapjax.sim.flapper.cycle_mean`
     vmapped; ``params`` from :func:`flapjax.sim.flapper.sweep_params`), world
-    axis split over ``mesh``. Pads to a multiple of the device count and
-    returns exactly one row per input world."""
-    if mesh is None:
-        return _flapper_cycle_means(robot, params, int(n_steps), int(discard_steps))
-    padded, n = pad_to_mesh(params, mesh)
-    out = _flapper_cycle_means(shard_worlds(robot, mesh, None), shard_worlds(padded, mesh), int(n_steps), int(discard_steps))
-    return jax.tree.map(lambda x: x[:n], out)
+    axis split over ``mesh`` (default every device). Pads to a multiple of
+    the device count and returns exactly one row per input world."""
+    mesh = resolve_mesh(mesh)
+    n = None
+    if mesh is not None:
+        (robot, params), n = _place(mesh, (robot, params), (None, 0))
+    return _unpad(_flapper_cycle_means(robot, params, int(n_steps), int(discard_steps)), n)
 
 
 @eqx.filter_jit
@@ -195,15 +258,17 @@ def _multirotor_rollout(world, params, state, reference, n_steps, checkpoint):
     return jax.vmap(lambda a, b, c: world.rollout(a, b, c, n_steps, checkpoint=checkpoint))(params, state, reference)
 
 
-def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: Mesh | None = None,
+def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: MeshArg = ALL_DEVICES,
                        checkpoint: bool = True):
     """:meth:`flapjax.sim.multirotor.MultirotorWorld.rollout` vmapped over
     batched params (:class:`~flapjax.sim.multirotor.WorldParams`, prepared
     once per world inside, or :meth:`~flapjax.sim.multirotor.MultirotorWorld.prepare`-d),
-    states and references, world axis split over ``mesh``."""
+    states and references, world axis split over ``mesh`` (default every device)."""
+    mesh = resolve_mesh(mesh)
+    n = None
     if mesh is not None:
-        params, state, reference = (shard_worlds(t, mesh) for t in (params, state, reference))
-    return _multirotor_rollout(world, params, state, reference, int(n_steps), checkpoint)
+        (params, state, reference), n = _place(mesh, (params, state, reference), (0, 0, 0))
+    return _unpad(_multirotor_rollout(world, params, state, reference, int(n_steps), checkpoint), n)
 
 
 def shard_counts(x: jax.Array) -> list[int]:
@@ -212,6 +277,7 @@ def shard_counts(x: jax.Array) -> list[int]:
 
 
 __all__ = [
+    "ALL_DEVICES",
     "WORLD_AXIS",
     "batch_rollout",
     "flapper_cycle_means",
@@ -219,6 +285,7 @@ __all__ = [
     "multirotor_rollout",
     "pad_to_mesh",
     "replicated",
+    "resolve_mesh",
     "shard_counts",
     "shard_worlds",
     "sharded",
