@@ -17,6 +17,7 @@ from typing import List, Optional
 import typer
 
 from flapjax.cli_evaluate import exit_on_error
+from flapjax.safe_io import output_folder
 from flapjax.validation import ConfigError, check_choice
 
 app = typer.Typer(
@@ -53,7 +54,7 @@ def main() -> None:
 
 @app.command()
 def identify(
-    out: Path = typer.Option(Path("out/identify"), "--out", "-o", help="Output folder (created)."),
+    out: str = typer.Option("out/identify", "--out", "-o", help="Output folder (created)."),
     config: Optional[Path] = typer.Option(
         None, "--config", "-c", help="TOML or JSON config overriding the defaults (see identification/)."
     ),
@@ -105,6 +106,10 @@ def identify(
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     start = time.perf_counter()
+    try:
+        output_folder(out)  # "--out ''" would write into the current folder
+    except ConfigError as exc:
+        exit_on_error(exc)
     if data is not None:
         try:
             if config is not None or study or fresh:

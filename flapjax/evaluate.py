@@ -43,7 +43,6 @@ healthy in both runs (``worlds_compared``).
 from __future__ import annotations
 
 import math
-import os
 import pathlib
 import time
 from typing import Callable, Sequence
@@ -57,6 +56,7 @@ from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_c
 from flapjax.evaluate_plot import plot_report
 from flapjax.files import lock_output_dir, to_jsonable, write_json
 from flapjax.programs import ProgramCache
+from flapjax.safe_io import atomic_write, available_memory, check_output_file
 from flapjax.validation import ConfigError, check_choice, check_int
 
 #: Working memory of a step relative to the batch's state (XLA temporaries).
@@ -102,28 +102,6 @@ def _build_functions(env: TaskEnv, segment: int, controller: Callable | None):
 
 def _nbytes(tree) -> int:
     return int(sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(tree) if hasattr(x, "shape")))
-
-
-def available_memory() -> int | None:
-    """Bytes free for a batch: the default device's free memory, or the
-    host's available memory on CPU (None when unknown)."""
-    try:
-        stats = jax.devices()[0].memory_stats() or {}
-        if "bytes_limit" in stats:
-            return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
-    except Exception:  # pragma: no cover - backends without memory stats
-        pass
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return None
 
 
 def batch_memory(env: TaskEnv, n_worlds: int, controller: Callable | None = None) -> int:
@@ -304,6 +282,8 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
     if video and out_dir is None:
         raise ConfigError("video: needs an output directory (out_dir)")
     lock = None if out_dir is None else lock_output_dir(out_dir, name="out_dir")
+    for name in () if out_dir is None else ("report.json", "report.png"):
+        check_output_file(pathlib.Path(out_dir) / name)  # a link there is refused before the run, not followed after
     try:
         return _evaluate(task, robot, n_worlds, out_dir, seed=seed, noise_seed=noise_seed, randomize=randomize,
                          noise=noise, disabled_effects=disabled_effects, ablate=ablate, overrides=overrides,
@@ -353,8 +333,9 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     if out_dir is not None:
         out = pathlib.Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out / "report.png") as png:  # the figure first: report.json is never left without it
+            plot_report(env, report, result, ablation_results, png)
         write_json(out / "report.json", to_jsonable(report), indent=2)
-        plot_report(env, report, result, ablation_results, out / "report.png")
         report["files"] = [str(out / "report.json"), str(out / "report.png")]
         if video:
             from flapjax import render

@@ -18,14 +18,14 @@ import fcntl
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.validation import ConfigError
+from flapjax.safe_io import atomic_write, output_folder, read_text
+from flapjax.validation import ConfigError, loads_json
 
 
 def to_jsonable(x: Any) -> Any:
@@ -83,40 +83,27 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _process_umask() -> int:
-    """This process's file-creation mask (read once, at import)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _process_umask()
-
-
 def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
     """Write ``obj`` as JSON: a uniquely named temporary file in the same
-    folder, flushed to disk, then renamed over ``path`` under a lock; the
-    file gets the permissions any new file gets (0666 less the umask).
+    folder, flushed to disk, then renamed over ``path`` under a lock
+    (:func:`flapjax.safe_io.atomic_write`: a symbolic link or a special file
+    at ``path`` is refused, an ``OSError`` names ``path``); the file gets
+    the permissions any new file gets (0666 less the umask).
 
     Readers see either the old or the new file, never a part of one, and
     concurrent writers (threads or processes) never share a temporary file.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(obj, indent=indent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results the plots beside them share
-        with os.fdopen(fd, "w") as fh:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create the folder ({exc.strerror or exc})", str(path)) from None
+    with _file_lock(path), atomic_write(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        with _file_lock(path):
-            os.replace(tmp, path)  # atomic: an interrupted run never leaves half a file
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 class OutputLock:
@@ -142,11 +129,11 @@ def lock_output_dir(path: str | Path, *, name: str = "out") -> OutputLock:
     """Check that ``path`` is (or can be created as) a writable folder and
     take it for this run, before anything is simulated.
 
-    Raises :class:`ConfigError` naming ``name`` when ``path`` is a file, is
-    not writable, or another run holds it (two runs into one folder would
+    Raises :class:`ConfigError` naming ``name`` when ``path`` is empty text
+    (that would be the current folder), is a file, is not writable, or another run holds it (two runs into one folder would
     redo each other's work and overwrite each other's results).
     """
-    out = Path(path)
+    out = output_folder(path, name=name)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{name}: {str(out)!r} is a file, expected a folder for the results")
     try:
@@ -171,9 +158,7 @@ def lock_output_dir(path: str | Path, *, name: str = "out") -> OutputLock:
 
 
 def read_json(path: str | Path) -> Any:
-    """Parsed JSON; :class:`ConfigError` when the file is not valid JSON."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    """Parsed JSON, read through :func:`flapjax.safe_io.read_text` (a regular
+    file within the input limit); :class:`ConfigError` when the file is not
+    valid JSON or an object repeats a key (:func:`flapjax.validation.loads_json`)."""
+    return loads_json(read_text(path, what="JSON file"), where=str(path))

@@ -9,6 +9,8 @@ return without checking (a tracer has no value to check).
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any, Sequence
 
 import jax
@@ -38,11 +40,13 @@ def as_float_array(name: str, value: Any, shape: Sequence[int | None] | None = N
     ``shape`` may contain ``None`` for a free dimension. Raises :class:`ConfigError`
     naming ``name`` on a non-numeric dtype, a wrong shape, or NaN/inf entries.
     """
+    if _holds_bool(value):
+        raise ConfigError(f"{name}: expected numbers, got a boolean ({value!r}); true/false is not a number")
     try:
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - exotic objects
         raise ConfigError(f"{name}: cannot be read as a number array ({exc})") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ConfigError(f"{name}: expected numbers, got dtype {arr.dtype} ({value!r})")
     if np.iscomplexobj(arr):
         raise ConfigError(f"{name}: expected real numbers, got complex dtype {arr.dtype}")
@@ -55,6 +59,74 @@ def as_float_array(name: str, value: Any, shape: Sequence[int | None] | None = N
     if not np.all(np.isfinite(arr)):
         raise ConfigError(f"{name}: must be finite, got {_fmt(arr)}")
     return arr
+
+
+def _holds_bool(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is a boolean, a boolean array, or a (nested) list or
+    tuple holding one (NumPy would read ``[1.0, True]`` as ``[1.0, 1.0]``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype == bool
+    if isinstance(value, (list, tuple)) and depth < 8:
+        return any(_holds_bool(v, depth + 1) for v in value)
+    return False
+
+
+def check_number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
+                 allow_nonfinite: bool = False) -> float:
+    """``value`` as a Python float, refusing booleans (``true`` is not 1),
+    strings (``"2_0"`` is not 20), None, NaN and inf (unless
+    ``allow_nonfinite``) and anything outside ``[lo, hi]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if not (isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.number)):
+            raise ConfigError(f"{name}: must be a number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        if not allow_nonfinite or math.isnan(v):
+            raise ConfigError(f"{name}: must be a finite number, got {v}")
+        return v
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        lo_s = "-inf" if lo is None else f"{lo:g}"
+        hi_s = "inf" if hi is None else f"{hi:g}"
+        raise ConfigError(f"{name}: must lie in [{lo_s}, {hi_s}], got {v:g}")
+    return v
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` when it is a boolean; :class:`ConfigError` for anything
+    else (``"no"`` and ``0`` are not booleans)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name}: must be true or false, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def _no_duplicates(where: str):
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ConfigError(f"{where}: key {key!r} is given twice")
+            out[key] = value
+        return out
+
+    return hook
+
+
+def _no_constant(where: str):
+    def hook(text: str) -> Any:
+        raise ConfigError(f"{where}: {text} is not a JSON number (write a finite number)")
+
+    return hook
+
+
+def loads_json(text: str, *, where: str) -> Any:
+    """Parse JSON strictly: an object repeating a key and the non-standard
+    ``NaN`` / ``Infinity`` are refused; :class:`ConfigError` naming ``where``."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates(where), parse_constant=_no_constant(where))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
 
 
 def check_finite(name: str, value: Any) -> None:

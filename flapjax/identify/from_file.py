@@ -28,6 +28,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
+from flapjax import safe_io
 from flapjax.identify.data import DataError, DataNote, column_names, separator_hint, split_unit
 
 __all__ = ["closest_study", "identify_from_file", "pick_study", "study_columns"]
@@ -145,6 +146,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         commands lag, or ``"auto"`` (default 0; see
         :func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
     """
+    summary = safe_io.check_output_file(safe_io.output_folder(out_dir) / SUMMARY_FILE)  # before any fit
     printed: list[str] = []
 
     def echo_and_keep(text: str) -> None:
@@ -155,8 +157,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         results = _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress,
                              echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia,
                              command_delay=command_delay)
-    summary = Path(out_dir) / SUMMARY_FILE
-    summary.write_text("\n".join(printed) + "\n", encoding="utf-8")
+    safe_io.write_text(summary, "\n".join(printed) + "\n")
     echo(f"summary (the lines above): {summary}")
     return results
 

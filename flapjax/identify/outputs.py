@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flapjax import safe_io
 from flapjax.files import to_jsonable, write_json
 
 __all__ = ["data_record", "held_out_lines", "parameter_table", "pyplot", "save_figure", "with_std", "write_record"]
@@ -36,12 +37,16 @@ def pyplot():
 
 
 def save_figure(fig, path: Path, *, dpi: int) -> Path:
-    """Lay out ``fig``, write it to ``path`` at ``dpi`` and close it; returns ``path``."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    """Lay out ``fig``, write it to ``path`` at ``dpi`` and close it; returns
+    ``path``. Written atomically, never through a symbolic link
+    (:func:`flapjax.safe_io.save_figure`)."""
     import matplotlib.pyplot as plt
 
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        safe_io.save_figure(fig, path, dpi=dpi)
+    finally:
+        plt.close(fig)
     return Path(path)
 
 

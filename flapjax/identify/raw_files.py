@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import csv
 import io
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from flapjax import safe_io
 from flapjax.validation import ConfigError
 
 
@@ -24,17 +24,10 @@ def is_npz(path: Path) -> bool:
 
 
 def _read_bytes(path: Path, size: int = -1) -> bytes:
-    """The file's first ``size`` bytes (all by default); :class:`DataError`
-    when it cannot be read."""
-    try:
-        with path.open("rb") as f:
-            return f.read(size)
-    except FileNotFoundError:
-        raise DataError(f"{path}: cannot read the data file (no such file)") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: cannot read the data file (it is a folder)") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc.strerror or exc})") from None
+    """The file's first ``size`` bytes (all by default), through the one
+    reading gate (:func:`flapjax.safe_io.read_bytes`: a regular file within
+    the input limit); :class:`DataError` when it cannot be read."""
+    return safe_io.read_bytes(path, what="data file", size=size, error=DataError)
 
 
 def open_text(path: Path) -> str:
@@ -97,27 +90,12 @@ def _found(start: bytes) -> str:
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
-    """Every array of an .npz archive, by name."""
+    """Every array of an .npz archive, by name, after the archive's members
+    are checked from their zip and ``.npy`` headers
+    (:func:`flapjax.safe_io.load_npz`: nothing is decompressed beyond the
+    input limit, object arrays are refused)."""
     start = _read_bytes(path, 64)
     if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip archive
         raise DataError(f"{path}: cannot read the data file as an .npz archive: it is not one (a zip archive, "
                         f"as numpy.savez writes); found {_found(start)}")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {k: _npz_member(path, archive, k) for k in archive.files}
-    except DataError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataError(f"{path}: cannot read the data file as an .npz archive ({exc})") from None
-
-
-def _npz_member(path: Path, archive, key: str) -> np.ndarray:
-    """One array of an open .npz archive; an object array (which only
-    unpickling would read) is refused."""
-    try:
-        return archive[key]
-    except ValueError as exc:
-        if "pickle" not in str(exc):
-            raise
-        raise DataError(f"{path}: column {key!r}: holds Python objects (an object array), not numbers; "
-                        "save it as a numeric array") from None
+    return safe_io.load_npz(path, error=DataError)

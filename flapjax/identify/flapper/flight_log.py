@@ -89,6 +89,7 @@ from flapjax.identify.flapper.flight_synthetic import (
     synthetic_flight_log,
 )
 from flapjax.identify.outputs import data_record, write_record
+from flapjax.safe_io import check_fit_memory
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
@@ -98,6 +99,7 @@ __all__ = [
     "QUICK",
     "SAMPLE_HIDDEN",
     "body",
+    "flight_fit_bytes",
     "check_pose_units",
     "derivative",
     "euler_to_quat",
@@ -122,6 +124,25 @@ __all__ = [
     "write_flight_log",
     "write_flight_plots",
 ]
+
+
+#: Working copies of the fit's Jacobian (the Jacobian, its rows kept for the
+#: covariance, the normal equations' workspace) in :func:`flight_fit_bytes`.
+JACOBIAN_COPIES = 3
+
+
+def flight_fit_bytes(time_s: np.ndarray) -> float:
+    """Estimated peak bytes of the flight-log fit of samples at ``time_s``
+    (n,) [s]: the dense multiple-shooting Jacobian, 6 residuals per sample
+    by the fitted parameters plus 12 start states per segment of
+    ``DEFAULTS["segment"]`` seconds, in float64, times
+    :data:`JACOBIAN_COPIES`. It grows as n^2: a long log at a high rate
+    needs terabytes."""
+    n = int(np.size(time_s))
+    dt = float(np.median(np.diff(time_s))) if n > 1 else 1.0
+    seg_len = max(1, int(round(DEFAULTS["segment"] / max(dt, 1e-12))))
+    n_segments = n / seg_len
+    return JACOBIAN_COPIES * 8.0 * 6 * n * (len(FLIGHT_PARAMETERS) + 12 * n_segments)
 
 
 def run_flight_identification(
@@ -162,6 +183,8 @@ def run_flight_identification(
     if command_delay != "auto":
         check_command_delay(command_delay)
     log = read_flight_log(path)
+    check_fit_memory(str(path), f"the flight-log fit of {log['time_s'].size} samples",
+                     flight_fit_bytes(log["time_s"]))
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
     try:

@@ -1,0 +1,222 @@
+"""Inputs that cannot hurt: each row is one hostile input, answered by one
+clear error naming the file or the field, in bounded time and memory, and
+nothing written outside the output folder.
+
+Reading rows run in a child process under ``RLIMIT_AS`` (2 GiB) and a
+timeout, so a regression (a file read whole, a FIFO waited on) fails the
+row instead of eating the machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMORY_LIMIT = 2 * 2**30
+READ_TIMEOUT_S = 60
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def _child(code: str, env: dict | None = None, preexec=_limited) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Python under the memory limit and timeout."""
+    full = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=READ_TIMEOUT_S, env=full, cwd=ROOT, preexec_fn=preexec)
+
+
+# --- files a hostile user hands in ------------------------------------------------------------------------------
+
+def _zip_bomb(tmp_path: Path) -> Path:
+    """A few-MB archive whose one member decompresses to 600 MiB (over the
+    default 512 MiB input limit)."""
+    path = tmp_path / "bomb.npz"
+    chunk, chunks = bytes(64 * 2**20), 10
+    header = {"descr": "<f8", "fortran_order": False, "shape": (chunks * len(chunk) // 8,)}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with zf.open("time_s.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, header)
+            for _ in range(chunks):
+                fh.write(chunk)
+    return path
+
+
+def _lying_header(tmp_path: Path) -> Path:
+    """An archive whose member header claims 10^9 float64 but holds 80 bytes."""
+    path = tmp_path / "lying.npz"
+    header = {"descr": "<f8", "fortran_order": False, "shape": (10**9,)}
+    with zipfile.ZipFile(path, "w") as zf:
+        with zf.open("time_s.npy", "w") as fh:
+            np.lib.format.write_array_header_1_0(fh, header)
+            fh.write(np.zeros(10).tobytes())
+    return path
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe.csv"
+    os.mkfifo(path)
+    return path
+
+
+def _big_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "big.csv"
+    path.write_text("time_s,frequency_hz\n" + "0.1,100\n" * 20_000)
+    return path
+
+
+READ_CASES = [
+    ("npz member decompressing beyond the limit", _zip_bomb, None, r"bomb\.npz: the \.npz archive would decompress to 640\.0 MiB \(member 'time_s\.npy'"),
+    ("npz header claiming more than the member", _lying_header, None, r"column 'time_s': its header claims shape"),
+    ("a device", lambda tmp: Path("/dev/zero"), None, r"/dev/zero: cannot read the data file: it is a device"),
+    ("a FIFO (never opened)", _fifo, None, r"pipe\.csv: cannot read the data file: it is a FIFO"),
+    ("a folder", lambda tmp: tmp, None, r"cannot read the data file: it is a folder"),
+    ("a file above FLAPJAX_MAX_INPUT_MB", _big_csv, {"FLAPJAX_MAX_INPUT_MB": "0.05"},
+     r"big\.csv: the data file is 156\.3 KiB, above the input limit of 51\.2 KiB \(set FLAPJAX_MAX_INPUT_MB"),
+]
+
+
+@pytest.fixture(scope="module")
+def read_outcomes(tmp_path_factory) -> dict[str, str]:
+    """What reading each :data:`READ_CASES` file as a data file says (``OK``
+    when it reads), all in one child process under the memory limit."""
+    jobs = []
+    for label, make, env, _ in READ_CASES:
+        folder = tmp_path_factory.mktemp("read")
+        jobs.append((label, str(make(folder)), env or {}))
+    proc = _child(f"""
+        import json, os
+        from flapjax.identify.data import column_names
+        from flapjax.validation import ConfigError
+        out = {{}}
+        for label, path, env in {jobs!r}:
+            saved = dict(os.environ)
+            os.environ.update(env)
+            try:
+                column_names(path)
+                out[label] = "OK"
+            except ConfigError as exc:
+                out[label] = "ERROR " + str(exc)
+            os.environ.clear()
+            os.environ.update(saved)
+        print(json.dumps(out))
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("label,make,env,message", READ_CASES, ids=[c[0] for c in READ_CASES])
+def test_hostile_file_is_refused_in_bounded_time_and_memory(label, make, env, message, read_outcomes):
+    out = read_outcomes[label]
+    assert out.startswith("ERROR"), out
+    assert re.search(message, out), out
+
+
+def test_flight_log_fit_too_large_for_memory_is_refused_before_any_fit(tmp_path, monkeypatch):
+    from flapjax import safe_io
+    from flapjax.identify.flapper import flight_log
+    from flapjax.validation import ConfigError
+
+    monkeypatch.setattr(safe_io, "available_memory", lambda: 100 * 2**20)
+    with pytest.raises(ConfigError, match=r"flight_log\.csv: the flight-log fit of \d+ samples needs about .* free"):
+        flight_log.run_flight_identification(ROOT / "identification/data/flight_log.csv", tmp_path / "out",
+                                             progress=False, echo=lambda s: None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_flight_fit_estimate_grows_as_the_square_of_the_samples():
+    from flapjax.identify.flapper.flight_log import flight_fit_bytes
+
+    small, large = flight_fit_bytes(np.arange(10_000) * 0.005), flight_fit_bytes(np.arange(100_000) * 0.005)
+    assert 90 < large / small < 101
+    assert flight_fit_bytes(np.arange(2_000_000) * 0.005) > 1e13  # what XLA once asked for: 28.8 TB
+
+
+# --- writes stay inside the output folder -----------------------------------------------------------------------
+
+def _cli(args: list[str]):
+    from typer.testing import CliRunner
+
+    from flapjax.cli import app
+
+    return CliRunner().invoke(app, args)
+
+
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    return victim
+
+
+def _linked_out(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).symlink_to(_victim(tmp_path))
+    return out
+
+
+WRITE_CASES = [
+    ("identify --data: summary.txt is a link",
+     lambda tmp: ["identify", "--data", str(ROOT / "identification/data/stand_sample.csv"), "--out",
+                  str(_linked_out(tmp, "summary.txt"))],
+     r"summary\.txt: is a symbolic link; flapjax does not write through links"),
+    ("evaluate: report.png is a link",
+     lambda tmp: ["evaluate", "--task", "near_ground", "--worlds", "2", "--no-progress", "--out",
+                  str(_linked_out(tmp, "report.png"))],
+     r"report\.png: is a symbolic link"),
+    ("identify --out ''", lambda tmp: ["identify", "--out", "", "--data", "x.csv"],
+     r"--out: the output folder is empty text"),
+    ("evaluate --out ' '", lambda tmp: ["evaluate", "--task", "near_ground", "--out", " "],
+     r"out_dir: the output folder is empty text"),
+]
+
+
+@pytest.mark.parametrize("label,args,message", WRITE_CASES, ids=[c[0] for c in WRITE_CASES])
+def test_nothing_is_written_outside_the_output_folder(label, args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = args(tmp_path)
+    before = set(tmp_path.rglob("*"))
+    result = _cli(argv)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert re.search(message, result.output), result.output
+    victim = tmp_path / "victim.txt"
+    assert not victim.exists() or victim.read_text() == "precious"
+    made = {p for p in tmp_path.rglob("*") if not p.name.startswith(".flapjax")} - before
+    assert all((tmp_path / "out") in p.parents for p in made), made
+
+
+def test_results_json_through_a_link_is_refused(tmp_path):
+    from flapjax.files import write_json
+    from flapjax.validation import ConfigError
+
+    out = _linked_out(tmp_path, "results.json")
+    with pytest.raises(ConfigError, match=r"results\.json: is a symbolic link"):
+        write_json(out / "results.json", {"a": 1})
+    assert (tmp_path / "victim.txt").read_text() == "precious"
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_temporary(tmp_path):
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = _child(f"""
+        from flapjax.files import write_json
+        try:
+            write_json({str(tmp_path / 'results.json')!r}, list(range(10000)))
+        except OSError as exc:
+            print("ERROR", exc.filename, exc.strerror)
+        """, preexec=small_files)
+    assert proc.stdout.startswith(f"ERROR {tmp_path / 'results.json'} cannot write the file"), proc.stdout + proc.stderr
+    assert list(tmp_path.iterdir()) == []
