@@ -1,8 +1,9 @@
 """A bounded cache of compiled programs.
 
 Entry points that users call in a loop (a task's step, the Gymnasium
-adapters, :func:`flapjax.evaluate.evaluate`) keep their jitted functions
-here, keyed by what fixes the program (task class and configuration, ...),
+adapters, :func:`flapjax.evaluate.evaluate`, the fixed-base sweep) keep their
+jitted functions here, keyed by what fixes the program (task class and
+configuration, a robot's values: :func:`tree_digest`, :func:`tree_key`, ...),
 so a second environment of the same configuration compiles nothing. The
 least recently used entry is dropped beyond ``limit``, so a script that
 builds many configurations does not accumulate compiled programs.
@@ -64,3 +65,13 @@ def tree_digest(tree: Any) -> str:
         else:
             h.update(repr(leaf).encode())
     return h.hexdigest()
+
+
+def tree_key(tree: Any) -> tuple[Any, str]:
+    """A hashable key, equal for trees of equal structure and equal leaves:
+    the tree structure itself (compared, not printed: static fields may hold
+    objects such as a ``mujoco.MjModel`` whose ``repr`` is an address) and
+    :func:`tree_digest` of the leaves. For a robot whose arrays the program
+    folds in as constants."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tree_digest(leaves)

@@ -348,3 +348,19 @@ def test_closed_loop_with_lags_has_the_characteristic_polynomial_of_the_lagged_l
             g = np.prod([1.0 / (t * s + 1.0) for t in taus])
             rhs = np.prod([s + 1.0 / t for t in taus]) * np.linalg.det(s * np.eye(4) - a) * (1.0 + g * kk @ resolvent)
             np.testing.assert_allclose(lhs, rhs, rtol=1e-9)
+
+
+@pytest.mark.slow  # gradients through per-wing MJX free flights
+def test_refine_gains_lowers_the_free_flight_loss_and_keeps_every_sign():
+    from flapjax.control import design as dsg
+
+    gains = dsg.design_gains()
+    refined, history = fl.refine_gains(gains, iterations=2, duration=0.05, tilts=(0.05,), record_every=10)
+    assert len(history) == 3 and history[-1] < history[0], history
+    for name in fl.REFINED_GAINS:
+        before, after = np.broadcast_to(getattr(gains, name), (2,)), np.asarray(getattr(refined, name))
+        assert after.shape == (2,) and np.all(np.sign(after) == np.sign(before)), name
+        assert not np.allclose(after, before), name
+    assert refined.altitude_p == gains.altitude_p  # only the lateral gains move
+    with pytest.raises(Exception, match="iterations"):
+        fl.refine_gains(gains, iterations=0)

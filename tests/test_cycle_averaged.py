@@ -238,3 +238,25 @@ def test_linearize_hover_refuses_an_unphysical_inertia(inertia, match):
 
     with pytest.raises(ConfigError, match=match):
         linearize_hover(CycleAveragedParams(), inertia)
+
+
+def test_the_robot_linear_model_takes_the_whole_robot_inertia():
+    """sim.flapper.linearize_hover is the pure model with the robot's inertia:
+    the subtree of the articulated MJCF about its centre of mass, which equals
+    the merged body of the lumped variant (an independent construction)."""
+    from flapjax.aero.cycle_averaged import linearize_hover
+    from flapjax.sim import flapper as fl
+
+    inertia = fl.lumped_inertia()
+    chex.assert_shape(inertia, (3, 3))
+    lumped = fl.build("lumped")
+    merged = lumped.body_inertia[lumped.body("base").id]  # principal moments, in MuJoCo's order
+    np.testing.assert_allclose(np.sort(np.diag(inertia)), np.sort(merged), rtol=1e-6)
+    np.testing.assert_allclose(inertia, np.diag(np.diag(inertia)), atol=1e-15)
+    params = CycleAveragedParams(roll_speed_coupling=L_V, pitch_speed_coupling=M_U)
+    chex.assert_trees_all_close(fl.linearize_hover(params), linearize_hover(params, inertia), rtol=0.0, atol=0.0)
+    # the control columns scale with 1 / I: twice the inertia halves them
+    _, b_heavy = linearize_hover(params, 2.0 * inertia)
+    np.testing.assert_allclose(b_heavy[6:], 0.5 * fl.linearize_hover(params)[1][6:], rtol=1e-12)
+    with pytest.raises(TypeError, match="inertia"):
+        linearize_hover(params)

@@ -99,3 +99,29 @@ def test_tree_digest_sees_values_shapes_and_types():
     for other in ({"a": np.arange(3.0) * 2, "b": 2}, {"a": np.arange(3.0, dtype=np.float32), "b": 2},
                   {"a": np.arange(3.0).reshape(3, 1), "b": 2}, {"a": np.arange(3.0), "b": 3}):
         assert tree_digest(other) != tree_digest(base)
+
+
+def test_tree_key_compares_static_fields_rather_than_printing_them():
+    """A static field whose ``repr`` is an address (a ``mujoco.MjModel``)
+    must not make two equal trees two keys; other values must."""
+    from flapjax.programs import tree_digest, tree_key
+
+    class Spec:  # equal by value, printed with its address
+        def __init__(self, n):
+            self.n = n
+
+        def __eq__(self, other):
+            return isinstance(other, Spec) and other.n == self.n
+
+        def __hash__(self):
+            return hash(self.n)
+
+    class Holder(eqx.Module):
+        x: jax.Array
+        spec: Spec = eqx.field(static=True)
+
+    a, b = Holder(jnp.arange(3.0), Spec(1)), Holder(jnp.arange(3.0), Spec(1))
+    assert tree_digest(a) != tree_digest(b)  # why tree_key exists
+    assert tree_key(a) == tree_key(b) and hash(tree_key(a)) == hash(tree_key(b))
+    assert tree_key(Holder(jnp.arange(3.0), Spec(2))) != tree_key(a)
+    assert tree_key(Holder(jnp.arange(3.0) + 1, Spec(1))) != tree_key(a)

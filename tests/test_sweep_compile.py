@@ -44,9 +44,10 @@ def test_sweep_compile_options_are_cpu_only():
 
 
 def test_sweep_programs_are_bounded_least_recently_used_first(fixed, monkeypatch):
+    from flapjax.programs import ProgramCache
+
     # Building a program object compiles nothing (jax.jit is lazy).
-    monkeypatch.setattr(sweep_module, "_SWEEP_PROGRAMS", type(sweep_module._SWEEP_PROGRAMS)())
-    monkeypatch.setattr(sweep_module, "SWEEP_PROGRAM_LIMIT", 2)
+    monkeypatch.setattr(sweep_module, "_SWEEP_PROGRAMS", ProgramCache(limit=2))
     a = sweep_module.sweep_program(fixed, 10, 2)
     b = sweep_module.sweep_program(fixed, 11, 2)
     assert sweep_module.sweep_program(fixed, 10, 2) is a  # kept, and now the most recent
@@ -54,6 +55,22 @@ def test_sweep_programs_are_bounded_least_recently_used_first(fixed, monkeypatch
     assert len(sweep_module._SWEEP_PROGRAMS) == 2
     assert sweep_module.sweep_program(fixed, 10, 2) is a
     assert sweep_module.sweep_program(fixed, 11, 2) is not b
+
+
+def test_a_rebuilt_robot_shares_its_program_and_an_edited_one_does_not(fixed, monkeypatch):
+    """The program key is the robot's structure and values, not its identity:
+    static fields hold a ``mujoco.MjModel`` whose ``repr`` differs per copy."""
+    import equinox as eqx
+
+    from flapjax.programs import ProgramCache
+
+    monkeypatch.setattr(sweep_module, "_SWEEP_PROGRAMS", ProgramCache(limit=4))
+    a = sweep_module.sweep_program(fixed, 10, 2)
+    assert sweep_module.sweep_program(fl.make_robot("fixed", "wing"), 10, 2) is a
+    leaf = jax.tree.leaves(fixed)[0]
+    edited = eqx.tree_at(lambda r: jax.tree.leaves(r)[0], fixed, leaf + 1)
+    assert sweep_module.sweep_program(edited, 10, 2) is not a
+    assert len(sweep_module._SWEEP_PROGRAMS) == 2
 
 
 def test_sweep_table_marks_diverged_and_clipped_worlds():

@@ -240,14 +240,6 @@ HOVER_STATE = ("x", "y", "vx", "vy", "roll", "pitch", "p", "q")
 HOVER_INPUT = ("delta_p", "delta_r")
 
 
-def _default_inertia() -> np.ndarray:
-    # The lumped robot's composite inertia from the MJCF (import here: the
-    # simulator imports this module).
-    from flapjax.sim.flapper import model as flapper_model
-
-    return flapper_model.composite_inertia(flapper_model.build("fixed"), "base")[2]
-
-
 def hover_dynamics(params: CycleAveragedParams, state, inputs, *, inertia, frequency):
     """Time derivative of the reduced hover state under the averaged model
     (level flight at constant altitude, yaw and yaw rate zero); no batch axis.
@@ -280,7 +272,7 @@ def hover_dynamics(params: CycleAveragedParams, state, inputs, *, inertia, frequ
     return jnp.stack([vx, vy, acc[0], acc[1], roll_dot, pitch_dot, w_dot[0], w_dot[1]])
 
 
-def linearize_hover(params: CycleAveragedParams, inertia=None, *, frequency=None) -> tuple[np.ndarray, np.ndarray]:
+def linearize_hover(params: CycleAveragedParams, inertia, *, frequency=None) -> tuple[np.ndarray, np.ndarray]:
     """Linear lateral/longitudinal model of the averaged model about hover.
 
     ``d/dt s = A s + B u`` with state ``s = (x, y, vx, vy, roll, pitch, p, q)``
@@ -297,12 +289,13 @@ def linearize_hover(params: CycleAveragedParams, inertia=None, *, frequency=None
     Args:
       params: averaged-model parameters.
       inertia: (3,) principal moments or (3, 3) inertia about the centre of
-        mass [kg m^2]; default: the robot's from the MJCF
-        (``composite_inertia`` of the base subtree, about 5e-6 kg m^2).
+        mass [kg m^2]; the robot's own, from its MJCF, is
+        :func:`flapjax.sim.flapper.lumped_inertia` (about 5e-6 kg m^2), and
+        :func:`flapjax.sim.flapper.linearize_hover` uses it by default.
       frequency: () linearization frequency [Hz]; default the hover frequency.
     Returns: ``A`` (8, 8) [1/s, 1/s^2 ...] and ``B`` (8, 2), float64 numpy arrays.
     """
-    inertia = inertia_matrix("linearize_hover.inertia", _default_inertia() if inertia is None else inertia)
+    inertia = inertia_matrix("linearize_hover.inertia", inertia)
     f = params.hover_frequency if frequency is None else jnp.asarray(frequency, dtype=float)
     s0, u0 = jnp.zeros(8), jnp.zeros(2)
     dyn = lambda s, u: hover_dynamics(params, s, u, inertia=inertia, frequency=f)  # noqa: E731

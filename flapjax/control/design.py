@@ -1,4 +1,4 @@
-"""Hover gains designed on the linear hover model, and refined by gradient.
+"""Hover gains designed on the linear hover model.
 
 The linear model (docs/physics.md, Hover controller) is the cycle-averaged
 robot linearized at hover, one block per horizontal axis ``i`` (x: pitch,
@@ -26,8 +26,9 @@ writes ``K_i = [k_p, k_v, k_theta, k_w]`` in the controller's cascade form
 
 which is the same law while the commanded tilt stays inside its limit.
 
-:func:`refine_gains` is the differentiable showcase: it improves those gains
-by gradient through per-wing free-flight rollouts with optax.
+:func:`flapjax.sim.flapper.refine_gains` (it runs the simulator, so it lives
+there) is the differentiable showcase: it improves those gains by gradient
+through per-wing free-flight rollouts with optax.
 """
 
 from __future__ import annotations
@@ -312,85 +313,3 @@ def design_gains(model: LinearHoverModel | None = None, weights: LqrWeights = Lq
     k = design_feedback(design_model, weights)
     changes = {"cycle_filter": True, **altitude_gains(hover_frequency, model.gravity, altitude_pole), **changes}
     return gains_from_feedback(k, model.gravity, base, **changes)
-
-
-_REFINED = ("position_p", "position_d", "attitude_p", "attitude_d")
-
-
-def refine_gains(
-    gains: HoverGains,
-    *,
-    iterations: int = 3,
-    learning_rate: float = 0.05,
-    duration: float = 0.15,
-    tilts: tuple[float, ...] = (0.05, -0.05),
-    record_every: int = 10,
-) -> tuple[HoverGains, list[float]]:
-    """Refine the per-axis position and attitude gains by gradient through
-    short per-wing free-flight rollouts (MJX) with optax's Adam.
-
-    The free parameters are the logarithms of gain multipliers (so every
-    gain keeps its sign). The loss is the mean over worlds started on the
-    periodic orbit, tilted by ``tilts`` [rad] about x and y, of
-
-        mean_t (|tilt|^2 / (0.02 rad)^2 + |p - p*|^2 / (0.01 m)^2)
-
-    over ``duration`` [s]. Returns the refined gains and the loss before the
-    first and after every update (``iterations + 1`` values).
-    """
-    import jax
-    import jax.numpy as jnp
-    import optax
-
-    from flapjax.sim import flapper as fl
-
-    check_positive("iterations", iterations)
-    check_positive("duration", duration)
-    robot = fl.make_robot("free", "wing")
-    params = fl.default_params(robot, frequency=42.2213)
-    target = jnp.array([0.0, 0.0, 0.5])
-    n = int(round(duration / robot.dt)) // record_every * record_every
-    quats = []
-    for a in tilts:
-        quats.append(jnp.array([np.cos(a / 2), np.sin(a / 2), 0.0, 0.0]))
-        quats.append(jnp.array([np.cos(a / 2), 0.0, np.sin(a / 2), 0.0]))
-    quats = jnp.stack(quats)
-    starts = jax.jit(jax.vmap(lambda q: fl.init_state(robot, params, position=target, quat=q, periodic=True)))(quats)
-    base = {k: jnp.broadcast_to(jnp.asarray(getattr(gains, k)), (2,)) for k in _REFINED}
-
-    def with_scale(log_scale):
-        return _replace(gains, **{k: base[k] * jnp.exp(log_scale[i]) for i, k in enumerate(_REFINED)})
-
-    def loss_fn(log_scale):
-        g = with_scale(log_scale)
-
-        def one(st, q):
-            prior = fl.BasePose(position=target, velocity=jnp.zeros(3), rot_world_body=_quat_mat(q), w_body=jnp.zeros(3))
-            _, rec = fl.hover_rollout(robot, params, st, n, gains=g, target=target, record_every=record_every,
-                                      checkpoint=True, prior=prior)
-            tilt = jnp.sum(rec.tilt**2, axis=-1) / 0.02**2
-            pos = jnp.sum((rec.position - target) ** 2, axis=-1) / 0.01**2
-            return jnp.mean(tilt + pos)
-
-        return jnp.mean(jax.vmap(one)(starts, quats))
-
-    value_and_grad = jax.jit(jax.value_and_grad(loss_fn))
-    opt = optax.adam(learning_rate)
-    log_scale = jnp.zeros((len(_REFINED), 2))
-    opt_state = opt.init(log_scale)
-    history = []
-    for _ in range(iterations):
-        value, grad = value_and_grad(log_scale)
-        history.append(float(value))
-        grad = jnp.where(jnp.isfinite(grad), grad, 0.0)
-        updates, opt_state = opt.update(grad, opt_state)
-        log_scale = optax.apply_updates(log_scale, updates)
-    history.append(float(jax.jit(loss_fn)(log_scale)))
-    refined = with_scale(log_scale)
-    return _replace(refined, **{k: np.asarray(getattr(refined, k)) for k in _REFINED}), history
-
-
-def _quat_mat(q):
-    from flapjax.math import quat_to_mat
-
-    return quat_to_mat(q)

@@ -14,6 +14,11 @@
 ``driven``      the robot on a driven base (imposed body motion)
 ==============  ==============================================================
 
+``linear_hover`` gives the averaged model's linear hover model with the
+robot's own inertia (:func:`lumped_inertia`, :func:`linearize_hover`);
+``gain_refinement`` refines designed hover gains by gradient through
+per-wing free flight (:func:`refine_gains`).
+
 Import the names from here (``from flapjax.sim import flapper``); this file
 only re-exports.
 """
@@ -81,6 +86,8 @@ from flapjax.sim.flapper.hover import (
     hover_study,
     random_starts,
 )
+from flapjax.sim.flapper.linear_hover import linearize_hover, lumped_inertia
+from flapjax.sim.flapper.gain_refinement import REFINED_GAINS, refine_gains, refinement_loss
 from flapjax.sim.flapper.driven import (
     DRIVE_JOINTS,
     DrivenMean,
@@ -115,6 +122,7 @@ __all__ = [
     "PITCH_JOINTS",
     "PLATE_JOINTS",
     "PlateStep",
+    "REFINED_GAINS",
     "ROOTS",
     "SEED_SWEEP",
     "SIDES",
@@ -137,13 +145,17 @@ __all__ = [
     "hover_rollout",
     "hover_study",
     "init_state",
+    "linearize_hover",
     "load_spec",
+    "lumped_inertia",
     "make_driven_robot",
     "make_robot",
     "map_in_chunks",
     "model_for",
     "print_sweep_table",
     "random_starts",
+    "refine_gains",
+    "refinement_loss",
     "robot_com_offset",
     "robot_from_mjmodel",
     "robot_weight",

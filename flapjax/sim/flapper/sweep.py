@@ -10,9 +10,7 @@ The window and the seed's reference sweep: docs/physics.md, Cycle means.
 
 from __future__ import annotations
 
-import collections
 import warnings
-import hashlib
 from typing import Any, Callable
 
 import equinox as eqx
@@ -22,6 +20,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from flapjax.aero.cycle_averaged import PLATE_LIMIT
+from flapjax.programs import ProgramCache, tree_key
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
@@ -231,24 +230,12 @@ def _sweep_chunk(robot: FlapperRobot, params: FlapperParams, n_steps: int, disca
     return batched_cycle_mean(robot, params, n_steps, discard_steps, checkpoint=False)
 
 
-def robot_digest(robot: FlapperRobot) -> tuple[Any, str]:
-    """A hashable key, equal for robots with the same static fields and the
-    same array values: the tree structure and a SHA-256 of every array
-    leaf's dtype, shape and bytes."""
-    leaves, treedef = jax.tree.flatten(robot)
-    h = hashlib.sha256()
-    for x in leaves:
-        a = np.asarray(x)
-        h.update(f"{a.dtype}{a.shape}".encode())
-        h.update(a.tobytes())
-    return treedef, h.hexdigest()
-
-
-#: Jitted sweep chunks, one per (robot digest, n_steps, discard_steps, backend),
+#: At most this many jitted sweep chunks are kept.
+SWEEP_PROGRAM_LIMIT = 8
+#: Jitted sweep chunks, one per (robot key, n_steps, discard_steps, backend),
 #: the least recently used dropped beyond :data:`SWEEP_PROGRAM_LIMIT`: a
 #: script sweeping many different robots does not accumulate programs.
-_SWEEP_PROGRAMS: collections.OrderedDict[Any, Callable[[FlapperParams], CycleMean]] = collections.OrderedDict()
-SWEEP_PROGRAM_LIMIT = 8
+_SWEEP_PROGRAMS = ProgramCache(limit=SWEEP_PROGRAM_LIMIT)
 
 
 def sweep_program(robot: FlapperRobot, n_steps: int, discard_steps: int) -> Callable[[FlapperParams], CycleMean]:
@@ -258,18 +245,15 @@ def sweep_program(robot: FlapperRobot, n_steps: int, discard_steps: int) -> Call
     program) and :func:`compiler_options` of the default backend; one
     program per robot values, step counts and chunk shape."""
     backend = jax.default_backend()
-    key = (robot_digest(robot), int(n_steps), int(discard_steps), backend)
-    if key in _SWEEP_PROGRAMS:
-        _SWEEP_PROGRAMS.move_to_end(key)
-        return _SWEEP_PROGRAMS[key]
+    key = (tree_key(robot), int(n_steps), int(discard_steps), backend)
 
-    def sweep_chunk(params: FlapperParams) -> CycleMean:
-        return _sweep_chunk(robot, params, n_steps, discard_steps)
+    def build() -> Callable[[FlapperParams], CycleMean]:
+        def sweep_chunk(params: FlapperParams) -> CycleMean:
+            return _sweep_chunk(robot, params, n_steps, discard_steps)
 
-    _SWEEP_PROGRAMS[key] = jax.jit(sweep_chunk, compiler_options=compiler_options(backend))
-    while len(_SWEEP_PROGRAMS) > SWEEP_PROGRAM_LIMIT:
-        _SWEEP_PROGRAMS.popitem(last=False)
-    return _SWEEP_PROGRAMS[key]
+        return jax.jit(sweep_chunk, compiler_options=compiler_options(backend))
+
+    return _SWEEP_PROGRAMS.get(key, build)
 
 
 class SweepResult(eqx.Module):

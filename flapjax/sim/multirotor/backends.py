@@ -16,7 +16,7 @@ shared (:mod:`flapjax.sim.multirotor.step`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,10 +26,7 @@ from flapjax import scene as sc
 from flapjax.math import quat_z
 from flapjax.sim import backend, rigid
 from flapjax.sim.multirotor import model as mm
-from flapjax.sim.multirotor.types import Prepared, WorldParams
-
-if TYPE_CHECKING:
-    from flapjax.sim.multirotor.world import MultirotorWorld
+from flapjax.sim.multirotor.types import Prepared, WorldParams, WorldStructure
 
 
 def cast(tree, dtype):
@@ -48,11 +45,11 @@ class MjxPhysics:
     name = "mjx"
 
     @staticmethod
-    def model(world: "MultirotorWorld", params: WorldParams):
+    def model(world: WorldStructure, params: WorldParams):
         return mm.world_model(world.model, world.ids, params.scene, params.profile, with_box=world.with_box)
 
     @staticmethod
-    def at_rest(world: "MultirotorWorld", params: WorldParams, position, yaw, box_position=None):
+    def at_rest(world: WorldStructure, params: WorldParams, position, yaw, box_position=None):
         data = world.data0
         qpos = data.qpos
         position = jnp.asarray(position, dtype=qpos.dtype)
@@ -66,7 +63,7 @@ class MjxPhysics:
         return data.replace(qpos=qpos)
 
     @staticmethod
-    def advance(world: "MultirotorWorld", prepared: Prepared, data: Any, wrench_world: Float[Array, "6"]
+    def advance(world: WorldStructure, prepared: Prepared, data: Any, wrench_world: Float[Array, "6"]
                 ) -> tuple[Any, Bool[Array, ""], Float[Array, "3"]]:
         """Next data, whether a contact force acts on the robot, and the total
         contact force on it (world frame) [N]."""
@@ -83,19 +80,19 @@ class RigidPhysics:
     name = "rigid"
 
     @staticmethod
-    def model(world: "MultirotorWorld", params: WorldParams):
+    def model(world: WorldStructure, params: WorldParams):
         prof = params.profile
         gravity = jnp.asarray(world.mj_model.opt.gravity, prof.mass.dtype)
         return rigid.prepare(rigid.RigidBody(prof.mass, prof.inertia, gravity=gravity))
 
     @staticmethod
-    def at_rest(world: "MultirotorWorld", params: WorldParams, position, yaw, box_position=None):
+    def at_rest(world: WorldStructure, params: WorldParams, position, yaw, box_position=None):
         ftype = world.dtype if world.dtype is not None else params.profile.mass.dtype
         position = jnp.asarray(position, dtype=ftype)
         return rigid.RigidState.at_rest(position, quat_z(jnp.asarray(yaw, dtype=ftype)))
 
     @staticmethod
-    def advance(world: "MultirotorWorld", prepared: Prepared, data: rigid.RigidState, wrench_world: Float[Array, "6"]
+    def advance(world: WorldStructure, prepared: Prepared, data: rigid.RigidState, wrench_world: Float[Array, "6"]
                 ) -> tuple[rigid.RigidState, Bool[Array, ""], Float[Array, "3"]]:
         """Next state, whether a collision shape reached the ground or the
         wall, and a zero contact force."""

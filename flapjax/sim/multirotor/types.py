@@ -1,9 +1,10 @@
 """The pytrees of a multirotor world: per-world parameters, state, the
-prepared per-world model and the per-step diagnostics."""
+prepared per-world model and the per-step diagnostics; and
+:class:`WorldStructure`, what the physics backends read of the world."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import equinox as eqx
 from jaxtyping import Array, Bool, Float, Int, UInt32
@@ -135,3 +136,27 @@ class Prepared(eqx.Module):
     params: WorldParams
     model: Any
     allocation_inverse: Float[Array, "n 6"]
+
+
+class WorldStructure(Protocol):
+    """What :mod:`flapjax.sim.multirotor.backends` reads of a
+    :class:`~flapjax.sim.multirotor.world.MultirotorWorld` (structure shared
+    by all worlds, not batched), so that the backends need not import it.
+
+    Attributes:
+      model: the nominal ``mjx.Model``.
+      data0: MJX data of the robot at rest.
+      mj_model: the ``mujoco.MjModel`` compiled from the world's MJCF.
+      ids: :class:`~flapjax.sim.multirotor.model.Ids`, indices in the model.
+      dt: () step [s].
+      with_box: whether the scene has the pushable box.
+      dtype: float dtype the state is cast to, or None to keep the profile's.
+    """
+
+    model: Any
+    data0: Any
+    mj_model: Any
+    ids: Any
+    dt: float
+    with_box: bool
+    dtype: Any
