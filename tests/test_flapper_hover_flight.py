@@ -1,7 +1,9 @@
 """The per-wing robot (MJX, free flight) hovers under the designed controller:
 2 s from z = 0.5 m on the periodic orbit; over the last 0.5 s the
 cycle-mean tilt stays under 1 deg, the tilt RMS under 3 deg and the altitude
-error under 5 mm (benchmarks/flapper_hover.py flies the randomized starts)."""
+error under 5 mm (benchmarks/flapper_hover.py flies the randomized starts).
+The defaults of ``init_state`` and ``hover_rollout`` are that recipe; the
+legacy gains or the schedule start miss the bounds."""
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from flapjax.control import design
+from flapjax.control.hover import HoverGains
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.hover import hover_quality
 
@@ -33,6 +36,65 @@ def test_per_wing_robot_hovers_within_the_acceptance_bounds():
     assert bool(q.meets())
     # the plate stays well inside its limit once the estimate has settled
     assert float(jnp.max(jnp.abs(rec.plate[100:]))) < 0.3
+
+
+def _acceptance(robot, params, rec):
+    q = hover_quality(rec, TARGET, frequency=float(params.averaged.hover_frequency), record_dt=10 * robot.dt)
+    return q, (np.degrees(float(q.tilt_rms)), np.degrees(float(q.cycle_mean_tilt)), float(q.altitude_error))
+
+
+@pytest.mark.slow
+def test_the_defaults_fly_the_per_wing_robot():
+    """The plain call, nothing chosen: default params (30 Hz schedule), the
+    default (periodic) start, the default (designed) gains."""
+    robot = fl.make_robot("free", "wing")
+    params = fl.default_params(robot)
+    fin, rec = fl.hover_rollout(robot, params, fl.init_state(robot, params, position=TARGET), 20_000)
+    q, numbers = _acceptance(robot, params, rec)
+    assert bool(fin.healthy)
+    assert float(q.tilt_rms) < np.deg2rad(3.0), numbers
+    assert float(q.cycle_mean_tilt) < np.deg2rad(1.0), numbers
+    assert float(q.altitude_error) < 0.005, numbers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["legacy gains", "schedule start"])
+def test_legacy_gains_or_the_schedule_start_miss_the_bounds(what):
+    """What the defaults were: the legacy gains tip the robot over; the
+    designed gains from the schedule start (off the periodic orbit) miss
+    the bounds too."""
+    robot = fl.make_robot("free", "wing")
+    params = fl.default_params(robot)
+    if what == "legacy gains":
+        state, gains = fl.init_state(robot, params, position=TARGET), "legacy"
+    else:
+        state, gains = fl.init_state(robot, params, position=TARGET, periodic=False), None
+    _, rec = fl.hover_rollout(robot, params, state, 20_000, gains=gains)
+    q, numbers = _acceptance(robot, params, rec)
+    assert not bool(q.meets()), numbers
+
+
+def test_default_gains_are_the_designed_gains_of_the_readme_cached():
+    """The per-wing robot's default gains are design_gains() at the params'
+    hover frequency (the README's recipe), computed once; the averaged
+    model keeps the legacy gains; names pick either."""
+    wing = fl.make_robot("free", "wing", backend="rigid")
+    params = fl.default_params(wing)
+    gains = fl.hover_gains(wing, params)
+    assert gains is fl.hover_gains(wing, fl.default_params(wing)) is fl.hover_gains(wing, params, "designed")
+    readme = design.design_gains()
+    assert gains.cycle_filter and readme.cycle_filter
+    for name in ("position_p", "position_d", "attitude_p", "attitude_d", "altitude_p", "altitude_i", "altitude_d"):
+        np.testing.assert_allclose(np.asarray(getattr(gains, name)), np.asarray(getattr(readme, name)), rtol=1e-5,
+                                   err_msg=name)
+    lumped = fl.make_robot("lumped", "averaged", backend="rigid")
+    legacy = fl.hover_gains(lumped, fl.default_params(lumped))
+    assert legacy == HoverGains.legacy() == fl.hover_gains(wing, params, "legacy")
+    assert not legacy.cycle_filter
+    heavier = fl.default_params(wing, averaged=params.averaged.__class__(mass=0.033))
+    assert float(fl.hover_gains(wing, heavier).altitude_p) != float(gains.altitude_p)  # designed at its own f_h
+    with pytest.raises(Exception, match="gains: must be a HoverGains or one of"):
+        fl.hover_gains(wing, params, "designd")
 
 
 def test_hover_quality_reads_the_window():

@@ -72,3 +72,22 @@ def test_periodic_start_leaves_the_averaged_model_and_lumped_body_unchanged():
         b = fl.init_state(robot, params, periodic=True, **kw)
         for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("root, model, expected", [("free", "wing", True), ("fixed", "wing", False),
+                                                   ("free", "averaged", False), ("lumped", "averaged", False)])
+def test_periodic_is_the_default_of_the_free_per_wing_robot_only(monkeypatch, root, model, expected):
+    """init_state's default start: the periodic orbit for the free per-wing
+    robot, the schedule start elsewhere (the fixed-base sweeps keep theirs);
+    periodic=False still asks for the schedule start."""
+    from flapjax.sim.flapper import state as state_module
+
+    calls = []
+    monkeypatch.setattr(state_module, "_periodic_start", lambda robot, params, st, **kw: calls.append(kw) or st)
+    robot = fl.make_robot(root, model, backend="rigid")
+    params = fl.default_params(robot)
+    fl.init_state(robot, params)
+    assert bool(calls) == expected
+    calls.clear()
+    fl.init_state(robot, params, periodic=False)
+    assert not calls

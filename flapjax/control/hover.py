@@ -109,6 +109,16 @@ class HoverGains(eqx.Module):
     filter_settle: float = eqx.field(static=True, default=0.05)
     command_lag: float = eqx.field(static=True, default=0.006)
 
+    @classmethod
+    def legacy(cls) -> HoverGains:
+        """The hand-tuned gains of the scalar cascade (the field defaults:
+        altitude 60 Hz/m, 40 Hz/(m s), 20 Hz s/m; position 9 1/s^2, 4 1/s;
+        attitude 5, no rate feedback, no cycle filter). They fly the
+        cycle-averaged model; the per-wing robot's wingbeat rocking tips it
+        over under them (:func:`flapjax.control.design.design_gains` makes
+        the gains it flies)."""
+        return cls()
+
     def __check_init__(self):
         # attitude_d may be negative: an LQR on a model with speed-to-moment coupling can ask for it.
         for name in ("altitude_p", "altitude_i", "altitude_d", "position_p", "position_d", "attitude_p"):

@@ -19,6 +19,10 @@ robot's own inertia (:func:`lumped_inertia`, :func:`linearize_hover`);
 ``gain_refinement`` refines designed hover gains by gradient through
 per-wing free flight (:func:`refine_gains`).
 
+``hover_gains`` gives the hover controller's default gains per robot
+(:func:`hover_gains`, :func:`designed_gains`); ``hover_quality`` the
+acceptance numbers of a hover record (:func:`hover_quality`).
+
 Import the names from here (``from flapjax.sim import flapper``); this file
 only re-exports.
 """
@@ -86,6 +90,8 @@ from flapjax.sim.flapper.hover import (
     hover_study,
     random_starts,
 )
+from flapjax.sim.flapper.hover_gains import GAIN_NAMES, designed_gains, hover_gains
+from flapjax.sim.flapper.hover_quality import HoverQuality, hover_quality
 from flapjax.sim.flapper.linear_hover import linearize_hover, lumped_inertia
 from flapjax.sim.flapper.gain_refinement import REFINED_GAINS, refine_gains, refinement_loss
 from flapjax.sim.flapper.driven import (
@@ -115,6 +121,8 @@ __all__ = [
     "FlapperParams",
     "FlapperRobot",
     "FlapperState",
+    "GAIN_NAMES",
+    "HoverQuality",
     "HoverRecord",
     "HoverStudy",
     "MJCF_PATH",
@@ -138,10 +146,13 @@ __all__ = [
     "cycle_mean",
     "cycle_window",
     "default_params",
+    "designed_gains",
     "driven_cycle_mean",
     "driven_sweep",
     "flapper_model",
     "frame_velocity",
+    "hover_gains",
+    "hover_quality",
     "hover_rollout",
     "hover_study",
     "init_state",

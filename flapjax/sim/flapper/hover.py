@@ -10,7 +10,6 @@ starts of the lumped averaged-model robot with it and counts how many settle.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import equinox as eqx
@@ -20,6 +19,8 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from flapjax.control.hover import HoverGains, body_tilt, hover_command, hover_state
 from flapjax.math import quat_mul, quat_to_mat
+from flapjax.sim.flapper.hover_gains import hover_gains
+from flapjax.sim.flapper.hover_quality import HoverQuality, hover_quality  # noqa: F401  (hover_quality was here)
 from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.rollout import remat
@@ -104,10 +105,12 @@ class PlateStep(eqx.Module):
     length: Scalar | float
 
 
-def _hover_step(robot, params, gains, target, hover_frequency, gravity, plate_step):
-    """One controller update and one robot step; carry ``(state, controller state)``."""
+def _hover_step(robot, params, gains, target, hover_frequency, gravity, plate_step, wind):
+    """One controller update and one robot step; carry ``(state, controller
+    state)``; the scanned input is this step's wind (None: ``wind``, constant
+    or none)."""
 
-    def one(carry, _):
+    def one(carry, wind_now):
         st, hs = carry
         pose = base_pose(robot, st.data)
         hs, cmd = hover_command(
@@ -119,7 +122,8 @@ def _hover_step(robot, params, gains, target, hover_frequency, gravity, plate_st
             t = st.step * robot.dt
             on = (t >= plate_step.start) & (t < plate_step.start + plate_step.length)
             plate = plate + jnp.where(on, jnp.asarray(plate_step.offset, dtype=plate.dtype), 0.0)
-        st, dg = step(robot, params, st, FlapperCommand(frequency=cmd.frequency, plate=plate))
+        st, dg = step(robot, params, st, FlapperCommand(frequency=cmd.frequency, plate=plate),
+                      wind=wind if wind_now is None else wind_now)
         return (st, hs), (dg.force_world, cmd.frequency, plate)
 
     return one
@@ -145,7 +149,7 @@ def hover_rollout(
     state: FlapperState,
     n_steps: int,
     *,
-    gains: HoverGains | None = None,
+    gains: HoverGains | str | None = None,
     target: Float[Array, "3"] | None = None,
     record_every: int = 10,
     checkpoint: bool = True,
@@ -154,13 +158,25 @@ def hover_rollout(
     plate_step: PlateStep | None = None,
     record: Literal["block", "first"] = "block",
     prior: BasePose | None = None,
+    wind: Float[Array, "3"] | Float[Array, "n 3"] | None = None,
 ) -> tuple[FlapperState, HoverRecord]:
     """Closed-loop hover of one world with :func:`flapjax.control.hover.hover_command`.
 
     The controller runs every step. Free or lumped root, either backend.
 
+    With the defaults, the per-wing free robot started by
+    :func:`~flapjax.sim.flapper.init_state` (on its periodic orbit by
+    default) hovers: over the last 0.5 s of 2 s, tilt RMS under 3 deg,
+    cycle-mean tilt under 1 deg, altitude error under 5 mm
+    (docs/physics.md, Hover controller, Defaults).
+
     Args:
-      gains: controller gains; default :class:`HoverGains`.
+      gains: controller gains, or a name (:func:`~flapjax.sim.flapper.hover_gains`):
+        default the robot's own, the designed gains
+        (:func:`flapjax.control.design.design_gains` at the params' hover
+        frequency, computed once and cached) for the per-wing model and
+        :meth:`HoverGains.legacy` for the cycle-averaged one; ``"legacy"``
+        or ``"designed"`` pick one of the two.
       target: (3,) hover position [m]; default the initial position.
       record_every: steps per record; ``n_steps`` must be a multiple of it.
       checkpoint: rematerialize each step in the reverse pass (less memory).
@@ -177,6 +193,10 @@ def hover_rollout(
         velocities differ from their cycle means; give the cycle means here
         (e.g. the ``velocity`` and ``angular_velocity`` asked of
         :func:`init_state` with ``periodic=True``).
+      wind: uniform air velocity, world frame [m/s]: (3,) constant, or
+        (n_steps, 3) one per step (a gust); the aerodynamics of both models
+        see the body's velocity relative to it (:func:`flapjax.sim.flapper.step`).
+        Default none (still air).
 
     Returns:
       the final state and ``n_steps // record_every`` records.
@@ -190,7 +210,8 @@ def hover_rollout(
         check_positive("hover_frequency", hover_frequency)
     if n_steps % record_every:
         raise ConfigError(f"n_steps: must be a multiple of record_every={record_every}, got {n_steps}")
-    gains = HoverGains() if gains is None else gains
+    gains = hover_gains(robot, params, gains)
+    wind = _check_wind(wind, n_steps)
     target = base_pose(robot, state.data).position if target is None else jnp.asarray(target)
     f_h = params.averaged.hover_frequency if hover_frequency is None else hover_frequency
     g = params.averaged.gravity if gravity is None else gravity
@@ -199,22 +220,38 @@ def hover_rollout(
     if plate_step is not None:
         plate_step = jax.tree.map(lambda x: jnp.asarray(x) if isinstance(x, (int, float)) else x, plate_step)
     return _hover_rollout(robot, params, state, n_steps, gains, target, record_every, checkpoint, f_h, g,
-                          plate_step, record, prior)
+                          plate_step, record, prior, wind)
+
+
+def _check_wind(wind, n_steps: int):
+    """``wind`` as an array of shape (3,) or (n_steps, 3), checked when concrete."""
+    if wind is None:
+        return None
+    if is_traced(wind):
+        shape = jnp.shape(wind)
+    else:
+        shape = as_float_array("wind", wind).shape
+    if shape not in ((3,), (n_steps, 3)):
+        raise ConfigError(f"wind: expected shape (3,) or (n_steps, 3) = ({n_steps}, 3), got {shape}")
+    return wind if is_traced(wind) else jnp.asarray(wind)
 
 
 @eqx.filter_jit
 def _hover_rollout(robot, params, state, n_steps, gains, target, record_every, checkpoint, f_h, g, plate_step,
-                   record, prior):
+                   record, prior, wind):
     """:func:`hover_rollout` after its checks, compiled once per robot,
     step counts and recording mode (the integers, flags and names are
     static; every array is traced)."""
-    one = _hover_step(robot, params, gains, target, f_h, g, plate_step)
+    per_step = wind is not None and wind.ndim == 2
+    one = _hover_step(robot, params, gains, target, f_h, g, plate_step, None if per_step else wind)
     if checkpoint:
         one = remat(one)
+    n_blocks = n_steps // record_every
+    xs = wind.reshape(n_blocks, record_every, 3) if per_step else None
 
-    def block(carry, _):
+    def block(carry, wind_block):
         start = carry[0]
-        carry, (force, freq, plate) = jax.lax.scan(one, carry, None, length=record_every)
+        carry, (force, freq, plate) = jax.lax.scan(one, carry, wind_block, length=record_every)
         if record == "first":
             return carry, _record(robot, start, force[0], freq[0], plate[0])
         return carry, _record(robot, carry[0], jnp.mean(force, axis=0), jnp.mean(freq), plate[-1])
@@ -222,7 +259,7 @@ def _hover_rollout(robot, params, state, n_steps, gains, target, record_every, c
     pose0 = base_pose(robot, state.data) if prior is None else prior
     hs0 = hover_state(gains, hover_frequency=f_h, position=pose0.position, velocity=pose0.velocity,
                       rot_world_body=pose0.rot_world_body, w_body=pose0.w_body, dt=robot.dt, target=target)
-    (final, _), records = jax.lax.scan(block, (state, hs0), None, length=n_steps // record_every)
+    (final, _), records = jax.lax.scan(block, (state, hs0), xs, length=n_blocks)
     return final, records
 
 
@@ -331,56 +368,3 @@ def hover_study(
     settled = healthy & (late_err <= position_tolerance) & (late_tilt <= tilt_tolerance)
     return HoverStudy(settled=settled, final_position_error=final, max_late_position_error=late_err,
                       max_late_tilt=late_tilt, healthy=healthy, initial_offset=offset)
-
-
-# ---------------------------------------------------------------------------
-# Hover quality of the per-wing robot
-# ---------------------------------------------------------------------------
-
-
-class HoverQuality(eqx.Module):
-    """Hover quality over the last ``window`` seconds of a record (leading
-    axes: any batch axes of the records).
-
-    Attributes:
-      cycle_mean_tilt: () largest |tilt| of the tilt averaged over one
-        wingbeat (a moving mean over ``1 / f`` of records) [rad].
-      tilt_rms: () RMS of the instantaneous |tilt| [rad].
-      altitude_error: () largest instantaneous |z - z*| [m].
-      position_error: () largest horizontal |p - p*| [m].
-      healthy: () the world stayed finite.
-    """
-
-    cycle_mean_tilt: Scalar
-    tilt_rms: Scalar
-    altitude_error: Scalar
-    position_error: Scalar
-    healthy: Bool[Array, ""]
-
-    def meets(self, *, cycle_mean_tilt: float = math.radians(1.0), tilt_rms: float = math.radians(3.0),
-              altitude_error: float = 0.005) -> Bool[Array, "..."]:
-        """Whether each world meets the bounds [rad, rad, m]."""
-        return (self.healthy & (self.cycle_mean_tilt < cycle_mean_tilt) & (self.tilt_rms < tilt_rms)
-                & (self.altitude_error < altitude_error))
-
-
-def hover_quality(records: HoverRecord, target: Float[Array, "3"], *, frequency: float, record_dt: float,
-                  window: float = 0.5) -> HoverQuality:
-    """:class:`HoverQuality` of one world's records (records every
-    ``record_dt`` seconds, flapping frequency ``frequency`` [Hz])."""
-    n_win = max(1, int(round(window / record_dt)))
-    n_cyc = max(1, int(round(1.0 / (frequency * record_dt))))
-    if records.tilt.shape[0] < n_win + n_cyc:
-        raise ConfigError(f"records: need at least {n_win + n_cyc} records for window={window} s, "
-                          f"got {records.tilt.shape[0]}")
-    tilt = records.tilt[-n_win:]
-    kernel = jnp.ones(n_cyc, dtype=tilt.dtype) / n_cyc
-    mean = jnp.stack([jnp.convolve(records.tilt[-(n_win + n_cyc - 1):, i], kernel, mode="valid") for i in (0, 1)], axis=1)
-    pos = records.position[-n_win:] - target
-    return HoverQuality(
-        cycle_mean_tilt=jnp.max(jnp.linalg.norm(mean, axis=1)),
-        tilt_rms=jnp.sqrt(jnp.mean(jnp.sum(tilt**2, axis=1))),
-        altitude_error=jnp.max(jnp.abs(pos[:, 2])),
-        position_error=jnp.max(jnp.linalg.norm(pos[:, :2], axis=1)),
-        healthy=records.healthy[-1],
-    )

@@ -28,17 +28,20 @@ def init_state(
     quat: Float[Array, "4"] | None = None,
     velocity: Float[Array, "3"] | None = None,
     angular_velocity: Float[Array, "3"] | None = None,
-    periodic: bool = False,
+    periodic: bool | None = None,
     warmup: float = 0.1,
     probe: float = 0.05,
 ) -> FlapperState:
     """Initial state on the stroke schedule.
 
-    By default the stroke joints start on the reference ``psi(0)``,
+    A free per-wing robot starts on its periodic orbit by default (below);
+    every other robot starts on the schedule. ``periodic=False`` (the
+    schedule start) puts the stroke joints on the reference ``psi(0)``,
     ``psi_dot(0)`` at full stroke speed, the feathering hinges unfeathered
-    and the body at the given velocities: a free per-wing robot starts off
-    its periodic orbit, and its first strokes kick the body (a cycle-mean
-    body rate and drift that persist).
+    and the body at the given velocities: a free per-wing robot so started
+    is off its periodic orbit, and its first strokes kick the body (a
+    cycle-mean body rate and drift that persist; under the hover controller
+    a tilt that takes the first second to die out).
 
     ``periodic=True`` starts the per-wing model on its periodic orbit
     (docs/physics.md, Periodic start): the wings flap ``warmup`` seconds with
@@ -57,7 +60,9 @@ def init_state(
       quat: (4,) base orientation ``[w, x, y, z]``.
       velocity: (3,) base linear velocity, world frame [m/s].
       angular_velocity: (3,) base angular velocity, body frame [rad/s].
-      periodic: start on the periodic orbit (static).
+      periodic: start on the periodic orbit (static); default (None): True
+        for a free per-wing robot, False otherwise (the fixed-base sweeps
+        and the driven base keep the schedule start they were measured with).
       warmup: warm-up with the base held [s] (static).
       probe: free-flight probe of the body-velocity correction [s] (static).
 
@@ -82,6 +87,8 @@ def init_state(
         phase_offset=jnp.zeros((), dtype=dtype),
         healthy=jnp.ones((), dtype=bool),
     )
+    if periodic is None:
+        periodic = robot.root == "free" and robot.aero_model == "wing"
     if periodic and robot.has_wings and robot.aero_model == "wing":
         check_range("warmup", warmup, 0.0, 10.0)
         check_range("probe", probe, 0.0, 10.0)

@@ -242,11 +242,19 @@ def stroke_targets(robot: FlapperRobot, params: FlapperParams, state: FlapperSta
 # ---------------------------------------------------------------------------
 
 
-def wing_aero(robot: FlapperRobot, params: FlapperParams, d: mjx.Data) -> AeroWrench:
-    """Per-wing quasi-steady loads of both wings, written per wing body."""
+def wing_aero(robot: FlapperRobot, params: FlapperParams, d: mjx.Data,
+              wind: Float[Array, "3"] | None = None) -> AeroWrench:
+    """Per-wing quasi-steady loads of both wings, written per wing body.
+
+    ``wind``: (3,) uniform air velocity, world frame [m/s]; the kernels see
+    the plate frame's velocity relative to the air, ``R^T (v - wind)``
+    (a uniform wind shifts every point's velocity alike). None: still air.
+    """
     x_ref = d.xpos[robot.base_body]
     rot_plate = d.xmat[robot.plate_body]
     v_w, w_w = frame_velocity(d, robot.plate_body, robot.plate_root)
+    if wind is not None:
+        v_w = v_w - jnp.asarray(wind, dtype=v_w.dtype)
     v_body, w_body = rot_plate.T @ v_w, rot_plate.T @ w_w
     xfrc = jnp.zeros((robot.model.nbody, 6), dtype=d.qpos.dtype)
     loads, forces, moments = [], [], []
@@ -276,10 +284,13 @@ def wing_aero(robot: FlapperRobot, params: FlapperParams, d: mjx.Data) -> AeroWr
     )
 
 
-def averaged_aero(robot: FlapperRobot, params: FlapperParams, base: BaseFrame, f_cmd: Scalar, plate: Vec2) -> AeroWrench:
-    """Cycle-averaged wrench on the base body (seed section 10)."""
+def averaged_aero(robot: FlapperRobot, params: FlapperParams, base: BaseFrame, f_cmd: Scalar, plate: Vec2,
+                  wind: Float[Array, "3"] | None = None) -> AeroWrench:
+    """Cycle-averaged wrench on the base body (seed section 10); its drag
+    and speed couplings see the velocity relative to ``wind`` (3,) [m/s]."""
+    v_air = base.v_com if wind is None else base.v_com - jnp.asarray(wind, dtype=base.v_com.dtype)
     avg = cycle_averaged_wrench(params.averaged, frequency=f_cmd, plate=plate, rot_world_body=base.rot_world_body,
-                                v_world=base.v_com, w_body=base.w_body)
+                                v_world=v_air, w_body=base.w_body)
     dtype = base.origin.dtype
     xfrc = jnp.zeros((robot.model.nbody, 6), dtype=dtype).at[robot.base_body].set(avg.wrench)
     return AeroWrench(
@@ -370,11 +381,16 @@ def step(
     params: FlapperParams,
     state: FlapperState,
     command: FlapperCommand | None = None,
+    *,
+    wind: Float[Array, "3"] | None = None,
 ) -> tuple[FlapperState, FlapperDiagnostics]:
     """Advance one world by one timestep (see the module docstring).
 
     ``command`` (frequency, plate angles) defaults to the open-loop values in
-    ``params``. No batch axis: ``jax.vmap`` adds it.
+    ``params``. ``wind``: (3,) uniform air velocity over this step, world
+    frame [m/s]; both aerodynamic models see the body's velocity relative to
+    the air (docs/physics.md, Wind); None (default): still air, the same
+    operations as before the input existed. No batch axis: ``jax.vmap`` adds it.
     """
     if jnp.ndim(params.stroke.frequency) != 0:
         raise ConfigError(f"params: one world's parameters expected (stroke.frequency has shape "
@@ -387,9 +403,9 @@ def step(
     joints = read_joints(robot, d.qpos, command)
     ref = stroke_targets(robot, params, state, f_cmd)
     if robot.aero_model == "wing":  # 2. aerodynamic wrench
-        loads = wing_aero(robot, params, d)
+        loads = wing_aero(robot, params, d, wind)
     else:
-        loads = averaged_aero(robot, params, base, f_cmd, joints.plate)
+        loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
     healthy = state.healthy & backend.is_finite_state(d_new.qpos, d_new.qvel)  # 5. guard
