@@ -36,10 +36,10 @@ The robot's defaults are the first candidate of this ranking whose
 ranked candidate did: hover 0.08 deg, pitch_joint step 1.82 deg, roll_joint
 step 0.87 deg cycle-mean attitude RMS difference against the identified
 averaged model, all under 2 deg; the second failed the pitch_joint step at
-2.08 deg). Results: ``identification/flapper_damped_search.json``.
+2.08 deg). Results: ``identification/history/flapper_damped_search.json``.
 
-Run: python identification/flapper_damped_search.py [N_CANDIDATES] [SEED] [OUT]
-     (the defaults came from ``python identification/flapper_damped_search.py 1024 7``, about 2 min)
+Run: python identification/history/flapper_damped_search.py [N_CANDIDATES] [SEED] [OUT]
+     (the defaults came from ``python identification/history/flapper_damped_search.py 1024 7``, about 2 min)
 """
 import sys, json, time, importlib
 from pathlib import Path

@@ -44,14 +44,14 @@ robot's mass and the hover frequency sqrt(m g / k_f) with k_f = sum F f^2 /
 sum f^4 of the fitted forces; the same for the robot's current defaults.
 
 The fitted values, the forces before and after, and F_z / f^2 are written to
-``--out`` (default ``identification/flapper_calibration.json``); with
+``--out`` (default ``identification/history/flapper_calibration.json``); with
 ``--apply`` they also become the robot's defaults: the feathering joints'
 ``stiffness`` and ``damping`` in ``flapjax/sim/assets/flapper.xml`` and
 ``lift_scale`` (and ``stop_angle``) in ``flapjax/sim/assets/flapper_params.json``
 (read by :func:`flapjax.sim.flapper.default_params`). ``--apply`` refuses
 the other levers: the robot's defaults have no place for them.
 
-Run: python identification/flapper_calibration.py [--start LIFT_SCALE K_H B_H] [--stop-angle THETA_S]
+Run: python identification/history/flapper_calibration.py [--start LIFT_SCALE K_H B_H] [--stop-angle THETA_S]
      [--set NAME=VALUE ...] [--fit NAME ...] [--steps N] [--check] [--out PATH] [--apply]
 
 The robot's first calibration came from two runs, the second restarted
@@ -60,12 +60,12 @@ since moved to a flat calibration found by ``flapper_flat_search.py`` and
 ``flapper_damped_search.py``, which check what this script's ``--check``
 does not: the tilted plate's moments and the driven base's rate damping):
 
-    python identification/flapper_calibration.py --start 0.85 1e-4 6.4e-6 --stop-angle 0.62 --steps 15
-    python identification/flapper_calibration.py --start 0.7257359584672469 0.00010049852197143221 \\
+    python identification/history/flapper_calibration.py --start 0.85 1e-4 6.4e-6 --stop-angle 0.62 --steps 15
+    python identification/history/flapper_calibration.py --start 0.7257359584672469 0.00010049852197143221 \\
         4.692277958481281e-06 --stop-angle 0.8042523833964915 --steps 30 --apply
 
 A proposal that makes F_z / f^2 flat (not applied; written to
-identification/flapper_calibration_proposal.json): a stiffer hinge and a
+identification/history/flapper_calibration_proposal.json): a stiffer hinge and a
 slightly wider stop, found by forward scans of k_h, b_h and the stop
 angle (hinge stiffness x 2.97, damping +14 %, stop angle +0.043 rad; the
 spread stayed <= 0.14 % at 16 random +-2 % perturbations of all four
@@ -73,8 +73,8 @@ values, and the 0.9-1.2 s window matches the protocol's to 4e-6), with
 lift_scale fitted (already inside the 0.3 % tolerance at the start, so
 L-BFGS stops at step 0; errors -0.14 / +0.01 / +0.14 %, spread 0.04 %):
 
-    python identification/flapper_calibration.py --start 0.7278 2.987e-4 5.3e-6 --set stop_angle=0.8819 \
-        --fit lift_scale --steps 6 --check --out identification/flapper_calibration_proposal.json
+    python identification/history/flapper_calibration.py --start 0.7278 2.987e-4 5.3e-6 --set stop_angle=0.8819 \
+        --fit lift_scale --steps 6 --check --out identification/history/flapper_calibration_proposal.json
 
 Why the defaults were not moved to it: flown, that robot is not one the
 cycle-averaged model predicts. With the plate tilted fore/aft by

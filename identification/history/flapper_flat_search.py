@@ -3,9 +3,9 @@
 Problem: with today's defaults the fixed-base sweep's F_z / f^2 spreads
 (max - min) / mean = 1.02 % over 20 / 30 / 40 Hz against 0.31 % in seed table
 11.2 (:data:`flapjax.sim.flapper.SEED_SWEEP`). The flat calibration of
-``identification/flapper_calibration_proposal.json`` (stiffer hinge) fixes
+``identification/history/flapper_calibration_proposal.json`` (stiffer hinge) fixes
 that but collapses the cycle-mean pitch moment of the tilted plate near the
-hover frequency, so it was rejected (``identification/flapper_calibration.py``
+hover frequency, so it was rejected (``identification/history/flapper_calibration.py``
 docstring). This script looks for values of the levers
 
     lift_scale, hinge_stiffness, hinge_damping, stop_angle, stop_stiffness,
@@ -74,9 +74,9 @@ number of worlds so nothing recompiles):
    ratios to today's (``extra_tilt``): the rejected proposal's trouble sat
    near one frequency, so the 2 Hz grid alone could step over a narrow one.
 
-Results committed in ``identification/flapper_flat_search.json`` came from:
+Results committed in ``identification/history/flapper_flat_search.json`` came from:
 
-    python identification/flapper_flat_search.py --candidates 3072 --refine 1024 --seed 0
+    python identification/history/flapper_flat_search.py --candidates 3072 --refine 1024 --seed 0
 
 (~12 min on one CPU core, 44736 worlds). Today's robot: F_z 0.065778 /
 0.149263 / 0.265807 N (-0.61 / +0.42 / +0.72 %), spread 1.02 % (steady window
@@ -98,7 +98,7 @@ candidates. Both backends (rigid and MJX) give the same best-candidate
 forces and 44 Hz tilt moments to round-off (checked by hand with
 ``fl.sweep``).
 
-Run: python identification/flapper_flat_search.py [--candidates N] [--refine N] [--refine-top K]
+Run: python identification/history/flapper_flat_search.py [--candidates N] [--refine N] [--refine-top K]
      [--seed S] [--max-check N] [--extra-top K] [--detail N] [--chunk W] [--out PATH]
 """
 
@@ -575,7 +575,7 @@ def main(argv=None) -> dict:
     wall = time.time() - t0
     result = {
         "description": __doc__.splitlines()[0],
-        "command": "python identification/flapper_flat_search.py " + " ".join(argv if argv is not None else
+        "command": "python identification/history/flapper_flat_search.py " + " ".join(argv if argv is not None else
                                                                                  __import__("sys").argv[1:]),
         "seed": args.seed,
         "targets": {"frequency_hz": FREQS.tolist(), "fz_n": TARGET.tolist(), "protocol_s": list(PROTOCOL),
