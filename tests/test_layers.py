@@ -136,6 +136,38 @@ def module_imports(name: str, path: pathlib.Path, modules: dict) -> tuple[set[st
     return internal, external, lazy
 
 
+def _private(attr: str) -> bool:
+    return attr.startswith("_") and not attr.startswith("__")
+
+
+def private_crossings(name: str, path: pathlib.Path, modules: dict) -> list[str]:
+    """Private names (``_x``) that ``name`` takes from a module of another
+    unit, by ``from m import _x`` or as ``m._x`` on a module bound by import."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    unit, found, bound = unit_of(name)[0], [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("flapjax"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in modules:
+                    bound[alias.asname or alias.name] = full
+                elif _private(alias.name) and unit_of(node.module)[0] != unit:
+                    found.append(f"{name} takes {full}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "flapjax":
+                    bound[alias.asname or "flapjax"] = alias.name if alias.asname else "flapjax"
+    for node in ast.walk(tree):
+        chain = _attribute_chain(node) if isinstance(node, ast.Attribute) else None
+        if chain and chain[0] in bound:
+            parts = [*bound[chain[0]].split("."), *chain[1:]]
+            owner = _resolve(".".join(parts), modules)
+            rest = parts[len(owner.split(".")):] if owner else []
+            if rest and _private(rest[0]) and unit_of(owner)[0] != unit:
+                found.append(f"{name} takes {owner}.{rest[0]}")
+    return sorted(set(found))
+
+
 @pytest.fixture(scope="module")
 def graph():
     """``(modules, edges, external imports, edges run on import)`` of the
@@ -272,6 +304,12 @@ def test_no_import_cycles(graph):
     assert not cycles, "import cycles:\n  " + "\n  ".join(" -> ".join(c) for c in cycles)
 
 
+def test_no_private_name_crosses_a_unit(graph):
+    modules = graph[0]
+    found = [f for m, p in modules.items() if m not in EXEMPT for f in private_crossings(m, p, modules)]
+    assert not found, "private names used from another unit:\n  " + "\n  ".join(found)
+
+
 def test_pending_is_still_needed(graph):
     """An allowed edge whose import is gone is removed from PENDING."""
     edges = graph[1]
@@ -346,6 +384,22 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
     bad = floor_violations(edges)
     assert any(b.startswith("flapjax.math (helpers, floor 0) imports flapjax.sim.flapper.step") for b in bad)
     assert any(b.startswith("flapjax.aero.wrench (aero, floor 1) imports flapjax.control.hover") for b in bad)
+
+
+def test_the_checker_sees_a_private_name_taken_across_units(tmp_path):
+    root = tmp_path / "flapjax"
+    files = {"__init__.py": "", "math.py": "_EPS = 1.0\n", "sim/__init__.py": "",
+             "sim/rigid.py": "from flapjax.sim.tree import _inner\nfrom flapjax.math import _EPS\n",
+             "sim/tree.py": "def _inner():\n    pass\n",
+             "tasks/__init__.py": "", "tasks/base.py": "from flapjax.sim import rigid as r\nx = r._step\ny = r.__name__\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    modules = read_modules(root)
+    assert private_crossings("flapjax.sim.rigid", modules["flapjax.sim.rigid"], modules) == [
+        "flapjax.sim.rigid takes flapjax.math._EPS"]  # within sim, _inner is fine
+    assert private_crossings("flapjax.tasks.base", modules["flapjax.tasks.base"], modules) == [
+        "flapjax.tasks.base takes flapjax.sim.rigid._step"]
 
 
 def test_the_checker_refuses_sideways_imports_and_reports_a_cycle():
