@@ -15,7 +15,8 @@ curve).
 A full run (not ``--quick``, default ``--out``) also rewrites the section of
 ``benchmarks/README.md`` between ``<!-- ppo:begin -->`` and ``<!-- ppo:end -->``.
 
-Learner setup (the defaults; each is a flag):
+Learner setup: :func:`flapjax.tasks.ppo_config` ("near_ground"), the
+settings a user gets (each is also a flag here):
 
 * the residual acts on the feed-forward force only (``residual_scale`` =
   (0 m, 0 m/s, 2 N, 0 rad)): the reference controller keeps the position and
@@ -36,7 +37,6 @@ Run from the repository root with flapjax's environment and the ``rl`` extra.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import pathlib
@@ -149,8 +149,8 @@ def readme_section(r: dict) -> str:
         f"({r['robot']}, rigid backend, domain randomization on: mass, inertia, thrust, torque and time constants of the "
         "rotors, start position, sensor and command noise) and flies it (deterministic actions) and the reference "
         f"controller (a residual of zeros) on the same {r['eval_worlds']} evaluation worlds (seed {r['eval_seed']}, not "
-        "seen in training; every training episode draws a new world, through "
-        "`wrap_env_fn=rl_brax.wrap_for_brax_training`). The reference controller does not know the ground effect or "
+        "seen in training; every training episode draws a new world; learner settings: "
+        "`flapjax.tasks.ppo_config(\"near_ground\")`). The reference controller does not know the ground effect or "
         "the randomized mass.", "",
         "| controller | success | height RMSE, mean | median | touched |", "|---|---|---|---|---|",
         f"| PPO residual | {p['success_rate']:.3f} | {1000 * p['height_rmse_mean']:.1f} mm | "
@@ -217,35 +217,60 @@ def write_readme(result: dict, path: pathlib.Path = README) -> None:
     path.write_text(text)
 
 
-def main(argv=None) -> dict:
+def _parser():
+    from flapjax.tasks import ppo_config
+
+    d = ppo_config("near_ground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny budget (pipeline check, no learning claim)")
-    parser.add_argument("--timesteps", type=int, default=2_097_152)
-    parser.add_argument("--num-envs", type=int, default=512)
-    parser.add_argument("--unroll-length", type=int, default=16)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--num-minibatches", type=int, default=8)
-    parser.add_argument("--updates-per-batch", type=int, default=4)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--entropy-cost", type=float, default=1e-3)
-    parser.add_argument("--discounting", type=float, default=0.97)
-    parser.add_argument("--reward-scaling", type=float, default=1.0)
-    parser.add_argument("--hidden", default="64,64", help="hidden layer sizes of both networks")
-    parser.add_argument("--init-noise-std", type=float, default=0.3)
-    parser.add_argument("--mean-init-scale", type=float, default=0.01,
+    parser.add_argument("--timesteps", type=int, default=d.num_timesteps)
+    parser.add_argument("--num-envs", type=int, default=d.num_envs)
+    parser.add_argument("--unroll-length", type=int, default=d.unroll_length)
+    parser.add_argument("--batch-size", type=int, default=d.batch_size)
+    parser.add_argument("--num-minibatches", type=int, default=d.num_minibatches)
+    parser.add_argument("--updates-per-batch", type=int, default=d.num_updates_per_batch)
+    parser.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    parser.add_argument("--entropy-cost", type=float, default=d.entropy_cost)
+    parser.add_argument("--discounting", type=float, default=d.discounting)
+    parser.add_argument("--reward-scaling", type=float, default=d.reward_scaling)
+    parser.add_argument("--hidden", default=",".join(map(str, d.hidden)), help="hidden layer sizes of both networks")
+    parser.add_argument("--init-noise-std", type=float, default=d.init_noise_std)
+    parser.add_argument("--mean-init-scale", type=float, default=d.mean_init_scale,
                         help="variance scale of the policy's last layer (small: the untrained policy is the reference)")
-    parser.add_argument("--residual-scale", default="0,0,2,0",
+    parser.add_argument("--residual-scale", default=",".join(f"{x:g}" for x in d.residual_scale),
                         help="what an action of 1 adds: position [m], velocity [m/s], force [N], yaw [rad]")
     parser.add_argument("--no-normalize", action="store_true", help="no observation normalization")
-    parser.add_argument("--num-evals", type=int, default=9)
+    parser.add_argument("--num-evals", type=int, default=d.num_evals)
     parser.add_argument("--eval-worlds", type=int, default=256)
     parser.add_argument("--no-speed", action="store_true", help="skip the env-steps/s measurements")
-    parser.add_argument("--robot", default="quad_x")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--robot", default=d.robot)
+    parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--readme", action="store_true",
                         help="only rewrite the PPO section of benchmarks/README.md from the saved results")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def learner_config(args):
+    """The :class:`flapjax.tasks.PPOConfig` of the command line (``--quick``: a tiny budget)."""
+    from flapjax.tasks import ppo_config
+
+    cfg = ppo_config("near_ground").replace(
+        robot=args.robot, residual_scale=tuple(float(x) for x in args.residual_scale.split(",")),
+        num_timesteps=args.timesteps, num_envs=args.num_envs, batch_size=args.batch_size,
+        num_minibatches=args.num_minibatches, unroll_length=args.unroll_length,
+        num_updates_per_batch=args.updates_per_batch, num_evals=args.num_evals, learning_rate=args.learning_rate,
+        entropy_cost=args.entropy_cost, discounting=args.discounting, reward_scaling=args.reward_scaling,
+        hidden=tuple(int(x) for x in args.hidden.split(",")), init_noise_std=args.init_noise_std,
+        mean_init_scale=args.mean_init_scale, normalize_observations=not args.no_normalize, seed=args.seed)
+    if args.quick:
+        cfg = cfg.replace(num_timesteps=2 * 16 * 8 * 4, num_envs=16, batch_size=16, num_minibatches=4,
+                          unroll_length=8, num_updates_per_batch=1, num_evals=2, num_eval_envs=16, hidden=(16,))
+    return cfg
+
+
+def main(argv=None) -> dict:
+    args = _parser().parse_args(argv)
     if args.readme:
         result = json.loads((OUT / "ppo_near_ground.json").read_text())
         write_readme(result)
@@ -253,33 +278,20 @@ def main(argv=None) -> dict:
         print(f"wrote {README}, {OUT / 'ppo_near_ground.png'}")
         return result
 
-    from brax.training.agents.ppo import networks as ppo_networks
     from brax.training.agents.ppo import train as ppo
 
     from flapjax import tasks
-    from flapjax.tasks import rl_brax
 
-    residual_scale = tuple(float(x) for x in args.residual_scale.split(","))
-    overrides = {"robot": args.robot, "randomization.enabled": True, "residual_scale": residual_scale}
-    env = tasks.brax_env("near_ground", **overrides)
-    hidden = tuple(int(x) for x in args.hidden.split(","))
-    if args.quick:
-        train_cfg = dict(num_timesteps=2 * 16 * 8 * 4, num_envs=16, batch_size=16, num_minibatches=4,
-                         unroll_length=8, num_updates_per_batch=1, num_evals=2, num_eval_envs=16)
-        hidden, eval_worlds, bench = (16,), min(args.eval_worlds, 16), (16, 10)
-    else:
-        train_cfg = dict(num_timesteps=args.timesteps, num_envs=args.num_envs, batch_size=args.batch_size,
-                         num_minibatches=args.num_minibatches, unroll_length=args.unroll_length,
-                         num_updates_per_batch=args.updates_per_batch, num_evals=args.num_evals, num_eval_envs=128,
-                         learning_rate=args.learning_rate, entropy_cost=args.entropy_cost,
-                         discounting=args.discounting, reward_scaling=args.reward_scaling)
-        eval_worlds, bench = args.eval_worlds, (1024, 50)
-    train_cfg.update(normalize_observations=not args.no_normalize)
-    net_cfg = dict(policy_hidden_layer_sizes=hidden, value_hidden_layer_sizes=hidden, distribution_type="normal",
-                   noise_std_type="log", init_noise_std=args.init_noise_std,
-                   mean_kernel_init_fn=jax.nn.initializers.variance_scaling,
-                   mean_kernel_init_kwargs=dict(scale=args.mean_init_scale, mode="fan_in", distribution="uniform"))
-    network = functools.partial(ppo_networks.make_ppo_networks, **net_cfg)
+    cfg = learner_config(args)
+    residual_scale, hidden = cfg.residual_scale, cfg.hidden
+    overrides = cfg.env_overrides()
+    env = cfg.make_env()
+    eval_worlds, bench = (min(args.eval_worlds, 16), (16, 10)) if args.quick else (args.eval_worlds, (1024, 50))
+    brax_kwargs = cfg.brax_kwargs()
+    train_cfg = {k: brax_kwargs[k] for k in ("num_timesteps", "num_envs", "batch_size", "num_minibatches",
+                                             "unroll_length", "num_updates_per_batch", "num_evals", "num_eval_envs",
+                                             "learning_rate", "entropy_cost", "discounting", "reward_scaling",
+                                             "normalize_observations")}
     curve = []
     t_start = time.perf_counter()
 
@@ -292,22 +304,14 @@ def main(argv=None) -> dict:
 
     load_before = load_average()
     with jax.enable_x64(False):  # Brax's PPO mixes float32 networks with default-float counters
-        make_policy, params, _ = ppo.train(environment=env, episode_length=env.episode_length, seed=args.seed,
-                                           network_factory=network, progress_fn=progress,
-                                           wrap_env_fn=rl_brax.wrap_for_brax_training, **train_cfg)
+        make_policy, params, _ = ppo.train(environment=env, progress_fn=progress, **brax_kwargs)
         train_s = time.perf_counter() - t_start
         load_after = load_average()
-        policy = make_policy(params, deterministic=True)
         task_env = env.task_env
-
-        def learned(state):
-            return policy(state.obs, jax.random.PRNGKey(0))[0]
-
-        def reference(state):
-            return jnp.zeros(task_env.action_size, jnp.float32)
-
-        ppo_eval = evaluate_policy(task_env, learned, eval_worlds, seed=args.seed + 1000)
-        ref_eval = evaluate_policy(task_env, reference, eval_worlds, seed=args.seed + 1000)
+        ppo_eval = evaluate_policy(task_env, tasks.policy_controller(make_policy, params), eval_worlds,
+                                   seed=args.seed + 1000)
+        # the reference controller: a residual of zeros (run_episodes' default in residual mode)
+        ref_eval = evaluate_policy(task_env, None, eval_worlds, seed=args.seed + 1000)
         # Learner throughput: env steps between the first and the last progress report over the
         # wall time between them (the first report comes after compilation and a first evaluation).
         learner = dict(env_steps_per_s_overall=train_cfg["num_timesteps"] / train_s,
@@ -327,7 +331,7 @@ def main(argv=None) -> dict:
                   train=dict(train_cfg, seconds=train_s,  # Brax rounds num_timesteps up to whole epochs
                              env_steps=curve[-1]["step"] if curve else train_cfg["num_timesteps"]),
                   network=dict(hidden=list(hidden), distribution_type="normal", noise_std_type="log",
-                               init_noise_std=args.init_noise_std, mean_init_scale=args.mean_init_scale),
+                               init_noise_std=cfg.init_noise_std, mean_init_scale=cfg.mean_init_scale),
                   eval_worlds=eval_worlds, eval_seed=args.seed + 1000, ppo=ppo_eval, reference=ref_eval,
                   speed=speed, curve=curve, load_average=dict(before=load_before, after_training=load_after),
                   cpu_count=os.cpu_count(), jax=dict(version=jax.__version__, backend=jax.default_backend()))

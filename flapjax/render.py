@@ -61,7 +61,7 @@ def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
                  length: int | None = None) -> tuple[np.ndarray, EnvState]:
     """Run worlds of ``env`` and record their ``qpos`` at every environment step.
 
-    World ``i`` has the key of world ``i`` of ``flapjax.evaluate.world_keys(n_worlds, seed,
+    World ``i`` has the key of world ``i`` of ``flapjax.tasks.actions.world_keys(n_worlds, seed,
     noise_seed)`` (the same worlds an evaluation of ``n_worlds`` runs);
     ``worlds`` picks which (default: all). ``controller(state) -> action``
     defaults to the task's reference controller; ``length`` to the episode.
@@ -70,13 +70,13 @@ def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
       ``(qpos, states)``: (length + 1, len(worlds), nq) positions (the reset
       first) and the batched reset :class:`EnvState`.
     """
-    from flapjax.evaluate import world_keys
+    from flapjax.tasks.actions import resolve_controller, world_keys
 
     keys, noise_keys = world_keys(n_worlds, seed, noise_seed)
     idx = np.arange(n_worlds) if worlds is None else np.asarray(worlds)
     if idx.size == 0 or idx.min() < 0 or idx.max() >= n_worlds:
         raise ConfigError(f"worlds: must be indices in [0, {n_worlds}), got {idx.tolist()}")
-    policy = env.scripted_action if controller is None else controller
+    policy = resolve_controller(env, controller)
     length = env.config.episode_length if length is None else int(length)
 
     @jax.jit

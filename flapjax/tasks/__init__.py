@@ -6,13 +6,19 @@
 
 For RL libraries (``pip install -e ".[rl]"``): ``brax_env(name, **overrides)``
 (a Brax ``Env`` for ``brax.training.agents.ppo.train``), ``gym_env`` and
-``gym_vector_env`` (Gymnasium); see :mod:`flapjax.tasks.adapters`.
+``gym_vector_env`` (Gymnasium), ``sb3_vec_env`` (Stable-Baselines3, ``".[sb3]"``);
+see :mod:`flapjax.tasks.adapters`. ``ppo_config(name)`` holds learner
+settings that work on each task, ``save_policy`` / ``load_policy`` a trained
+policy (:mod:`flapjax.tasks.learning`).
 """
 
-from flapjax.tasks.adapters import brax_env, gym_env, gym_vector_env, make_for_learning
+from flapjax.tasks.actions import make_for_learning
+from flapjax.tasks.adapters import brax_env, gym_env, gym_vector_env, sb3_vec_env
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.tasks.config import (ACTION_MODES, EFFECTS, NoiseConfig, RandomizationConfig, TaskConfig,
                                   config_to_dict, replace_config)
+from flapjax.tasks.learning import PPOConfig, load_policy, policy_controller, ppo_config, save_policy
+from flapjax.tasks.gym_registry import register_gymnasium_envs
 from flapjax.tasks.near_ground import NearGround, NearGroundConfig
 from flapjax.tasks.object_push import ObjectPush, ObjectPushConfig
 from flapjax.tasks.registry import default_config, get_class, make, names, register
@@ -22,5 +28,8 @@ __all__ = [
     "EnvState", "TaskEnv", "ACTION_MODES", "EFFECTS", "NoiseConfig", "RandomizationConfig", "TaskConfig",
     "config_to_dict", "replace_config", "NearGround", "NearGroundConfig", "ObjectPush", "ObjectPushConfig",
     "WallContact", "WallContactConfig", "default_config", "get_class", "make", "names", "register",
-    "brax_env", "gym_env", "gym_vector_env", "make_for_learning",
+    "brax_env", "gym_env", "gym_vector_env", "sb3_vec_env", "make_for_learning", "PPOConfig", "ppo_config",
+    "policy_controller", "save_policy", "load_policy",
 ]
+
+register_gymnasium_envs()

@@ -91,6 +91,7 @@ from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldPar
 from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks import randomize
 from flapjax.tasks.config import TaskConfig
+from flapjax.tasks.observation import observation_spec
 from flapjax.validation import ConfigError, check_shape
 
 _N_OBS = 7
@@ -205,6 +206,12 @@ class TaskEnv:
     @property
     def action_size(self) -> int:
         return 6 if self.config.action_mode == "wrench" else 10
+
+    task_obs_fields: ClassVar[tuple[tuple[str, int], ...]] = ()
+
+    def observation_spec(self) -> dict[str, slice]:
+        """``{name: slice}`` of the observation vector (:mod:`flapjax.tasks.observation`)."""
+        return observation_spec(self.task_obs_fields)
 
     @functools.cached_property
     def observation_size(self) -> int:
@@ -398,7 +405,8 @@ class TaskEnv:
             diverged=info["diverged"],
         )
         task = self._task_summary(state)
-        task["success"] = task["success"] & ~info["diverged"]
+        # an episode that has not run a step has shown nothing: not a success
+        task["success"] = task["success"] & ~info["diverged"] & (info["step"] > 0)
         if "touched" in info:
             task["success"] = task["success"] & ~info["touched"]
             out["touched"] = info["touched"]

@@ -102,6 +102,10 @@ class NearGround(TaskEnv):
     primary_metric: ClassVar[str] = "height_rmse"
     scenario_key: ClassVar[str] = "mass"
     metric_names: ClassVar[tuple[str, ...]] = ("height_error",)
+    #: Observation entries after the common ones: reference minus measured end-effector height [m],
+    #: reference height rate [m/s], reference height [m].
+    task_obs_fields: ClassVar[tuple[tuple[str, int], ...]] = (
+        ("height_error", 1), ("reference_height_rate", 1), ("reference_height", 1))
 
     def reference(self, t, start_height=None) -> tuple[Array, Array, Array]:
         """``(z_ref, dz_ref, ddz_ref)`` of the end-effector at time ``t`` [s]

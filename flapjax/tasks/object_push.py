@@ -116,6 +116,10 @@ class ObjectPush(TaskEnv):
     primary_metric: ClassVar[str] = "final_error"
     scenario_key: ClassVar[str] = "box_friction"
     metric_names: ClassVar[tuple[str, ...]] = ("box_distance",)
+    #: Observation entries after the common ones: box minus end-effector (3, world) [m], cosine and
+    #: sine of the box heading, goal minus box (2, world) [m].
+    task_obs_fields: ClassVar[tuple[tuple[str, int], ...]] = (
+        ("box_offset", 3), ("box_heading", 2), ("goal_offset", 2))
 
     def _nominal_scene(self):
         c = self.config

@@ -18,8 +18,22 @@ a surface; also ``info["terminated"]``): the time limit belongs to Brax's
 ``info["truncation"]`` = 1 there, so PPO bootstraps the value at the limit
 instead of treating it as a terminal state. (Had ``done`` already been 1 at
 the limit, the wrapper would report no truncation.) The unwrapped step also
-reports ``info["truncation"]`` at the task's own limit. Actions are in
-[-1, 1] (:func:`flapjax.tasks.adapters.to_task_action`).
+reports ``info["truncation"]`` at the task's own limit. ``info["time_out"]``
+is 1 on the step that ends an episode by the time limit (0 on a failure),
+so ``ppo.train(bootstrap_on_timeout=True)`` works. Actions are in
+[-1, 1] (:func:`flapjax.tasks.actions.to_task_action`).
+
+Episode metrics. Besides the task's per-step metrics, ``state.metrics``
+holds ``success`` and the task's primary metric (``near_ground``:
+``height_rmse`` [m]) on the step that ends an episode, 0 on every other
+step: Brax sums metrics over an episode, so its training log reports
+``episode/success`` (the success rate of the episodes that ended) and its
+evaluation ``eval/episode_success``, with the same definition as
+:meth:`flapjax.tasks.base.TaskEnv.summarize`.
+
+Registry. Importing this module registers every task with Brax as
+``flapjax_<task>``: ``brax.envs.get_environment("flapjax_near_ground",
+**overrides)`` is ``flapjax.tasks.brax_env("near_ground", **overrides)``.
 
 New worlds at every episode. Brax's own ``AutoResetWrapper`` restores each
 environment's first state, so every episode of one environment slot would
@@ -56,8 +70,9 @@ import numpy as np
 from brax.envs import base as brax_base
 from brax.envs.wrappers import training as brax_training
 
-from flapjax.tasks import adapters
-from flapjax.tasks.base import TaskEnv
+from flapjax.tasks import actions, registry
+from flapjax.tasks.base import EnvState, TaskEnv
+from flapjax.validation import ConfigError
 
 #: Brax modules that call ``jax.device_put_replicated``.
 SHIMMED_MODULES = ("brax.training.pmap", "brax.training.agents.ppo.train", "brax.training.agents.sac.train",
@@ -118,7 +133,7 @@ class BraxTaskEnv(brax_base.Env):
 
     Args:
       env: the task (build it with :func:`flapjax.tasks.brax_env` or
-        :func:`flapjax.tasks.adapters.make_for_learning`).
+        :func:`flapjax.tasks.actions.make_for_learning`).
     """
 
     def __init__(self, env: TaskEnv):
@@ -149,26 +164,43 @@ class BraxTaskEnv(brax_base.Env):
     def backend(self) -> str:
         return self.task_env.config.backend
 
-    def _wrap(self, inner, reward, done, truncation, terminated) -> brax_base.State:
+    def observation_spec(self) -> dict[str, slice]:
+        """``{name: slice}`` of the observation vector (:meth:`TaskEnv.observation_spec`)."""
+        return self.task_env.observation_spec()
+
+    @property
+    def episode_metric_names(self) -> tuple[str, ...]:
+        """Metrics set only on the step that ends an episode (see the module docstring)."""
+        primary = self.task_env.primary_metric
+        return ("success",) + ((primary,) if primary else ())
+
+    def _episode_metrics(self, inner: EnvState, ended) -> dict:
+        summary = self.task_env.summarize(inner)
+        return {k: jnp.where(ended, jnp.asarray(summary[k], jnp.float32), 0.0) for k in self.episode_metric_names}
+
+    def _wrap(self, inner, reward, done, truncation, terminated, ended) -> brax_base.State:
         # JAX's default float (float64 under x64), as Brax's wrappers make their counters.
         f = jnp.result_type(float)
+        metrics = dict(inner.metrics)
+        metrics.update(self._episode_metrics(inner, ended))
         return brax_base.State(
             pipeline_state=inner, obs=inner.obs, reward=jnp.asarray(reward, f), done=jnp.asarray(done, f),
-            metrics=dict(inner.metrics),
-            info=dict(truncation=jnp.asarray(truncation, f), terminated=jnp.asarray(terminated, f)),
+            metrics=metrics,
+            info=dict(truncation=jnp.asarray(truncation, f), time_out=jnp.asarray(truncation, f),
+                      terminated=jnp.asarray(terminated, f)),
         )
 
     def reset(self, rng: jax.Array) -> brax_base.State:
         inner = self.task_env.reset(_as_key(rng))
         zero = jnp.zeros((), jnp.float32)
-        return self._wrap(inner, zero, zero, zero, zero)
+        return self._wrap(inner, zero, zero, zero, zero, jnp.zeros((), bool))
 
     def step(self, state: brax_base.State, action: jax.Array) -> brax_base.State:
         env = self.task_env
-        inner = env.step(state.pipeline_state, adapters.to_task_action(env, action))
-        term = adapters.terminated(env, inner)
-        limit = adapters.time_limit(env, inner)
-        new = self._wrap(inner, inner.reward, term, limit & ~term, term)
+        inner = env.step(state.pipeline_state, actions.to_task_action(env, action))
+        term = actions.terminated(env, inner)
+        limit = actions.time_limit(env, inner)
+        new = self._wrap(inner, inner.reward, term, limit & ~term, term, term | limit)
         info = dict(state.info)  # keep what Brax's wrappers added
         info.update(new.info)
         metrics = dict(state.metrics)
@@ -220,7 +252,9 @@ class FreshWorldAutoReset(brax_base.Wrapper):
             return jnp.where(d > 0, x, y)
 
         pipeline_state, obs = jax.tree.map(where_done, restarted, (state.pipeline_state, state.obs))
-        return state.replace(pipeline_state=pipeline_state, obs=obs, info={**state.info, "reset_rng": keep_keys})
+        # the episode wrapper's limit, which may differ from the task's own
+        info = {**state.info, "reset_rng": keep_keys, "time_out": state.info["truncation"]}
+        return state.replace(pipeline_state=pipeline_state, obs=obs, info=info)
 
 
 def wrap_for_brax_training(env: BraxTaskEnv, episode_length: int | None = None, action_repeat: int = 1,
@@ -233,9 +267,9 @@ def wrap_for_brax_training(env: BraxTaskEnv, episode_length: int | None = None, 
       env: the task as a Brax environment.
       episode_length: steps per episode; default the task's.
       action_repeat: steps per action.
-      randomization_fn: Brax's system randomization (passed to Brax's
-        domain-randomization vmap wrapper); the tasks randomize their own
-        worlds, so it is usually ``None``.
+      randomization_fn: must be ``None`` (``ppo.train`` passes it): the
+        tasks randomize their own worlds (``randomization.*`` in the task
+        configuration); Brax's ``System`` randomization has no system to act on.
       fresh_worlds: ``True`` (default): :class:`FreshWorldAutoReset`, every
         episode a new world; ``False``: Brax's ``AutoResetWrapper``, every
         episode of a slot replays its first world.
@@ -243,11 +277,37 @@ def wrap_for_brax_training(env: BraxTaskEnv, episode_length: int | None = None, 
     length = env.episode_length if episode_length is None else episode_length
     if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
         raise ValueError(f"episode_length: expected a positive integer, got {length!r}")
+    if randomization_fn is not None:
+        raise ConfigError("randomization_fn: flapjax tasks randomize their own worlds; switch it on with the "
+                          "task override {'randomization.enabled': True} and leave randomization_fn=None")
     if not fresh_worlds:
-        return brax_training.wrap(env, episode_length=length, action_repeat=action_repeat,
-                                  randomization_fn=randomization_fn)
-    if randomization_fn is None:
-        inner = brax_training.VmapWrapper(env)
-    else:
-        inner = brax_training.DomainRandomizationVmapWrapper(env, randomization_fn)
+        return brax_training.wrap(env, episode_length=length, action_repeat=action_repeat)
+    inner = brax_training.VmapWrapper(env)
     return FreshWorldAutoReset(brax_training.EpisodeWrapper(inner, int(length), action_repeat))
+
+
+def brax_name(task: str) -> str:
+    """Brax registry name of task ``task``: ``flapjax_<task>``."""
+    return f"flapjax_{task}"
+
+
+def _factory(task: str):
+    def make(**overrides: Any) -> BraxTaskEnv:
+        return BraxTaskEnv(actions.make_for_learning(task, **overrides))
+
+    make.__name__ = f"make_{task}"
+    return make
+
+
+def register_brax_environments() -> list[str]:
+    """Register every task with ``brax.envs`` as :func:`brax_name`; returns the names. Idempotent."""
+    from brax import envs
+
+    out = []
+    for task in registry.names():
+        envs.register_environment(brax_name(task), _factory(task))
+        out.append(brax_name(task))
+    return out
+
+
+register_brax_environments()

@@ -9,7 +9,7 @@ call). NumPy in and out, JAX inside.
     venv = flapjax.tasks.gym_vector_env("near_ground", num_envs=64)
 
 Spaces: ``Box(-1, 1, (action_size,), float32)`` actions
-(:func:`flapjax.tasks.adapters.to_task_action`) and ``Box(-inf, inf,
+(:func:`flapjax.tasks.actions.to_task_action`) and ``Box(-inf, inf,
 (observation_size,), float32)`` observations (the vector environment's
 spaces are the batched ones; ``single_*_space`` the per-world ones).
 ``terminated``: the episode ended by failure (divergence; on the rigid
@@ -40,7 +40,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from flapjax.programs import ProgramCache
-from flapjax.tasks import adapters
+from flapjax.tasks import actions
 from flapjax.tasks.base import TaskEnv
 from flapjax.validation import ConfigError
 
@@ -53,9 +53,9 @@ def _spaces(env: TaskEnv) -> tuple[spaces.Box, spaces.Box]:
 
 def _step_fn(env: TaskEnv):
     def step(state, action):
-        new = env.step(state, adapters.to_task_action(env, action))
-        term = adapters.terminated(env, new)
-        trunc = adapters.time_limit(env, new) & ~term
+        new = env.step(state, actions.to_task_action(env, action))
+        term = actions.terminated(env, new)
+        trunc = actions.time_limit(env, new) & ~term
         return new, new.obs, new.reward, term, trunc, new.metrics
 
     return step
@@ -106,6 +106,19 @@ def _build_vector_functions(env: TaskEnv):
                 jnp.where(needs_reset, zero, term), jnp.where(needs_reset, zero, trunc), key)
 
     return jax.jit(reset_all, static_argnums=1), jax.jit(step_all)
+
+
+def make_gym_env(task: str, render_mode: str | None = None, **overrides: Any) -> "GymTaskEnv":
+    """Gymnasium entry point of ``flapjax/<task>-v0`` (:mod:`flapjax.tasks.gym_registry`)."""
+    return GymTaskEnv(actions.make_for_learning(task, **overrides), render_mode=render_mode)
+
+
+def make_gym_vector_env(task: str, num_envs: int = 1, render_mode: str | None = None,
+                        **overrides: Any) -> "GymVectorTaskEnv":
+    """Gymnasium vector entry point of ``flapjax/<task>-v0`` (``gymnasium.make_vec``)."""
+    if render_mode is not None:
+        raise ConfigError(f"render_mode: the vector environment does not render, got {render_mode!r}")
+    return GymVectorTaskEnv(actions.make_for_learning(task, **overrides), num_envs)
 
 
 class GymTaskEnv(gym.Env):

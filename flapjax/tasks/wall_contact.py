@@ -109,6 +109,10 @@ class WallContact(TaskEnv):
     primary_metric: ClassVar[str] = "force_rmse"
     scenario_key: ClassVar[str] = "wall_pitch"
     metric_names: ClassVar[tuple[str, ...]] = ("normal_force", "force_error")
+    #: Observation entries after the common ones: contact point minus end-effector (3, world) [m],
+    #: wall normal (3, world), commanded and last measured normal force [N].
+    task_obs_fields: ClassVar[tuple[tuple[str, int], ...]] = (
+        ("contact_offset", 3), ("wall_normal", 3), ("force_command", 1), ("normal_force", 1))
 
     def _nominal_scene(self):
         c = self.config
