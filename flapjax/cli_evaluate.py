@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import List, NoReturn, Optional
 
 import typer
 
-from flapjax.validation import ConfigError
+from flapjax.validation import ConfigError, loads_json
 
 
 def exit_on_error(exc: BaseException) -> NoReturn:
@@ -66,9 +65,9 @@ def evaluate(
         elif noise == "off":
             noise_cfg = NoiseConfig.off()
         else:
-            try:
-                fields = json.loads(noise)
-            except json.JSONDecodeError as exc:
+            try:  # strictly: a repeated key, NaN or Infinity is refused
+                fields = loads_json(noise, where="noise")
+            except ConfigError as exc:
                 raise ConfigError(f"noise: must be 'default', 'off' or a JSON object, got {noise!r} ({exc})") from None
             if not isinstance(fields, dict):
                 raise ConfigError(f"noise: JSON must be an object of NoiseConfig fields, got {noise!r}")

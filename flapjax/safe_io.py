@@ -46,8 +46,8 @@ import numpy as np
 from flapjax.validation import ConfigError
 
 __all__ = ["DEFAULT_INPUT_LIMIT_MB", "atomic_write", "available_memory", "check_fit_memory", "check_input_file",
-           "check_output_file", "input_limit", "load_npz", "output_folder", "read_bytes", "read_text",
-           "save_figure", "write_text"]
+           "check_output_file", "input_limit", "load_npz", "output_folder", "read_bytes", "read_settings",
+           "read_text", "save_figure", "write_text"]
 
 #: Largest input file read by default [MiB] (``FLAPJAX_MAX_INPUT_MB`` overrides).
 DEFAULT_INPUT_LIMIT_MB = 512
@@ -141,7 +141,8 @@ def read_text(path: str | Path, *, what: str = "input file", encoding: str = "ut
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: cannot read the {what} as UTF-8 text (byte {exc.start})") from None
+        raise error(f"{path}: cannot read the {what}: not a text file (UTF-8 expected: {exc.reason} at byte "
+                    f"{exc.start})") from None
 
 
 def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
@@ -311,3 +312,27 @@ def save_figure(fig, path: str | Path, *, dpi: int) -> Path:
     with atomic_write(path) as tmp:
         fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
     return path
+
+
+def read_settings(path: str | Path, *, what: str = "settings") -> dict:
+    """The top-level table of a ``.toml`` or ``.json`` file (by suffix; any
+    other suffix is read as TOML) through :func:`read_text`; JSON strictly
+    (:func:`flapjax.validation.loads_json`: no repeated keys, no NaN or
+    Infinity). :class:`ConfigError` naming the file when it cannot be read
+    or parsed, or does not hold a table."""
+    import tomllib
+
+    from flapjax.validation import loads_json
+
+    path = Path(path)
+    text = read_text(path, what=f"{what} file")
+    if path.suffix.lower() == ".json":
+        data = loads_json(text, where=str(path))
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: cannot parse the {what} file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a table of {what} keys at the top level, got {type(data).__name__}")
+    return data

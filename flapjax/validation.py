@@ -126,7 +126,7 @@ def loads_json(text: str, *, where: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates(where), parse_constant=_no_constant(where))
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
+        raise ConfigError(f"{where}: cannot parse: not valid JSON ({exc})") from None
 
 
 def check_finite(name: str, value: Any) -> None:
@@ -177,7 +177,8 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
     """Return ``value`` as an int, refusing booleans, floats and anything
     outside ``[lo, hi]`` (either bound may be None)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        allowed = "an integer" + (f" >= {lo}" if lo is not None else "") + (f" <= {hi}" if hi is not None else "")
+        allowed = (f"an integer in [{lo}, {hi}]" if lo is not None and hi is not None else
+                   "an integer" + (f" >= {lo}" if lo is not None else "") + (f" <= {hi}" if hi is not None else ""))
         raise ConfigError(f"{name}: must be {allowed}, got {value!r}")
     v = int(value)
     if (lo is not None and v < lo) or (hi is not None and v > hi):

@@ -220,3 +220,143 @@ def test_a_full_disk_names_the_file_and_leaves_no_temporary(tmp_path):
         """, preexec=small_files)
     assert proc.stdout.startswith(f"ERROR {tmp_path / 'results.json'} cannot write the file"), proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# --- one strict number layer ------------------------------------------------------------------------------------
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _quad_dict(**body):
+    from flapjax import rotor
+
+    return {**rotor.profile_to_dict(rotor.profiles.quad_x()), **body}
+
+
+def _profile(tmp_path, name="quad.json", **body):
+    from flapjax import rotor
+
+    return rotor.load_profile(_write(tmp_path, name, json.dumps(_quad_dict(**body))))
+
+
+def _config(tmp_path, text, name="study.toml"):
+    from flapjax.identify.flapper import config as idc
+
+    return idc.load_config(_write(tmp_path, name, text))
+
+
+def _task(**overrides):
+    from flapjax.tasks.config import TaskConfig, replace_config
+
+    return replace_config(TaskConfig(), overrides)
+
+
+def _scene(tmp_path, sidecar: str | None = None, comment: str | None = None):
+    from flapjax.identify.multirotor.log import read_scene
+
+    log = _write(tmp_path, "hover.csv", (comment or "") + "time_s\n0.0\n")
+    if sidecar is not None:
+        _write(tmp_path, "hover.scene.json", sidecar)
+    return read_scene(log)
+
+
+def _one_rotor(**kwargs):
+    from flapjax import rotor
+
+    q = rotor.profiles.quad_x()
+    return rotor.RotorProfile(q.positions[:1], q.axes[:1], q.spins[:1], q.thrust_min[:1], q.thrust_max[:1] * 4,
+                              q.torque_coeff[:1], q.radius[:1], q.time_constant[:1], q.rate_limit[:1], q.mass,
+                              q.inertia, **kwargs)
+
+
+def _many_rotors(tmp_path):
+    cfg = _quad_dict()
+    cfg["rotors"] = cfg["rotors"] * 25_000
+    from flapjax import rotor
+
+    return rotor.profile_from_dict(cfg, source="many.json")
+
+
+STRICT_CASES = [
+    ("profile mass = true", lambda t: _profile(t, mass=True), r"mass: expected numbers, got a boolean"),
+    ("profile mass as a string", lambda t: _profile(t, mass="1.2"), r"mass: expected numbers, got dtype <U3"),
+    ("profile key given twice", lambda t: _write(t, "q.json", '{"mass": 1.0, "mass": 2.0}') and
+     __import__("flapjax").rotor.load_profile(t / "q.json"), r"q\.json: key 'mass' is given twice"),
+    ("profile NaN constant", lambda t: _write(t, "q.json", '{"mass": NaN}') and
+     __import__("flapjax").rotor.load_profile(t / "q.json"), r"q\.json: NaN is not a JSON number"),
+    ("profile thrust_max 1e30", lambda t: _profile(t, rotors=[{**r, "thrust_max": 1e30} for r in
+                                                              _quad_dict()["rotors"]]),
+     r"thrust_max: thrust-to-weight .* above 50 for a plausible airframe"),
+    ("profile end-effector at 1e6 m", lambda t: _profile(t, ee_position=[1e6, 0, 0]),
+     r"ee_position: .* more than 10 m from the centre of mass"),
+    ("profile of 1e5 rotors", _many_rotors, r"many\.json\.rotors: at most 64 rotors, got 100000"),
+    ("config frequencies = [true, true]", lambda t: _config(t, "[lift]\nfrequencies = [true, true]\n"),
+     r"lift\.frequencies: expected numbers, got a boolean"),
+    ("config duplicate frequency", lambda t: _config(t, "[lift]\nfrequencies = [80.0, 100.0, 80.0]\n"),
+     r"lift\.frequencies: a value is given twice"),
+    ("config duplicate study", lambda t: _config(t, '[run]\nstudies = ["lift", "lift"]\n'),
+     r"run\.studies: a study is given twice"),
+    ("config max_steps = 1e13", lambda t: _config(t, "[lift]\nmax_steps = 10000000000000\n"),
+     r"lift\.max_steps: must be an integer in \[1, 1000000\]"),
+    ("config physical.start 1e-300", lambda t: _config(t, "[physical]\nstart = {lift_scale = 1e-300}\n"),
+     r"physical\.start\.lift_scale: must lie in \[1e-09, 1000\]"),
+    ("config JSON key twice", lambda t: _config(t, '{"lift": {}, "lift": {}}', "c.json"),
+     r"c\.json: key 'lift' is given twice"),
+    ("task randomization.enabled = 'no'", lambda t: _task(**{"randomization.enabled": "no"}),
+     r"enabled: must be true or false, got str 'no'"),
+    ("task noise std true", lambda t: _task(**{"noise.sensor_position_std": True}),
+     r"sensor_position_std: must be a number, got bool"),
+    ("task noise std 1e6", lambda t: _task(**{"noise.sensor_rate_std": 1e6}),
+     r"sensor_rate_std: must lie in \[0, 10\]"),
+    ("task substeps = 1e9", lambda t: _task(substeps=10**9), r"substeps: must be an integer in \[1, 1000\]"),
+    ("task physics_dt = 1e-300", lambda t: _task(physics_dt=1e-300), r"physics_dt: must lie in \[1e-06, 0\.01\]"),
+    ("task dotted into a number", lambda t: _task(**{"noise.sensor_position_std.x": 0.1}),
+     r"sensor_position_std\.x: sensor_position_std is a single value of NoiseConfig, not a section"),
+    ("task dotted into the robot name", lambda t: _task(**{"robot.mass": 2.0}),
+     r"robot\.mass: robot is a single value of TaskConfig"),
+    ("task dotted and whole together", lambda t: _task(**{"noise": {"sensor_rate_std": 0.1},
+                                                          "noise.sensor_position_std": 0.1}),
+     r"noise: given both whole and by dotted keys \(noise\.sensor_position_std\)"),
+    ("scene sidecar true", lambda t: _scene(t, sidecar='{"wall_x_m": true}'),
+     r"hover\.scene\.json: sidecar: scene\.wall_x_m: must be a number, got bool"),
+    ("scene sidecar key twice", lambda t: _scene(t, sidecar='{"ground_z_m": 0.0, "ground_z_m": 1.0}'),
+     r"hover\.scene\.json: key 'ground_z_m' is given twice"),
+    ("scene comment -inf", lambda t: _scene(t, comment="# scene.wall_x_m = -inf\n"),
+     r"hover\.csv: line 1: scene\.wall_x_m must be a plain decimal number"),
+    ("scene comment 2_0", lambda t: _scene(t, comment="# scene.ground_z_m = 2_0\n"),
+     r"hover\.csv: line 1: scene\.ground_z_m must be a plain decimal number .* got '2_0'"),
+    ("scene comment key twice", lambda t: _scene(t, comment="# scene.ground_z_m = 0\n# scene.ground_z_m = 1\n"),
+     r"hover\.csv: line 2: scene\.ground_z_m is given twice"),
+]
+
+
+@pytest.mark.parametrize("label,make,message", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])
+def test_numbers_are_numbers_and_plausible(label, make, message, tmp_path):
+    from flapjax.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        make(tmp_path)
+
+
+def test_unflyable_airframes_warn_and_the_opt_out_is_silent():
+    import warnings
+
+    from flapjax.rotor.flyable import UnflyableWarning
+
+    with pytest.warns(UnflyableWarning, match=r"rotors: 1 rotor\(s\) .* cannot set the thrust"):
+        _one_rotor()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _one_rotor(allow_infeasible=True)
+
+
+def test_cli_noise_json_is_strict(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _cli(["evaluate", "--task", "near_ground", "--out", "o", "--noise", '{"sensor_rate_std": true}'])
+    assert result.exit_code == 2 and "sensor_rate_std: must be a number, got bool" in result.output, result.output
+    result = _cli(["evaluate", "--task", "near_ground", "--out", "o", "--noise",
+                   '{"sensor_rate_std": 0.1, "sensor_rate_std": 0.2}'])
+    assert result.exit_code == 2 and "noise: key 'sensor_rate_std' is given twice" in result.output, result.output

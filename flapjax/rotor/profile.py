@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-import tomllib
 from typing import Any, Mapping
 
 import equinox as eqx
@@ -29,6 +28,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.rotor.feasibility import check_feasible
+from flapjax.rotor.flyable import check_flyable
+from flapjax.safe_io import check_input_file, read_settings, write_text
 from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, inertia_matrix, is_traced
 
 _AXIS_TOL = 1e-6
@@ -124,6 +125,7 @@ class RotorProfile(eqx.Module):
             values = _validate(values)
             if not allow_infeasible:
                 check_feasible(values)
+                check_flyable(values)
             if fully_actuated is None:
                 fully_actuated = _rank(values["positions"], values["axes"], values["spins"],
                                        values["torque_coeff"]) == 6
@@ -140,12 +142,18 @@ class RotorProfile(eqx.Module):
         return self.positions.shape[0]
 
 
+#: Most rotors a profile may have (a larger count is a typo, not an airframe).
+MAX_ROTORS = 64
+
+
 def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     pos = as_float_array("positions", v["positions"], (None, 3))
     n = pos.shape[0]
     if n < 1:
         raise ConfigError("positions: need at least one rotor, got 0")
+    if n > MAX_ROTORS:
+        raise ConfigError(f"positions: at most {MAX_ROTORS} rotors, got {n}")
     out["positions"] = pos
     axes = as_float_array("axes", v["axes"], (n, 3))
     norms = np.linalg.norm(axes, axis=1)
@@ -300,6 +308,8 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
     rotors = cfg.get("rotors")
     if not isinstance(rotors, list) or not rotors:
         raise ConfigError(f"{source}.rotors: expected a non-empty list of rotor tables, got {rotors!r}")
+    if len(rotors) > MAX_ROTORS:
+        raise ConfigError(f"{source}.rotors: at most {MAX_ROTORS} rotors, got {len(rotors)}")
     defaults = dict(cfg.get("defaults", {}))
     bad = set(defaults) - set(_ROTOR_KEYS)
     if bad:
@@ -376,20 +386,7 @@ def load_profile(path: str | pathlib.Path, *, allow_infeasible: bool = False) ->
     suffix = path.suffix.lower()
     if suffix not in PROFILE_SUFFIXES:
         raise ConfigError(f"path: profile files must end in .toml or .json, got {str(path)!r}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"path: no such profile file {str(path)!r}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path.name}: not a text file (UTF-8 expected: {exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"path: cannot read profile file {str(path)!r} ({exc.strerror})") from None
-    try:
-        cfg = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path.name}: cannot parse ({exc})") from exc
-    if not isinstance(cfg, Mapping):
-        raise ConfigError(f"{path.name}: expected a table of profile keys at the top level, got {type(cfg).__name__}")
+    cfg = read_settings(path, what="profile")  # a regular file within the input limit; strict JSON
     cfg = {"name": path.stem, **cfg}
     return profile_from_dict(cfg, source=path.name, allow_infeasible=allow_infeasible)
 
@@ -405,8 +402,12 @@ def resolve_profile(robot: "str | pathlib.Path | RotorProfile", *, field: str = 
                           f"or a RotorProfile, got {type(robot).__name__}")
     if str(robot).lower().endswith(PROFILE_SUFFIXES):
         path = pathlib.Path(robot)
-        if not path.is_file():
+        if not path.exists():
             raise ConfigError(f"{field}: profile file {str(robot)!r} does not exist")
+        try:
+            check_input_file(path, what="profile file")  # a folder, FIFO or device is named as such
+        except ConfigError as exc:
+            raise ConfigError(f"{field}: {exc}") from None
         return load_profile(path)
     if str(robot) not in PRESETS:
         raise ConfigError(f"{field}: must be one of {sorted(PRESETS)} or a profile file (.toml or .json), "
@@ -416,4 +417,4 @@ def resolve_profile(robot: "str | pathlib.Path | RotorProfile", *, field: str = 
 
 def save_profile_json(prof: RotorProfile, path: str | pathlib.Path) -> None:
     """Write ``prof`` as JSON readable by :func:`load_profile`."""
-    pathlib.Path(path).write_text(json.dumps(profile_to_dict(prof), indent=2))
+    write_text(path, json.dumps(profile_to_dict(prof), indent=2))

@@ -17,7 +17,8 @@ from typing import Any, Mapping
 from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.rotor.chain import ChainOptions
 from flapjax.rotor.profile import PROFILE_SUFFIXES
-from flapjax.validation import ConfigError, as_float_array, check_choice, check_positive, check_range
+from flapjax.validation import (ConfigError, as_float_array, check_bool, check_choice, check_int, check_number,
+                                check_range)
 
 #: Physical effects that can be switched off for an ablation (ChainOptions flags).
 EFFECTS = ("saturation", "actuator", "ground_effect", "wall_effect", "drag", "wind", "gusts", "turbulence")
@@ -32,6 +33,16 @@ def _range(name: str, value: Any, lo: float | None = None, hi: float | None = No
         raise ConfigError(f"{name}: range must be (lo, hi) with lo <= hi, got {arr.tolist()}")
     check_range(name, arr, lo, hi)
     return float(arr[0]), float(arr[1])
+
+
+#: Largest noise standard deviations accepted (beyond them the state estimate
+#: says nothing about the state) [m, m/s, rad, rad/s, N].
+NOISE_STD_MAX = dict(sensor_position_std=1.0, sensor_velocity_std=10.0, sensor_attitude_std=1.0,
+                     sensor_rate_std=10.0, command_thrust_std=100.0)
+#: Smallest physics step [s] (a smaller one only burns compute: 1e-300 never ends).
+MIN_PHYSICS_DT = 1e-6
+#: Largest substeps, episode_length and solver iteration counts accepted.
+MAX_COUNTS = dict(substeps=1000, episode_length=10_000_000, solver_iterations=1000, solver_ls_iterations=1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,9 +69,8 @@ class NoiseConfig:
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
-            as_float_array(f.name, getattr(self, f.name), ())
-            check_range(f.name, getattr(self, f.name), 0.0, None)
-            object.__setattr__(self, f.name, float(getattr(self, f.name)))
+            v = check_number(f.name, getattr(self, f.name), 0.0, NOISE_STD_MAX[f.name])
+            object.__setattr__(self, f.name, v)
 
     @classmethod
     def off(cls) -> "NoiseConfig":
@@ -123,8 +133,8 @@ class RandomizationConfig:
     wall_lateral_coeff: tuple[float, float] = (0.0, 0.1)
 
     def __post_init__(self):
-        object.__setattr__(self, "enabled", bool(self.enabled))
-        object.__setattr__(self, "texture", bool(self.texture))
+        object.__setattr__(self, "enabled", check_bool("enabled", self.enabled))  # "no" is not False
+        object.__setattr__(self, "texture", check_bool("texture", self.texture))
         as_float_array("colour_jitter", self.colour_jitter, ())
         check_range("colour_jitter", self.colour_jitter, 0.0, 1.0)
         object.__setattr__(self, "colour_jitter", float(self.colour_jitter))
@@ -191,12 +201,12 @@ class TaskConfig:
         if not isinstance(self.robot, str):
             raise ConfigError(f"robot: must be a preset name or a profile file path, got {self.robot!r}")
         self.load_profile()  # an unknown preset or a bad file fails here, naming the field
-        check_positive("physics_dt", self.physics_dt)
-        check_range("physics_dt", self.physics_dt, None, 0.01)
+        check_number("physics_dt", self.physics_dt, MIN_PHYSICS_DT, 0.01)
         for name in ("substeps", "episode_length", "solver_iterations", "solver_ls_iterations"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name}: must be an integer >= 1, got {v!r}")
+            check_int(name, v, 1, MAX_COUNTS[name])
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("backend", self.backend, TASK_BACKENDS)
         scale = as_float_array("residual_scale", self.residual_scale, (4,))
@@ -285,7 +295,13 @@ def replace_config(config, overrides: Mapping[str, Any] | None = None, **kwargs)
         if key not in names:
             raise ConfigError(f"{key}: unknown field of {type(config).__name__}; allowed: {sorted(names)}")
     for key, sub in nested.items():
-        base = flat.pop(key, getattr(config, key))
+        if key in flat:
+            raise ConfigError(f"{key}: given both whole and by dotted keys ({', '.join(f'{key}.{k}' for k in sub)}); "
+                              "give one form")
+        base = getattr(config, key)
+        if not dataclasses.is_dataclass(base):
+            raise ConfigError(f"{key}.{next(iter(sub))}: {key} is a single value of {type(config).__name__}, not a "
+                              f"section with fields; set {key} itself")
         flat[key] = replace_config(base, sub)
     for key, value in list(flat.items()):
         current = getattr(config, key)
@@ -315,13 +331,13 @@ def _warn_if_fitted_on_another_robot(results_path: str, robot: str, field: str) 
     the task flies (the coefficients still load: a sister airframe may share
     them, but the fit folded its own mass and rotor errors into them);
     ``field`` names where the task config took the file from."""
-    import json
-    import pathlib
     import warnings
 
+    from flapjax.files import read_json
     from flapjax.rotor.profile import resolve_profile
 
-    fitted = json.loads(pathlib.Path(results_path).read_text(encoding="utf-8")).get("robot")
+    results = read_json(results_path)
+    fitted = results.get("robot") if isinstance(results, Mapping) else None
     flown = resolve_profile(robot, field="robot").name
     if fitted is not None and fitted != flown:
         warnings.warn(f"{field}: {results_path} was identified on robot {fitted!r}; this task flies "

@@ -13,8 +13,6 @@ into a fit of the cycle-averaged model.
 from __future__ import annotations
 
 import copy
-import json
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -34,6 +32,7 @@ from flapjax.identify.fit import (
 )
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.flapper.results import PHYSICAL_UNITS
+from flapjax.safe_io import read_settings
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
@@ -144,30 +143,32 @@ def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[
     if path is None:
         return validate_config(cfg)
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"config: no such file {str(path)!r}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config {path}: not a text file (UTF-8 expected: {exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"config {path}: cannot read ({exc.strerror})") from None
-    try:
-        user = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"config {path}: cannot parse ({exc})") from exc
-    if not isinstance(user, Mapping):
-        raise ConfigError(f"config {path}: expected a table of sections, got {type(user).__name__}")
+    try:  # a regular file within the input limit; JSON strictly (no repeated keys, NaN or Infinity)
+        user = read_settings(path, what="config")
+    except ConfigError as exc:
+        raise ConfigError(f"config {exc}") from None
     try:
         return validate_config(_merge(cfg, user, ""))
     except ConfigError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
 
 
-def _check_list(name: str, value, *, positive=False, nonzero=False, lo=None, hi=None, min_len=1) -> None:
+#: Most optimizer steps a fit may be given (more is a typo: it would run for days).
+MAX_FIT_STEPS = 1_000_000
+#: Start values of the physical parameters (SI; their nominals span 5e-6 to 1):
+#: beyond these the log-space fit starts in a numerically singular place.
+PHYSICAL_START_RANGE = (1e-9, 1e3)
+
+
+def _check_list(name: str, value, *, positive=False, nonzero=False, lo=None, hi=None, min_len=1,
+                distinct=False) -> None:
     arr = as_float_array(name, value, (None,))
     if arr.size < min_len:
         raise ConfigError(f"{name}: need at least {min_len} value(s), got {arr.size}")
+    if distinct and np.unique(arr).size < arr.size:
+        raise ConfigError(f"{name}: a value is given twice, got {arr.tolist()}")
     if positive:
         check_positive(name, arr)
     if nonzero and np.any(arr == 0):
@@ -186,7 +187,7 @@ def _check_run_window(section: str, s: Mapping) -> None:
 def _check_fit(section: str, s: Mapping) -> None:
     check_choice(f"{section}.optimizer", s["optimizer"], OPTIMIZERS)
     check_positive(f"{section}.learning_rate", s["learning_rate"])
-    check_int(f"{section}.max_steps", s["max_steps"], 1)
+    check_int(f"{section}.max_steps", s["max_steps"], 1, MAX_FIT_STEPS)
 
 
 def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -196,19 +197,21 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
     for s in run["studies"]:
         check_choice("run.studies", s, STUDIES)
+    if len(set(run["studies"])) < len(run["studies"]):
+        raise ConfigError(f"run.studies: a study is given twice, got {run['studies']!r}")
     check_int("run.batch_size", run["batch_size"], 1)
     for key in ("float64", "plots"):
         if not isinstance(run[key], bool):
             raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
 
     s = cfg["lift"]
-    _check_list("lift.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, min_len=2)
+    _check_list("lift.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, min_len=2, distinct=True)
     _check_run_window("lift", s)
     _check_fit("lift", s)
     check_range("lift.start_factor", s["start_factor"], 0.1, 10.0)
 
     s = cfg["moments"]
-    _check_list("moments.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0)
+    _check_list("moments.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, distinct=True)
     _check_list("moments.tilts", s["tilts"], lo=-0.6, hi=0.6, nonzero=True, min_len=2)
     _check_run_window("moments", s)
     _check_fit("moments", s)
@@ -232,7 +235,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"physical.parameters: expected a non-empty list from {list(PHYSICAL_PARAMETERS)}")
     for p in s["parameters"]:
         check_choice("physical.parameters", p, PHYSICAL_PARAMETERS)
-    _check_list("physical.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0)
+    _check_list("physical.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, distinct=True)
     targets = s["targets"]
     if isinstance(targets, str):
         check_choice("physical.targets", targets, ("seed",))
@@ -256,7 +259,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"physical.start: expected a table name -> value, got {s['start']!r}")
     for k, v in s["start"].items():
         check_choice("physical.start", k, PHYSICAL_PARAMETERS)
-        check_positive(f"physical.start.{k}", v)
+        check_range(f"physical.start.{k}", v, *PHYSICAL_START_RANGE)
     _check_run_window("physical", s)
     _check_fit("physical", s)
     check_choice("physical.line_search", s["line_search"], LINE_SEARCHES)

@@ -29,14 +29,15 @@ comes from, in order of precedence: the ``scene`` argument; ``# scene.KEY =
 VALUE`` comment lines of a CSV log; a sidecar JSON file next to the log
 (``<log stem>.scene.json``). Keys: ``ground_z_m`` (default 0),
 ``wall_x_m`` (where the wall plane crosses ``wall_anchor_z_m``; the robot
-flies at ``x < wall_x_m``; omit it, or give ``inf``, for no wall),
-``wall_anchor_z_m`` (default 0), ``wall_pitch_rad`` (default 0).
+flies at ``x < wall_x_m``; omit it, or give ``inf`` in a comment line,
+for no wall), ``wall_anchor_z_m`` (default 0), ``wall_pitch_rad`` (default
+0). Every value is a number: a boolean, a string, ``2_0``, ``-inf`` or a
+key given twice is refused with a :class:`DataError` naming the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from pathlib import Path
@@ -44,9 +45,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from flapjax import safe_io
 from flapjax import scene as sc
 from flapjax.identify.data import Column, DataError, column_names, read_table
 from flapjax.math import GRAVITY
+from flapjax.validation import ConfigError, check_number, loads_json
 from flapjax.identify.multirotor.log_checks import (
     check_hover_specific_force,
     check_position_units,
@@ -150,8 +153,8 @@ def _scene_from_comments(path: Path) -> dict[str, float]:
     if path.suffix.lower() == ".npz":
         return out
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        text = safe_io.read_bytes(path, what="data file").decode("utf-8-sig")
+    except (ConfigError, UnicodeDecodeError):
         return out  # read_table reports unreadable files
     for lineno, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
@@ -163,19 +166,37 @@ def _scene_from_comments(path: Path) -> dict[str, float]:
         key, sep, value = body[len("scene."):].partition("=")
         if not sep:
             raise DataError(f"{path}: line {lineno}: scene comment must read '# scene.KEY = VALUE', got {s!r}")
-        out[key.strip()] = _scene_value(path, key.strip(), value.strip(), f"line {lineno}")
+        key = key.strip()
+        if key in out:
+            raise DataError(f"{path}: line {lineno}: scene.{key} is given twice")
+        out[key] = _scene_value(path, key, _scene_text(path, key, value.strip(), f"line {lineno}"), f"line {lineno}")
     return out
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _scene_text(path: Path, key: str, text: str, where: str) -> float:
+    """A scene comment's value: a plain decimal number (``2_0`` or ``0x10``
+    are refused), or ``inf`` for ``wall_x_m`` (no wall)."""
+    if key == "wall_x_m" and text.lower() in ("inf", "+inf"):
+        return math.inf
+    if not _PLAIN_NUMBER.fullmatch(text):
+        raise DataError(f"{path}: {where}: scene.{key} must be a plain decimal number (as in -1.5e-3), got {text!r}")
+    return float(text)
+
+
 def _scene_value(path: Path | str, key: str, value: Any, where: str) -> float:
+    """A scene value: a number (not a boolean or a string), finite but for
+    ``wall_x_m = +inf`` (no wall)."""
     if key not in SCENE_KEYS:
         raise DataError(f"{path}: {where}: unknown scene key {key!r}; known: {sorted(SCENE_KEYS)}")
     try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise DataError(f"{path}: {where}: scene.{key} must be a number, got {value!r}") from None
-    if math.isnan(v) or (math.isinf(v) and key != "wall_x_m"):
-        raise DataError(f"{path}: {where}: scene.{key} must be finite, got {value!r}")
+        v = check_number(f"scene.{key}", value, allow_nonfinite=key == "wall_x_m")
+    except ConfigError as exc:
+        raise DataError(f"{path}: {where}: {exc}") from None
+    if v == -math.inf:
+        raise DataError(f"{path}: {where}: scene.wall_x_m must be a finite distance or +inf (no wall), got -inf")
     if key == "wall_pitch_rad" and abs(v) > sc.MAX_PITCH:
         raise DataError(f"{path}: {where}: scene.wall_pitch_rad must be within +-{sc.MAX_PITCH:.4f} rad, got {v:g}")
     return v
@@ -194,9 +215,9 @@ def read_scene(path: str | Path, scene: Mapping[str, Any] | None = None) -> dict
     side = sidecar_path(p)
     if side.is_file():
         try:
-            data = json.loads(side.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{side}: cannot read the scene sidecar ({exc})") from None
+            data = loads_json(safe_io.read_text(side, what="scene sidecar"), where=str(side))
+        except ConfigError as exc:
+            raise DataError(f"cannot read the scene sidecar: {exc}") from None
         if not isinstance(data, Mapping):
             raise DataError(f"{side}: expected a JSON object of scene keys {sorted(SCENE_KEYS)}")
         for k, v in data.items():
