@@ -51,6 +51,7 @@ import jax
 import numpy as np
 
 from flapjax.tasks import registry
+from flapjax.tasks.actions import resolve_controller, world_keys
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
 from flapjax.evaluate_plot import plot_report
@@ -82,7 +83,7 @@ def _functions(env: TaskEnv, segment: int, controller: Callable | None):
 
 
 def _build_functions(env: TaskEnv, segment: int, controller: Callable | None):
-    policy = env.scripted_action if controller is None else controller
+    policy = resolve_controller(env, controller)
 
     def reset(keys, noise_keys):
         return jax.vmap(env.reset)(keys, noise_keys)
@@ -136,13 +137,6 @@ def check_batch_memory(env: TaskEnv, n_worlds: int, controller: Callable | None 
             f"(several runs with different seeds)")
 
 
-def world_keys(n_worlds: int, seed: int, noise_seed: int | None = None):
-    """``(keys, noise_keys)`` of ``n_worlds`` worlds."""
-    keys = jax.random.split(jax.random.key(seed), n_worlds)
-    noise_keys = keys if noise_seed is None else jax.random.split(jax.random.key(noise_seed), n_worlds)
-    return keys, noise_keys
-
-
 def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int | None = None,
                  controller: Callable | None = None, progress: bool = False, desc: str | None = None) -> dict:
     """Run one episode in each of ``n_worlds`` worlds.
@@ -152,7 +146,9 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
       n_worlds: number of worlds (one batch).
       seed, noise_seed: see the module docstring.
       controller: ``controller(state) -> action`` (default: the task's
-        reference controller ``env.scripted_action``).
+        reference controller in its action mode; a controller that does
+        not fit the action mode raises, see
+        :func:`flapjax.tasks.actions.resolve_controller`).
       progress: show a tqdm progress bar over the episode.
 
     Returns:
