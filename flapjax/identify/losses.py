@@ -4,7 +4,9 @@ A study's data is a :class:`Measurements` pytree (inputs, measured targets,
 their scale, which rows are valid); :func:`least_squares` turns a model
 ``predict(params, inputs)`` into the loss :func:`flapjax.identify.fit.fit`
 minimizes; :func:`gauss_newton_uncertainty` gives parameter standard
-deviations from the loss curvature at the optimum. Closed forms
+deviations from the loss curvature at the optimum (its covariance from
+:mod:`flapjax.identify.solve`, whose :func:`gauss_newton_covariance` and
+:func:`unidentified` are re-exported here). Closed forms
 (:func:`slope_through_origin`, :func:`r_squared`) check the gradient fits.
 No robot knowledge.
 """
@@ -22,7 +24,22 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.identify.fit import LossFn, Params, Trainable
+from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation, unidentified
 from flapjax.validation import ConfigError
+
+__all__ = [
+    "Measurements",
+    "correlation_among",
+    "flat_names",
+    "gauss_newton_covariance",
+    "gauss_newton_uncertainty",
+    "least_squares",
+    "r_squared",
+    "residuals",
+    "slope_through_origin",
+    "unidentified",
+    "valid_rows",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -114,55 +131,6 @@ def r_squared(y, y_fit) -> float:
 # ---------------------------------------------------------------------------
 
 
-def gauss_newton_covariance(residuals, jacobian, *, sigma: float | None = None,
-                            n_residuals: int | None = None) -> tuple[np.ndarray, float]:
-    """``(sigma^2 (J^T J)^+, sigma^2)`` of least-squares residuals ``r`` (n,)
-    and their Jacobian ``J`` (n, p) at the fit; ``sigma^2 = SSR / (n - p)``,
-    or the given ``sigma`` (residual units) when ``n <= p``. ``n_residuals``
-    replaces ``n`` when ``r`` holds rows padded with zero residuals (masked
-    rows that keep one compiled shape): only real residuals count."""
-    r = np.asarray(residuals, dtype=float).ravel()
-    jac = np.asarray(jacobian, dtype=float)
-    n, p = r.size, jac.shape[1]
-    if n_residuals is not None:
-        if not 0 < int(n_residuals) <= n:
-            raise ConfigError(f"n_residuals: must be in (0, {n}] (the residual vector's length), got {n_residuals!r}")
-        n = int(n_residuals)
-    if n > p:
-        s2 = float(np.sum(r**2)) / (n - p)
-    elif sigma is not None:
-        s2 = float(sigma) ** 2
-    else:
-        raise ConfigError(f"sigma: needed when residuals ({n}) do not outnumber parameters ({p})")
-    # equilibrated: columns scaled to unit norm before the pseudo-inverse, so
-    # that a parameter with a huge column does not push the others' small
-    # eigenvalues below its cutoff (and their variances to zero)
-    d = np.sqrt(np.sum(jac**2, axis=0))
-    d = np.where(d > 0, d, 1.0)
-    scaled = jac / d
-    return s2 * np.linalg.pinv(scaled.T @ scaled) / np.outer(d, d), s2
-
-
-def unidentified(jacobian, *, rcond: float = 1e-10) -> np.ndarray:
-    """(p,) mask of the parameters the residuals do not determine: a
-    Jacobian ``J`` (n, p) column that vanishes, or a share above 0.1 in a
-    direction of ``J^T J`` (scaled to unit diagonal) whose eigenvalue is
-    below ``rcond`` times the largest. ``(J^T J)^+`` gives such a parameter
-    a variance of about 0 (the pseudo-inverse drops the direction), which
-    would read as a precise value; it is not identified at all."""
-    jac = np.asarray(jacobian, dtype=float)
-    d = np.sqrt(np.sum(jac**2, axis=0))
-    dead = ~(d > rcond * max(float(d.max(initial=0.0)), 1e-300))
-    live = np.flatnonzero(~dead)
-    if live.size:
-        scaled = jac[:, live] / d[live]
-        w, v = np.linalg.eigh(scaled.T @ scaled)
-        null = w < rcond * max(float(w.max()), 1e-300)
-        if null.any():
-            dead[live[np.any(np.abs(v[:, null]) > 0.1, axis=1)]] = True
-    return dead
-
-
 def flat_names(trainable: Trainable) -> list[str]:
     """One name per entry of the flattened ``trainable`` vector, in order:
     ``name`` for a scalar, ``name[i]`` for entry ``i`` of an array
@@ -224,9 +192,7 @@ def gauss_newton_uncertainty(
     jac = jacobian(flat)
     cov, s2 = gauss_newton_covariance(r0, jac, sigma=sigma, n_residuals=n_residuals)
     jtj = np.asarray(jac.T @ jac, dtype=float)
-    std_flat = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    denom = np.outer(std_flat, std_flat)
-    corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
+    std_flat, corr = std_and_correlation(cov)
     std_tree = unravel(jnp.asarray(std_flat))
     values = trainable.values()
     std, rel = {}, {}

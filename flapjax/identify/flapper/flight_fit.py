@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -38,7 +38,13 @@ from flapjax.identify.flapper.flight_shooting import (
     start_residuals,
 )
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
-from flapjax.identify.losses import gauss_newton_covariance, unidentified
+from flapjax.identify.solve import (
+    gauss_newton_covariance,
+    residual_sigma,
+    reweighted_passes,
+    std_and_correlation,
+    unidentified,
+)
 from flapjax.validation import ConfigError, check_range
 
 #: Fit residual RMS over the log's own noise level (second differences)
@@ -55,10 +61,10 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
     pass 2 by the RMS of each channel's residuals at the first optimum.
     ``callback(iteration, cost)`` after every accepted step of either pass.
     Returns ``(x, sigma, iterations, cost history, reason)``."""
-    x = jnp.zeros(n_x)
-    iters, history = 0, []
-    for _ in range(2):
-        sig = jnp.asarray(sigma)
+
+    def run_pass(state, scale):
+        x, iters, history = (jnp.zeros(n_x), 0, []) if state is None else state[:3]
+        sig = jnp.asarray(scale)
         try:
             x, r, _, it, hist, reason = levenberg_marquardt(lambda z: fit_residuals(z, sig, prob),
                                                             lambda z: fit_jacobian(z, sig, prob), x,
@@ -69,10 +75,15 @@ def _two_passes(prob: Segments, sigma: np.ndarray, n_x: int, max_iterations: int
                             "that flew (--mass, --inertia); from Python, shorter segments "
                             "(identify_flight_log(..., segment=0.2)) or a start model closer to the robot "
                             "(base=...)") from None
-        iters, history = iters + it, history + hist
+        return x, iters + it, history + hist, reason, r
+
+    def sigma_of(state, scale):
         counted = np.asarray(prob.weight).reshape(-1) > 0  # dropped samples carry no residual
-        sigma = sigma * np.sqrt(np.mean(np.asarray(r).reshape(-1, 6)[counted] ** 2, axis=0))
-    return x, sigma, iters, history, reason
+        return scale * residual_sigma(np.asarray(state[4]).reshape(-1, 6)[counted])
+
+    done = reweighted_passes(run_pass, sigma_of, sigma, max_passes=2)
+    x, iters, history, reason, _ = done.state
+    return x, done.sigma, iters, history, reason
 
 
 #: Largest command delay the fit takes [samples].
@@ -148,6 +159,99 @@ def _held_out(hold: Segments, counted: np.ndarray, n_init: int, sig, models: dic
     return validation, pred_hold
 
 
+class _Grid(NamedTuple):
+    """Where the fit and the held-out prediction sit on the log's sample grid."""
+
+    dt: float              # sample period [s]
+    log: dict              # the log on its grid (dropped samples filled)
+    logged: np.ndarray     # (N,) bool: the sample was logged
+    seg_len: int           # samples per shooting segment
+    n_init: int            # samples a held-out segment's start is fitted to
+    starts: np.ndarray     # (m,) first sample of each fitted segment
+    fit_counted: np.ndarray   # (m, seg_len) bool: the sample counts in the fit
+    hold_starts: np.ndarray   # (h,) first sample of each held-out segment
+    hold_counted: np.ndarray  # (h, seg_len) bool
+
+
+def _grid(log: dict, *, segment: float, holdout: float, init_window: float, where: str) -> _Grid:
+    """The log on its sample grid, cut into fitted shooting segments and
+    held-out ones (the last ``holdout`` seconds); :class:`DataError` when
+    too few fit."""
+    dt, grid_index = sample_steps(np.asarray(log["time_s"], dtype=float), where)
+    dt = float(f"{dt:.9g}")  # one compiled program per rate, not per rounding
+    log, logged = on_grid(log, dt, grid_index)
+    t = log["time_s"]
+    check_range("flight.segment", segment, 5 * dt, 5.0)
+    seg_len = int(round(segment / dt))
+    n_hold = int(round(holdout / dt))
+    if n_hold < 2 * seg_len:
+        raise ConfigError(f"flight.holdout: needs at least two segments ({2 * segment:g} s), got {holdout:g} s")
+    n_fit = t.size - n_hold
+    n_init = max(2, int(round(init_window / dt)))
+    # segments inside runs of logged samples (the commands of a dropped sample are unknown)
+    starts, fit_counted = logged_segments(logged, n_fit, seg_len, seg_len // 2)
+    if starts.size < 4:
+        raise DataError(f"{where}: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
+                        f"(at least {seg_len // 2} logged samples in a row) before the {holdout:g} s held out; "
+                        "need at least 4: log a longer flight")
+    # held-out segments: the start window and at least as many predicted samples, up to a gap
+    hold_min = min(seg_len, max(2 * n_init, seg_len // 2))
+    hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, hold_min)
+    if hold_starts.size == 0:
+        raise DataError(f"{where}: the last {holdout:g} s (held out) hold no {hold_min} logged samples in a row "
+                        "(too many dropped samples there); from Python, a longer holdout "
+                        "(identify_flight_log(..., holdout=...)) or a shorter start window (init_window=...)")
+    return _Grid(dt, log, logged, seg_len, n_init, starts, fit_counted, hold_starts + n_fit, hold_counted)
+
+
+def _default_body(base, inertia):
+    """``(base, inertia (3, 3))``: the robot's mass, gravity and inertia where not given."""
+    if base is None or inertia is None:
+        mass, g, inertia_robot = robot_body()
+        if base is None:
+            base = start_model(mass, g)
+        if inertia is None:
+            inertia = inertia_robot
+    return base, jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
+
+
+def _fit_notes(values: dict, start_v: dict, bounded: list[str], free: list[str], ratio: np.ndarray) -> list[str]:
+    notes = [f"{name} was driven to its bound, zero ({values[name]:.3g}, below {AT_BOUND:g} of its start value): "
+             "the log asks for a value the model does not allow, so no standard deviation is given; check the "
+             "log's units and that the robot flew on its own" for name in bounded]
+    them = "it" if len(free) == 1 else "them"
+    notes += [f"{', '.join(free)}: the log does not determine {them} (the residuals do not depend on {them}: a "
+              "plate that never moves leaves its moment gain free); held at the start value, no standard "
+              "deviation"] if free else []
+    notes += far_from_nominal(values, start_v, [*bounded, *free], units="frequency in Hz, not rad/s or rpm; "
+                              "positions in m")
+    return notes + residual_notes(ratio)
+
+
+def _uncertainty(prob: Segments, x, sigma: np.ndarray, base, start: dict):
+    """Values, standard deviations and the parameters' correlation at the
+    optimum ``x``: ``(values, std, correlation (p, p), residual variance,
+    scaled residuals, bounded, free)``; a parameter at its bound or not
+    determined gets no standard deviation and NaN correlations."""
+    n_par = len(FLIGHT_PARAMETERS)
+    sig = jnp.asarray(sigma)
+    counted = np.repeat(np.asarray(prob.weight).reshape(-1) > 0, 6)
+    r = np.asarray(fit_residuals(x, sig, prob))
+    J = np.asarray(fit_jacobian(x, sig, prob))
+    cov, s2 = gauss_newton_covariance(r[counted], J[counted])
+    std_all, corr_all = std_and_correlation(cov)
+    std_z = std_all[:n_par].copy()
+    values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
+    bounded = at_bound(values, start_values(base))
+    free = [n for n, dead in zip(FLIGHT_PARAMETERS, unidentified(J[counted])[:n_par]) if dead and n not in bounded]
+    std = std_physical(values, std_z, [*bounded, *free])
+    corr = corr_all[:n_par, :n_par].copy()
+    idx = [list(FLIGHT_PARAMETERS).index(n) for n in free]
+    corr[idx, :] = np.nan
+    corr[:, idx] = np.nan
+    return values, std, corr, s2, r, bounded, free
+
+
 def identify_flight_log(
     log: dict[str, np.ndarray],
     *,
@@ -187,94 +291,36 @@ def identify_flight_log(
     for the plots).
     """
     t0 = time.perf_counter()
-    if base is None or inertia is None:
-        mass, g, inertia_robot = robot_body()
-        if base is None:
-            base = start_model(mass, g)
-        if inertia is None:
-            inertia = inertia_robot
-    inertia = jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
-    dt, grid_index = sample_steps(np.asarray(log["time_s"], dtype=float), where)
-    dt = float(f"{dt:.9g}")  # one compiled program per rate, not per rounding
-    log, logged = on_grid(log, dt, grid_index)
-    t = log["time_s"]
-    check_range("flight.segment", segment, 5 * dt, 5.0)
-    seg_len = int(round(segment / dt))
-    n_hold = int(round(holdout / dt))
-    if n_hold < 2 * seg_len:
-        raise ConfigError(f"flight.holdout: needs at least two segments ({2 * segment:g} s), got {holdout:g} s")
-    n_fit = t.size - n_hold
+    base, inertia = _default_body(base, inertia)
+    g = _grid(log, segment=segment, holdout=holdout, init_window=init_window, where=where)
+    log, dt, seg_len, m = g.log, g.dt, g.seg_len, g.starts.size
     window = np.arange(seg_len)
-    n_init = max(2, int(round(init_window / dt)))
-    # segments inside runs of logged samples (the commands of a dropped sample are unknown)
-    starts, fit_counted = logged_segments(logged, n_fit, seg_len, seg_len // 2)
-    if starts.size < 4:
-        raise DataError(f"{where}: {t[-1] - t[0]:.3g} s hold {starts.size} fitted segment(s) of {segment:g} s "
-                        f"(at least {seg_len // 2} logged samples in a row) before the {holdout:g} s held out; "
-                        "need at least 4: log a longer flight")
-    # held-out segments: the start window and at least as many predicted samples, up to a gap
-    hold_min = min(seg_len, max(2 * n_init, seg_len // 2))
-    hold_starts, hold_counted = logged_segments(logged[n_fit:], n_hold, seg_len, hold_min)
-    hold_starts = hold_starts + n_fit
-    if hold_starts.size == 0:
-        raise DataError(f"{where}: the last {holdout:g} s (held out) hold no {hold_min} logged samples in a row "
-                        "(too many dropped samples there); from Python, a longer holdout "
-                        "(identify_flight_log(..., holdout=...)) or a shorter start window (init_window=...)")
     meas = np.stack([log["x_m"], log["y_m"], log["z_m"], log["roll_rad"], log["pitch_rad"], log["yaw_rad"]], axis=1)
-    sigma = noise_levels(meas, logged, where)
+    noise = noise_levels(meas, g.logged, where)
     check_command_delay(command_delay)
     cmd_f = advance_commands(np.asarray(log["frequency_hz"], dtype=float), int(command_delay))
     cmd_p = advance_commands(np.stack([log["pitch_plate_rad"], log["roll_plate_rad"]], axis=1), int(command_delay))
-
     start = {k: jnp.asarray(v) for k, v in start_values(base).items()}
-    n_par = len(FLIGHT_PARAMETERS)
 
     def segments(idx, counted):
         sl = idx[:, None] + window[None, :]
         return Segments(base=base, inertia=inertia, start=start, seeds=jnp.asarray(seed_states(log, idx, dt)),
-                         freq=jnp.asarray(cmd_f[sl]), plate=jnp.asarray(cmd_p[sl]), meas=jnp.asarray(meas[sl]),
-                         weight=jnp.asarray(counted, dtype=float)[..., None], dt=dt, substeps=int(substeps))
+                        freq=jnp.asarray(cmd_f[sl]), plate=jnp.asarray(cmd_p[sl]), meas=jnp.asarray(meas[sl]),
+                        weight=jnp.asarray(counted, dtype=float)[..., None], dt=dt, substeps=int(substeps))
 
-    prob = segments(starts, fit_counted)
-    m = starts.size
-    noise = sigma
-    x, sigma, iters, history, reason = _two_passes(prob, sigma, n_par + 12 * m, max_iterations, callback)
-    sig = jnp.asarray(sigma)
-    counted = np.repeat(np.asarray(prob.weight).reshape(-1) > 0, 6)
-    r = np.asarray(fit_residuals(x, sig, prob))
-    J = np.asarray(fit_jacobian(x, sig, prob))
-    cov, s2 = gauss_newton_covariance(r[counted], J[counted])
-    std_z = np.sqrt(np.clip(np.diag(cov)[:n_par], 0.0, None))
-    values = {k: float(v) for k, v in decode(x[:n_par], start).items()}
-    start_v = start_values(base)
-    bounded = at_bound(values, start_v)
-    free = [n for n, dead in zip(FLIGHT_PARAMETERS, unidentified(J[counted])[:n_par]) if dead and n not in bounded]
-    std = std_physical(values, std_z, [*bounded, *free])
-    std_z[[list(FLIGHT_PARAMETERS).index(n) for n in free]] = np.nan
+    prob = segments(g.starts, g.fit_counted)
+    n_par = len(FLIGHT_PARAMETERS)
+    x, sigma, iters, history, reason = _two_passes(prob, noise, n_par + 12 * m, max_iterations, callback)
+    values, std, corr_block, s2, r, bounded, free = _uncertainty(prob, x, sigma, base, start)
     ratio = sigma / noise
-    notes = [f"{name} was driven to its bound, zero ({values[name]:.3g}, below {AT_BOUND:g} of its start value): "
-             "the log asks for a value the model does not allow, so no standard deviation is given; check the "
-             "log's units and that the robot flew on its own" for name in bounded]
-    them = "it" if len(free) == 1 else "them"
-    notes += [f"{', '.join(free)}: the log does not determine {them} (the residuals do not depend on {them}: a "
-              "plate that never moves leaves its moment gain free); held at the start value, no standard "
-              "deviation"] if free else []
-    notes += far_from_nominal(values, start_v, [*bounded, *free], units="frequency in Hz, not rad/s or rpm; "
-                              "positions in m")
-    notes += residual_notes(ratio)
-    corr_block = cov[:n_par, :n_par] / np.outer(std_z, std_z).clip(1e-300)
     identified = with_values(base, {k: jnp.asarray(v) for k, v in values.items()})
     offset = np.array([values["roll_offset"], values["pitch_offset"]])
-
-    # residuals in measurement units, per channel (NaN at dropped samples: gaps in the plots)
-    res_units = np.where(fit_counted[..., None], r.reshape(m, seg_len, 6) * sigma, np.nan)
-    fit_time = t[starts[:, None] + window]
-
-    hold = segments(hold_starts, hold_counted & (window < n_init)[None, :])
+    hold = segments(g.hold_starts, g.hold_counted & (window < g.n_init)[None, :])
     models = {"identified": (identified, offset), "start": (base, np.zeros(2))}
-    validation, pred_hold = _held_out(hold, hold_counted, n_init, sig, models)
-    validation["horizon"] = float((seg_len - n_init) * dt)
-    validation["init_window"] = float(n_init * dt)
+    validation, pred_hold = _held_out(hold, g.hold_counted, g.n_init, jnp.asarray(sigma), models)
+    validation["horizon"] = float((seg_len - g.n_init) * dt)
+    validation["init_window"] = float(g.n_init * dt)
+    t = log["time_s"]
     return {
         "values": values,
         "std": std,
@@ -283,19 +329,21 @@ def identify_flight_log(
             "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
             "residual_over_noise": dict(zip(POSE_CHANNELS, map(float, ratio))), "not_identified": free,
             "command_delay_samples": int(command_delay),
-            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(fit_counted.sum()),
-            "samples_dropped": int((~logged).sum()),
+            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(g.fit_counted.sum()),
+            "samples_dropped": int((~g.logged).sum()),
             "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
             "correlation": {"names": list(FLIGHT_PARAMETERS), "matrix": corr_block.tolist()},
             "seconds": time.perf_counter() - t0,
         },
         "noise": dict(zip(POSE_CHANNELS, map(float, sigma))),
         "validation": validation,
-        "notes": notes,
-        "data": {"fit_time": fit_time, "residuals": res_units,
-                 "hold_time": t[hold_starts[:, None] + window],
-                 "hold_meas": np.where(hold_counted[..., None], np.asarray(hold.meas), np.nan),
-                 "hold_pred": pred_hold, "init_window": float(n_init * dt)},
+        "notes": _fit_notes(values, start_values(base), bounded, free, ratio),
+        # residuals in measurement units, per channel (NaN at dropped samples: gaps in the plots)
+        "data": {"fit_time": t[g.starts[:, None] + window],
+                 "residuals": np.where(g.fit_counted[..., None], r.reshape(m, seg_len, 6) * sigma, np.nan),
+                 "hold_time": t[g.hold_starts[:, None] + window],
+                 "hold_meas": np.where(g.hold_counted[..., None], np.asarray(hold.meas), np.nan),
+                 "hold_pred": pred_hold, "init_window": float(g.n_init * dt)},
     }
 
 

@@ -48,7 +48,15 @@ from flapjax.identify.flapper.waveform_reading import (
     sensor_waveform,
 )
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
-from flapjax.identify.losses import gauss_newton_covariance, unidentified
+from flapjax.identify.solve import (
+    gauss_newton_covariance,
+    held_out_errors,
+    holdout_rows,
+    residual_sigma,
+    reweighted_passes,
+    std_and_correlation,
+    unidentified,
+)
 from flapjax.validation import ConfigError
 
 __all__ = [
@@ -109,15 +117,122 @@ def _predict_jacobian(x: jax.Array, prob: _Problem) -> tuple[jax.Array, jax.Arra
     return prob.predict(x), jax.jacfwd(prob.predict)(x)
 
 
-def _split_rows(cond: np.ndarray, n_conditions: int, holdout_every: int) -> np.ndarray:
-    """(n,) bool: rows of the fitted conditions; every ``holdout_every``-th
-    condition (counting from 1) is held out when at least one stays."""
-    if holdout_every < 1 or n_conditions < 2:
-        return np.ones(cond.shape, dtype=bool)
-    held = [c for c in range(n_conditions) if (c + 1) % holdout_every == 0]
-    if len(held) == n_conditions:
-        held = []
-    return ~np.isin(cond, held)
+def _bin_layout(data: StandWaveform, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slots, centres)``: (n,) bin of each row within its condition and
+    (m, n_bins) phase-bin centres of each condition [rad] (NaN past its bins)."""
+    slots = np.zeros(data.n, dtype=np.int64)
+    n_bins = max(int(np.sum(data.condition == c)) for c in range(m))
+    centres = np.full((m, n_bins), np.nan)
+    for c in range(m):
+        rows = np.nonzero(data.condition == c)[0]
+        slots[rows] = np.arange(rows.size)
+        centres[c, :rows.size] = data.phase[rows]
+    return slots, centres
+
+
+def _check_parameters(parameters: tuple) -> None:
+    for p in parameters:
+        if p not in WAVEFORM_PARAMETERS:
+            raise ConfigError(f"parameters: unknown {p!r}; allowed: {list(WAVEFORM_PARAMETERS)}")
+    if not parameters or len(set(parameters)) != len(parameters):
+        raise ConfigError(f"parameters: need distinct names, got {list(parameters)}")
+
+
+def _start_values(rollout: WaveformRollout, parameters: tuple, start: Mapping[str, float] | None) -> dict:
+    """The model's nominal values (1 for ``wing_inertia_scale``), ``start`` over them."""
+    nominal = nominal_physical(rollout.robot)
+    nominal["wing_inertia_scale"] = 1.0
+    nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
+    for k in parameters:
+        if not nominal[k] > 0:
+            raise ConfigError(f"start: {k} must be > 0, got {float(nominal[k]):g}")
+    return nominal
+
+
+class _Fit:
+    """The host-side fit of one record: the model's readings of the fitted
+    rows at log-space values, and the offset-profiled residuals and Jacobian
+    (the offsets are profiled out: each channel's offset is its mean
+    residual, so the steps move the physical parameters only)."""
+
+    def __init__(self, prob: _Problem, fit_rows: np.ndarray, fy: np.ndarray):
+        self.prob, self.fit_rows, self.fy, self.p = prob, fit_rows, fy, len(prob.names)
+
+    def model(self, lv) -> np.ndarray:
+        return np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), self.prob), dtype=float)[self.fit_rows]
+
+    def model_jacobian(self, lv) -> tuple[np.ndarray, np.ndarray]:
+        pred, jac = _predict_jacobian(jnp.asarray(lv, dtype=jnp.float32), self.prob)
+        return np.asarray(pred, dtype=float)[self.fit_rows], np.asarray(jac, dtype=float)[self.fit_rows]
+
+    def residual(self, lv, scale) -> np.ndarray:
+        r = (self.model(lv) - self.fy) / scale
+        return (r - r.mean(axis=0)).ravel()
+
+    def jacobian(self, lv, scale) -> np.ndarray:
+        jc = self.model_jacobian(lv)[1] / scale[None, :, None]
+        return (jc - jc.mean(axis=0, keepdims=True)).reshape(-1, self.p)
+
+
+def _reweighted(fit: _Fit, nominal: dict, n_unknown: int, n_fit: int, max_iterations: int,
+                channels, say) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[str]]:
+    """Levenberg-Marquardt passes, each weighing the channels by the residual
+    standard deviations of the previous one (the first by their spread), until
+    the weights a pass ran with match its residuals (within
+    :data:`WEIGHT_TOLERANCE`; at most :data:`MAX_PASSES`): the estimate is
+    then the one whose covariance the curvature describes. Returns
+    ``(log values, scale, sigma, iterations, reasons)``."""
+    reasons: list[str] = []
+
+    def run_pass(state, scale):
+        lv, iterations = (np.zeros(fit.p), 0) if state is None else state[:2]
+        try:
+            lv, _, _, it, _, reason = levenberg_marquardt(
+                lambda z: fit.residual(z, scale), lambda z: fit.jacobian(z, scale), lv,
+                max_iterations=max_iterations, cost_tol=None, step_tol=1e-3)
+        except FloatingPointError:
+            raise ConfigError("start: the fixed-base rollout gives non-finite readings at the start values "
+                              f"{[float(nominal[k] * math.exp(v)) for k, v in zip(fit.prob.names, lv)]}; "
+                              "choose other start values (start=...)") from None
+        reasons.append(reason)
+        return lv, iterations + it, it
+
+    def sigma_of(state, scale):  # the offsets take the channel means
+        return residual_sigma(fit.fy - fit.model(state[0]), dof=fit.fy.shape[0] * (1.0 - n_unknown / n_fit),
+                              centered=True)
+
+    def report(k, state, sigma):
+        say(f"  pass {k}: {state[2]} iteration(s), residual std " +
+            ", ".join(f"{c} {s:.2e} {'N m' if c.startswith('m') else 'N'}" for c, s in zip(channels, sigma)))
+
+    done = reweighted_passes(run_pass, sigma_of, np.maximum(np.std(fit.fy, axis=0), 1e-12), max_passes=MAX_PASSES,
+                             tolerance=WEIGHT_TOLERANCE, floor=1e-12, report=report)
+    if not done.settled:
+        reasons.append(f"channel weights still changing after {MAX_PASSES} passes")
+    return done.state[0], np.maximum(done.sigma, 1e-12), done.sigma, done.state[1], reasons
+
+
+def _curvature(fit: _Fit, lv: np.ndarray, scale: np.ndarray):
+    """Covariance at the optimum with the final weights, offsets as
+    parameters: ``(x, std, correlation, residual variance, offsets, J)``."""
+    pred, jac = fit.model_jacobian(lv)
+    off = np.mean(fit.fy - pred, axis=0)
+    x = np.concatenate([lv, off])
+    r = ((pred + off - fit.fy) / scale).ravel()
+    E = np.kron(np.ones((fit.fy.shape[0], 1)), np.diag(1.0 / scale))  # d r / d offset
+    J = np.concatenate([(jac / scale[None, :, None]).reshape(-1, fit.p), E], axis=1)
+    cov, s2 = gauss_newton_covariance(r, J)
+    std_x, corr = std_and_correlation(cov)
+    return x, std_x, corr, s2, off, J
+
+
+def _fit_notes(free: list[str], reasons: list[str]) -> list[str]:
+    notes = [f"{', '.join(free)}: the record does not determine {'it' if len(free) == 1 else 'them'} (the "
+             "rollout's readings do not change with it); held at the start value, no standard deviation. Check "
+             "the frequency unit (Hz, not rad/s) and that the record holds the flapping cycle"] if free else []
+    if reasons and "max_iterations" in reasons[-1]:
+        notes.append(f"the fit stopped at its iteration limit ({reasons[-1]}): the values are not converged")
+    return notes
 
 
 def fit_waveform(
@@ -160,23 +275,13 @@ def fit_waveform(
     measured and fitted readings, ``iterations``, ``reason``, ``seconds``.
     """
     t0 = time.perf_counter()
-    say = echo or (lambda s: None)
     parameters = tuple(parameters)
-    for p in parameters:
-        if p not in WAVEFORM_PARAMETERS:
-            raise ConfigError(f"parameters: unknown {p!r}; allowed: {list(WAVEFORM_PARAMETERS)}")
-    if not parameters or len(set(parameters)) != len(parameters):
-        raise ConfigError(f"parameters: need distinct names, got {list(parameters)}")
+    _check_parameters(parameters)
     freqs, plates = data.conditions()
     m = freqs.shape[0]
-    slots = np.zeros(data.n, dtype=np.int64)
-    n_bins = max(int(np.sum(data.condition == c)) for c in range(m))
-    centres = np.full((m, n_bins), np.nan)
-    for c in range(m):
-        rows = np.nonzero(data.condition == c)[0]
-        slots[rows] = np.arange(rows.size)
-        centres[c, :rows.size] = data.phase[rows]
-    fit_rows = _split_rows(data.condition, m, holdout_every)
+    slots, centres = _bin_layout(data, m)
+    # every holdout_every-th condition (counting from 1), when at least one stays
+    fit_rows = ~holdout_rows(m, holdout_every, min_rows=holdout_every)[data.condition]
     channels = data.channel_names
     y = data.targets()
     n_fit = int(fit_rows.sum()) * len(channels)
@@ -185,105 +290,29 @@ def fit_waveform(
         raise DataError(f"{data.source}: {n_fit} fitted value(s) for {n_unknown} unknowns (parameters and offsets); "
                         f"column 'phase_rad' needs more bins or conditions")
     rollout = WaveformRollout.make(freqs, plates, centres, duration=duration, discard=discard, robot=robot)
-    nominal = nominal_physical(rollout.robot)
-    nominal["wing_inertia_scale"] = 1.0
-    nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
-    for k in parameters:
-        if not nominal[k] > 0:
-            raise ConfigError(f"start: {k} must be > 0, got {float(nominal[k]):g}")
+    nominal = _start_values(rollout, parameters, start)
     column = {name: i for i, name in enumerate(READING_COLUMNS)}
     prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
                     channel=jnp.asarray([column[c] for c in channels]), names=parameters,
                     nominal={k: jnp.asarray(nominal[k]) for k in parameters})
+    fit = _Fit(prob, fit_rows, y[fit_rows])
+    lv, scale, sigma, iterations, reasons = _reweighted(fit, nominal, n_unknown, n_fit, max_iterations, channels,
+                                                        echo or (lambda s: None))
+    x, std_x, corr, s2, off, J = _curvature(fit, lv, scale)
     p = len(parameters)
-    fy = y[fit_rows]
-
-    def model(lv):
-        return np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float)[fit_rows]
-
-    def model_jacobian(lv):
-        pred, jac = _predict_jacobian(jnp.asarray(lv, dtype=jnp.float32), prob)
-        return np.asarray(pred, dtype=float)[fit_rows], np.asarray(jac, dtype=float)[fit_rows]
-
-    # The offsets are profiled out: each channel's offset is its mean
-    # residual, so the residuals and the Jacobian have their channel means
-    # removed and the steps move the physical parameters only.
-    def residual(lv, scale):
-        r = (model(lv) - fy) / scale
-        return (r - r.mean(axis=0)).ravel()
-
-    def jacobian(lv, scale):
-        jc = model_jacobian(lv)[1] / scale[None, :, None]
-        return (jc - jc.mean(axis=0, keepdims=True)).reshape(-1, p)
-
-    scale = np.maximum(np.std(fy, axis=0), 1e-12)
-    lv, iterations, reasons = np.zeros(p), 0, []
-    # Iteratively reweighted: each pass weighs the channels by the residual
-    # standard deviations of the previous one, until the weights a pass ran
-    # with match its residuals (within WEIGHT_TOLERANCE); the estimate is
-    # then the one whose covariance the curvature below describes.
-    for pass_ in range(1, MAX_PASSES + 1):
-        try:
-            lv, _, _, it, _, reason = levenberg_marquardt(
-                lambda z: residual(z, scale), lambda z: jacobian(z, scale), lv,
-                max_iterations=max_iterations, cost_tol=None, step_tol=1e-3)
-        except FloatingPointError:
-            raise ConfigError("start: the fixed-base rollout gives non-finite readings at the start values "
-                              f"{[float(nominal[k] * math.exp(v)) for k, v in zip(parameters, lv)]}; "
-                              "choose other start values (start=...)") from None
-        iterations += it
-        reasons.append(reason)
-        res = fy - model(lv)
-        res -= res.mean(axis=0)  # the offsets take the channel means
-        sigma = np.sqrt(np.sum(res**2, axis=0) / (fy.shape[0] * (1.0 - n_unknown / n_fit)))
-        say(f"  pass {pass_}: {it} iteration(s), residual std " +
-            ", ".join(f"{c} {s:.2e} {'N m' if c.startswith('m') else 'N'}" for c, s in zip(channels, sigma)))
-        settled = pass_ > 1 and bool(np.all(np.abs(sigma / scale - 1.0) < WEIGHT_TOLERANCE))
-        scale = np.maximum(sigma, 1e-12)
-        if settled:
-            break
-    else:
-        reasons.append(f"channel weights still changing after {MAX_PASSES} passes")
-    # curvature at the optimum with the final weights, offsets as parameters
-    pred, jac = model_jacobian(lv)
-    off = np.mean(fy - pred, axis=0)
-    x = np.concatenate([lv, off])
-    r = ((pred + off - fy) / scale).ravel()
-    E = np.kron(np.ones((fy.shape[0], 1)), np.diag(1.0 / scale))  # d r / d offset
-    J = np.concatenate([(jac / scale[None, :, None]).reshape(-1, p), E], axis=1)
-    cov, s2 = gauss_newton_covariance(r, J)
-    std_x = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    denom = np.outer(std_x, std_x)
-    corr = np.where(denom > 0, cov / np.where(denom > 0, denom, 1.0), 0.0)
     values = {k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)}
     free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead]
-    std = {k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)}
-    notes = [f"{', '.join(free)}: the record does not determine {'it' if len(free) == 1 else 'them'} (the "
-             "rollout's readings do not change with it); held at the start value, no standard deviation. Check "
-             "the frequency unit (Hz, not rad/s) and that the record holds the flapping cycle"] if free else []
-    if reasons and "max_iterations" in reasons[-1]:
-        notes.append(f"the fit stopped at its iteration limit ({reasons[-1]}): the values are not converged")
     offset_names = [f"{c.split('_')[0]}_offset" for c in channels]
-    offsets = {k: float(x[p + j]) for j, k in enumerate(offset_names)}
-    offsets_std = {k: float(std_x[p + j]) for j, k in enumerate(offset_names)}
     fitted = np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float) + off
-    validation = {}
     held = ~fit_rows
-    if held.any():
-        err = fitted[held] - y[held]
-        for j, c in enumerate(channels):
-            rms = float(np.sqrt(np.mean(err[:, j] ** 2)))
-            meas = float(np.sqrt(np.mean(y[held, j] ** 2)))
-            validation[c] = {"rms": rms, "rms_over_sigma": rms / float(sigma[j]),
-                             "rms_over_measured": rms / meas if meas > 0 else float("nan")}
     return {
         "parameters": list(parameters),
         "values": values,
-        "std": std,
+        "std": {k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
         "relative_std": {k: None if k in free else float(std_x[i]) for i, k in enumerate(parameters)},
-        "notes": notes,
-        "offsets": offsets,
-        "offsets_std": offsets_std,
+        "notes": _fit_notes(free, reasons),
+        "offsets": {k: float(x[p + j]) for j, k in enumerate(offset_names)},
+        "offsets_std": {k: float(std_x[p + j]) for j, k in enumerate(offset_names)},
         "correlation": {"names": list(parameters) + offset_names, "matrix": corr.tolist()},
         "residual_std": {c: float(s) for c, s in zip(channels, sigma)},
         "residual_scale": float(math.sqrt(s2)),
@@ -291,7 +320,7 @@ def fit_waveform(
         "conditions": [{"frequency_hz": float(f), "pitch_plate_rad": float(pl[0]), "roll_plate_rad": float(pl[1]),
                         "held_out": bool(not fit_rows[data.condition == c][0])}
                        for c, (f, pl) in enumerate(zip(freqs, plates))],
-        "validation": validation,
+        "validation": held_out_errors(fitted[held], y[held], sigma, channels) if held.any() else {},
         "phase": data.phase.tolist(),
         "condition": data.condition.tolist(),
         "measured": y.tolist(),

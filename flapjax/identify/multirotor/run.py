@@ -51,6 +51,7 @@ from flapjax.identify.multirotor.model import REPORTED, UNITS
 from flapjax.identify.multirotor.log import HoverLog
 from flapjax.identify.outputs import data_record
 from flapjax.identify.multirotor.fit_checks import accel_noise_level, correlated_parameters, fit_notes
+from flapjax.identify.solve import channel_rms, residual_sigma, reweighted_passes
 from flapjax.validation import ConfigError
 
 #: Samples skipped at the start (the actuator replay settles) [s].
@@ -190,42 +191,29 @@ def _step_fn():
     return make_fit_step(_loss_z, make_optimizer("lbfgs"))
 
 
-def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
-                  quick: bool = False, max_steps: int | None = None,
-                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
-    """Fit the hover model to ``log``; returns the results dict (see
-    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
-    (time, measured and predicted specific force, fit/validation masks)."""
-    if not (0.0 <= validation_fraction < 0.9):
-        raise ConfigError(f"validation_fraction: must be in [0, 0.9), got {validation_fraction!r}")
-    if log.thrust_command.shape[1] != prof.n_rotors:
-        raise ConfigError(f"robot: the log has {log.thrust_command.shape[1]} thrust columns, the profile "
-                          f"{prof.name!r} has {prof.n_rotors} rotors")
-    t0 = _time.perf_counter()
-    n_rows = log.n_samples
-    padded = M.hover_inputs(prof, log, length=padded_length(n_rows))
-    inputs = padded.rows(slice(0, n_rows))
+def _split_rows(prof: rotor.RotorProfile, log: HoverLog, validation_fraction: float):
+    """``(t, settling, fit_rows, val_rows)``: times from the first sample [s],
+    the rows settling after a gap, and the fitted and held-out (the last
+    ``validation_fraction`` of the log) row indices."""
     t = log.time - log.time[0]
-    span = t[-1]
     edge = 12  # samples where the velocity window is one-sided
     settling = after_gaps(t, gap_settle_time(prof))
     usable = (t >= SETTLE_S) & (np.arange(t.shape[0]) < t.shape[0] - edge) & ~settling
-    t_val = span * (1.0 - validation_fraction)
+    t_val = t[-1] * (1.0 - validation_fraction)
     fit_rows = np.nonzero(usable & (t < t_val))[0]
     val_rows = np.nonzero(usable & (t >= t_val))[0]
     if fit_rows.size < 100:
         raise ConfigError(f"{log.path}: only {fit_rows.size} usable rows before the validation segment; "
                           "log a longer flight")
-    fit_inputs = inputs.rows(fit_rows)
-    held = excitation(prof, fit_inputs)
-    start = M.initial_values()
-    trainable_names = [k for k in M.PARAMETERS if k not in held]
-    signed = [k for k in trainable_names if k not in M.LOG_SPACE]
-    trainable, nominal = split(start, trainable_names, signed=signed)
+    return t, settling, fit_rows, val_rows
 
-    meas = jnp.asarray(log.specific_force)
-    steps = (40 if quick else 200) if max_steps is None else int(max_steps)
-    n_padded = padded.dt.shape[0]
+
+def _problem(prof, log: HoverLog, padded: M.HoverInputs, fit_rows: np.ndarray, trainable_names: list[str]):
+    """``(problem, start theta)`` of the padded log with ``trainable_names`` trained."""
+    start = M.initial_values()
+    signed = [k for k in trainable_names if k not in M.LOG_SPACE]
+    _, nominal = split(start, trainable_names, signed=signed)
+    n_rows, n_padded = log.n_samples, padded.dt.shape[0]
     targets = np.zeros((n_padded, 3))
     targets[:n_rows] = log.specific_force
     fitted_rows = np.zeros(n_padded, dtype=bool)
@@ -235,6 +223,15 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
                   nominal={k: jnp.asarray(v) for k, v in nominal.values.items()}, names=names,
                   log_names=tuple(k for k in names if k in M.LOG_SPACE))
     theta = jnp.asarray([np.log(start[k]) if k in M.LOG_SPACE else start[k] for k in names])
+    return pb, theta
+
+
+def _fit(pb: _Problem, theta, fit_rows: np.ndarray, steps: int, progress):
+    """Pass 1 with unit weights (from each start, keeping the best), pass 2
+    with each axis weighted by its residual standard deviation. Returns
+    ``(theta, residual std (3,) after pass 2, the last fit's result, steps
+    taken)``."""
+    names = pb.names
     step_fn = _step_fn()
     history: list[float] = []
     cb = None if progress is None else (lambda k, v: (history.append(v), progress(len(history), v)))
@@ -253,86 +250,132 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     starts = [None]
     if "wall_fade_start" in names and "wall_fade_width" in names:
         starts += [(1.4, 1.5), (2.6, 3.0)]
-    best = None
-    for st in starts:
-        th = theta
-        if st is not None:
-            th = th.at[names.index("wall_fade_start")].set(np.log(st[0]))
-            th = th.at[names.index("wall_fade_width")].set(np.log(st[1]))
-        th, _ = stage(th, jnp.ones(3), True, min(steps, 60))
-        th, res = stage(th, jnp.ones(3), False, steps)
-        value = float(jnp.sum(_residuals(th, jnp.ones(3), pb) ** 2))
-        if best is None or value < best[0]:
-            best = (value, th)
-    theta = best[1]
-    resid = np.asarray(_residuals(theta, jnp.ones(3), pb)).reshape(-1, 3)[fit_rows]
-    scale = jnp.asarray(np.std(resid, axis=0, ddof=0))
-    theta, result = stage(theta, scale, False, steps)
-    resid = np.asarray(_residuals(theta, jnp.ones(3), pb)).reshape(-1, 3)[fit_rows]
-    scale = jnp.asarray(np.std(resid, axis=0, ddof=0))
+
+    def run_pass(state, scale):
+        if state is not None:
+            return stage(state[0], scale, False, steps)
+        best = None
+        for st in starts:
+            th = theta
+            if st is not None:
+                th = th.at[names.index("wall_fade_start")].set(np.log(st[0]))
+                th = th.at[names.index("wall_fade_width")].set(np.log(st[1]))
+            th, _ = stage(th, scale, True, min(steps, 60))
+            th, res = stage(th, scale, False, steps)
+            value = float(jnp.sum(_residuals(th, scale, pb) ** 2))
+            if best is None or value < best[0]:
+                best = (value, th, res)
+        return best[1], best[2]
+
+    def sigma_of(state, scale):
+        resid = np.asarray(_residuals(state[0], jnp.ones(3), pb)).reshape(-1, 3)[fit_rows]
+        return jnp.asarray(residual_sigma(resid, centered=True))
+
+    done = reweighted_passes(run_pass, sigma_of, jnp.ones(3), max_passes=2)
+    return done.state[0], done.sigma, done.state[1], len(history)
+
+
+def _uncertainty(pb: _Problem, theta, scale, n_fit: int):
+    """``(fitted params, values, std, correlation (p, p))`` at ``theta``;
+    ``wall_range`` = fade start + width, with their covariance."""
+    names = pb.names
     fitted = _params(theta, pb)
     trainable, _ = split({k: float(fitted[k]) for k in names}, names,
                          signed=[k for k in names if k not in M.LOG_SPACE])
     unc = L.gauss_newton_uncertainty(lambda tr: _residuals_trainable(tr, scale, pb), trainable,
-                                     n_residuals=3 * int(fit_rows.size))
-    predict = lambda params, x: _predict(params, prof, x)  # noqa: E731
+                                     n_residuals=3 * n_fit)
     params = {k: float(v) for k, v in fitted.items()}
     std = {k: float(v) for k, v in unc["std"].items()}
-    # wall_range = fade start + width, with their covariance
     values = dict(params)
     values["wall_range"] = params["wall_fade_start"] + params["wall_fade_width"]
     if "wall_fade_start" in std and "wall_fade_width" in std:
         s1, s2 = std["wall_fade_start"], std["wall_fade_width"]
         rho = L.correlation_among(unc, ["wall_fade_start", "wall_fade_width"])[0, 1]
         std["wall_range"] = math.sqrt(max(s1 * s1 + s2 * s2 + 2.0 * rho * s1 * s2, 0.0))
-    not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
-    out = data_record("hover", log.path, {k: values[k] for k in REPORTED},
-                      {k: None if k in not_identified else std.get(k) for k in REPORTED}, UNITS)
-    out["robot"] = prof.name
+    return fitted, values, std, L.correlation_among(unc, list(names))
+
+
+def _weak(values: dict, std: dict, names, correlation) -> dict[str, str]:
+    """Reported parameters whose std exceeds their magnitude or that correlate strongly."""
     weak = {k: f"standard deviation {std[k]:.3g} exceeds the value {values[k]:.3g}" for k in REPORTED
             if k in std and std[k] > abs(values[k]) and not k.startswith("accel_bias")}
-    correlation = L.correlation_among(unc, trainable_names)
-    shown = [("wall_range" if k == "wall_fade_width" else k) for k in trainable_names]
+    shown = [("wall_range" if k == "wall_fade_width" else k) for k in names]
     for k, why in correlated_parameters(shown, correlation).items():
         weak[k] = f"{weak[k]}; {why}" if k in weak else why
-    pred_all = np.asarray(predict(fitted, padded))[:n_rows]
-    meas_np = np.asarray(meas)
-    sigma = np.asarray(scale)
-    res_fit = pred_all[fit_rows] - meas_np[fit_rows]
-    default_pred = np.asarray(predict({**M.initial_values(), **{f"accel_bias_{a}": values[f"accel_bias_{a}"]
-                                                                for a in M.AXES}}, padded))[:n_rows]
-    noise = accel_noise_level(t, meas_np)
-    validation: dict[str, Any] = {"fraction": validation_fraction, "rows": int(val_rows.size)}
+    return weak
+
+
+def _validation(log: HoverLog, val_rows, pred_all, default_pred, sigma, noise, fraction) -> dict[str, Any]:
+    """Prediction error on the held-out rows, per axis, of the fitted and the default coefficients."""
+    validation: dict[str, Any] = {"fraction": fraction, "rows": int(val_rows.size)}
     if val_rows.size:
-        res_val = pred_all[val_rows] - meas_np[val_rows]
-        res_def = default_pred[val_rows] - meas_np[val_rows]
+        meas = np.asarray(log.specific_force)[val_rows]
+        rms = channel_rms(pred_all[val_rows] - meas)
         validation.update(
             start_s=float(log.time[val_rows[0]]), end_s=float(log.time[val_rows[-1]]),
-            rms_mps2=np.sqrt(np.mean(res_val**2, axis=0)).tolist(),
-            rms_over_sigma=(np.sqrt(np.mean(res_val**2, axis=0)) / sigma).tolist(),
-            rms_over_noise=(np.sqrt(np.mean(res_val**2, axis=0)) / noise).tolist(),
-            mean_error_mps2=np.mean(res_val, axis=0).tolist(),
-            rms_default_coefficients_mps2=np.sqrt(np.mean(res_def**2, axis=0)).tolist(),
+            rms_mps2=rms.tolist(), rms_over_sigma=(rms / sigma).tolist(), rms_over_noise=(rms / noise).tolist(),
+            mean_error_mps2=np.mean(pred_all[val_rows] - meas, axis=0).tolist(),
+            rms_default_coefficients_mps2=channel_rms(default_pred[val_rows] - meas).tolist(),
         )
+    return validation
+
+
+def _masks(n: int, fit_rows, val_rows) -> tuple[np.ndarray, np.ndarray]:
+    fit_mask = np.zeros(n, bool)
+    fit_mask[fit_rows] = True
+    val_mask = np.zeros(n, bool)
+    val_mask[val_rows] = True
+    return fit_mask, val_mask
+
+
+def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
+                  quick: bool = False, max_steps: int | None = None,
+                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+    """Fit the hover model to ``log``; returns the results dict (see
+    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
+    (time, measured and predicted specific force, fit/validation masks)."""
+    if not (0.0 <= validation_fraction < 0.9):
+        raise ConfigError(f"validation_fraction: must be in [0, 0.9), got {validation_fraction!r}")
+    if log.thrust_command.shape[1] != prof.n_rotors:
+        raise ConfigError(f"robot: the log has {log.thrust_command.shape[1]} thrust columns, the profile "
+                          f"{prof.name!r} has {prof.n_rotors} rotors")
+    t0 = _time.perf_counter()
+    n_rows = log.n_samples
+    padded = M.hover_inputs(prof, log, length=padded_length(n_rows))
+    inputs = padded.rows(slice(0, n_rows))
+    t, settling, fit_rows, val_rows = _split_rows(prof, log, validation_fraction)
+    held = excitation(prof, inputs.rows(fit_rows))
+    trainable_names = [k for k in M.PARAMETERS if k not in held]
+    pb, theta = _problem(prof, log, padded, fit_rows, trainable_names)
+    steps = (40 if quick else 200) if max_steps is None else int(max_steps)
+    theta, scale, result, n_steps = _fit(pb, theta, fit_rows, steps, progress)
+    fitted, values, std, correlation = _uncertainty(pb, theta, scale, int(fit_rows.size))
+    not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
+    reported_std = {k: None if k in not_identified else std.get(k) for k in REPORTED}
+    out = data_record("hover", log.path, {k: values[k] for k in REPORTED}, reported_std, UNITS)
+    out["robot"] = prof.name
+    pred_all = np.asarray(_predict(fitted, prof, padded))[:n_rows]
+    meas_np = np.asarray(log.specific_force)
+    sigma = np.asarray(scale)
+    default_pred = np.asarray(_predict({**M.initial_values(), **{f"accel_bias_{a}": values[f"accel_bias_{a}"]
+                                                                 for a in M.AXES}}, prof, padded))[:n_rows]
+    noise = accel_noise_level(t, meas_np)
     out.update(
-        not_identified=not_identified, weakly_identified=weak,
-        validation=validation,
-        fit={"rows": int(fit_rows.size), "samples_dropped": int(round(span / log.dt)) + 1 - t.shape[0],
-             "rows_settling_after_gaps": int(settling.sum()), "steps": len(history), "converged": bool(result.converged),
+        not_identified=not_identified, weakly_identified=_weak(values, std, trainable_names, correlation),
+        validation=_validation(log, val_rows, pred_all, default_pred, sigma, noise, validation_fraction),
+        fit={"rows": int(fit_rows.size), "samples_dropped": int(round(t[-1] / log.dt)) + 1 - t.shape[0],
+             "rows_settling_after_gaps": int(settling.sum()), "steps": n_steps, "converged": bool(result.converged),
              "reason": result.reason, "final_loss": float(result.final_loss) / max(int(fit_rows.size) * 3, 1),
-             "residual_std_mps2": sigma.tolist(), "residual_rms_mps2": np.sqrt(np.mean(res_fit**2, axis=0)).tolist(),
+             "residual_std_mps2": sigma.tolist(),
+             "residual_rms_mps2": channel_rms(pred_all[fit_rows] - meas_np[fit_rows]).tolist(),
              "accel_noise_std_mps2": noise.tolist(), "residual_over_noise": (sigma / noise).tolist(),
              "parameters": list(trainable_names),
              "correlation": {"names": list(trainable_names), "matrix": correlation.tolist()},
              "seconds": _time.perf_counter() - t0},
         scene=dict(log.scene),
-        notes=fit_notes(values, {k: None if k in not_identified else std.get(k) for k in REPORTED},
-                        float(prof.mass), sigma / noise),
+        notes=fit_notes(values, reported_std, float(prof.mass), sigma / noise),
     )
-    fit_mask = np.zeros(t.shape[0], bool)
-    fit_mask[fit_rows] = True
-    val_mask = np.zeros(t.shape[0], bool)
-    val_mask[val_rows] = True
+    fit_mask, val_mask = _masks(t.shape[0], fit_rows, val_rows)
     out["_arrays"] = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": fit_mask,
                       "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
                       "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
