@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from benchmarks import common as C
+from benchmarks.roofline import table as roofline_table
 
 README = C.ROOT / "README.md"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
@@ -513,6 +514,7 @@ def build() -> str:
              "### 6. Compile time and retrace checks", "", *section_retrace(rt, tp, g), "",
              "### Memory per world", "", *section_memory(tp), "",
              "### Sharding over devices", "", *section_scaling(sc), "",
+             "### 7. Roofline: distance from this machine's peak", "", *roofline_table(load("roofline"), LABELS), "",
              "## Reading the numbers", "", *section_analysis(tp, ks, g, base, cf, rt, sc, load("run"))]
     return "\n".join(parts) + "\n"
 

@@ -20,7 +20,8 @@ import time
 
 from benchmarks import common as C
 
-SECTIONS = ("throughput", "kernel_share", "baseline_flapsim", "crazyflow", "gradient", "retrace", "scaling")
+SECTIONS = ("throughput", "kernel_share", "baseline_flapsim", "crazyflow", "roofline", "gradient", "retrace",
+            "scaling")
 # Left out of a plain ``--quick`` run (no goal depends on it; ``--only scaling``
 # or the full run measure it, and the report keeps its last results).
 QUICK_SKIP = ("scaling",)
@@ -37,8 +38,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     default = [s for s in SECTIONS if not (a.quick and s in QUICK_SKIP)]
     sections = [s for s in (a.only or default) if s not in a.skip]
+    # Sections run with XLA's default flags, and one JAX CPU device per core
+    # (FLAPJAX_CORES=1: one), as the flapjax command does.
+    os.environ.pop("XLA_FLAGS", None)
+    from flapjax.devices import command_setup
+
+    C.log(command_setup())
     env = dict(os.environ)
-    env.pop("XLA_FLAGS", None)
     env["PYTHONPATH"] = str(C.ROOT.parent) + os.pathsep + env.get("PYTHONPATH", "")
     if a.device is not None:
         env["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[a.device]
