@@ -26,6 +26,10 @@ SECTIONS = ("throughput", "kernel_share", "baseline_flapsim", "crazyflow", "roof
 # or the full run measure it, and the report keeps its last results).
 QUICK_SKIP = ("scaling",)
 MODULES = {"crazyflow": "crazyflow_bench"}  # section name -> script (results/<section>.json)
+# Prints the platforms JAX can start here ("cpu" or "cpu,gpu"), never a traceback.
+PROBE = ("import jax\ntry:\n    print(','.join(sorted({d.platform for d in jax.devices()} | "
+         "({'gpu'} if jax.devices('gpu') else set()))))\nexcept RuntimeError:\n"
+         "    print(','.join(sorted({d.platform for d in jax.devices()})))")
 
 
 def main(argv=None) -> int:
@@ -47,14 +51,16 @@ def main(argv=None) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(C.ROOT.parent) + os.pathsep + env.get("PYTHONPATH", "")
     if a.device is not None:
-        env["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[a.device]
-        probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].platform)"], env=env,
-                               capture_output=True, text=True)
-        if probe.returncode != 0 or probe.stdout.strip() != a.device:
-            lines = (probe.stderr or probe.stdout).strip().splitlines() or ["?"]
-            C.log(f"--device {a.device}: JAX sees no {a.device} device ({lines[-1][-200:]}); "
-                  "for a GPU install a CUDA build of jaxlib (pip install -U 'jax[cuda12]')")
+        probe_env = {k: v for k, v in env.items() if k != "JAX_PLATFORMS"}
+        probe = subprocess.run([sys.executable, "-c", PROBE], env=probe_env, capture_output=True, text=True)
+        seen = probe.stdout.strip().splitlines()[-1] if probe.returncode == 0 and probe.stdout.strip() else "none"
+        if a.device not in seen.split(","):
+            hint = (" On an NVIDIA machine install the CUDA build: pip install -e '.[cuda]'."
+                    if a.device == "gpu" else "")
+            C.log(f"--device {a.device}: JAX sees no {a.device.upper()} here (platforms found: {seen}); "
+                  f"nothing was run.{hint}")
             return 2
+        env["JAX_PLATFORMS"] = {"cpu": "cpu", "gpu": "cuda"}[a.device]
     if a.device == "gpu":
         C.RESULTS = C.ROOT / "results" / "gpu"  # run.json too
         env["FLAPJAX_BENCH_RESULTS"] = str(C.RESULTS)
