@@ -98,7 +98,7 @@ class SB3VecTaskEnv(VecEnv):
     def reset(self) -> np.ndarray:
         self._states, self._key = self._reset_all(jax.random.key(self._seed), self.num_envs)
         self._seed += 1  # the next reset draws new worlds
-        return np.asarray(self._states.obs, np.float32)
+        return np.array(self._states.obs, np.float32)  # a writable copy, as SB3 expects
 
     def step_async(self, acts: np.ndarray) -> None:
         acts = np.asarray(acts, np.float32).reshape(self.num_envs, -1)
@@ -112,14 +112,15 @@ class SB3VecTaskEnv(VecEnv):
             raise RuntimeError("step: call reset() first")
         self._states, obs, last_obs, reward, term, trunc, self._key = self._step_all(
             self._states, self._actions, self._key)
-        obs, term, trunc = np.asarray(obs, np.float32), np.asarray(term, bool), np.asarray(trunc, bool)
+        # writable copies: SB3 edits rewards and observations in place
+        obs, term, trunc = np.array(obs, np.float32), np.array(term, bool), np.array(trunc, bool)
         done = term | trunc
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if done.any():
-            last_obs = np.asarray(last_obs, np.float32)
+            last_obs = np.array(last_obs, np.float32)
             for i in np.flatnonzero(done):
                 infos[i] = {"terminal_observation": last_obs[i], "TimeLimit.truncated": bool(trunc[i])}
-        return obs, np.asarray(reward, np.float32), done, infos
+        return obs, np.array(reward, np.float32), done, infos
 
     def close(self) -> None:
         self._states = None
