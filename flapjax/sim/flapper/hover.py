@@ -4,7 +4,10 @@
 controller (:func:`flapjax.control.hover.hover_command`) reads the base pose
 and commands the flapping frequency and the plate angles; an optional
 :class:`PlateStep` adds a plate-command offset for a while (the validation
-manoeuvres of the identification). :func:`hover_study` flies many randomized
+manoeuvres of the identification); an optional wind blows on the robot.
+Its default gains are the robot's own (:mod:`flapjax.sim.flapper.hover_gains`:
+designed for the per-wing model, legacy for the averaged one), so the plain
+call flies the per-wing free robot. :func:`hover_study` flies many randomized
 starts of the lumped averaged-model robot with it and counts how many settle.
 """
 
