@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from flapjax.sim import flapper as fl
+from flapjax.validation import ConfigError
 
 WIND = jnp.array([0.8, -0.5, 0.3])  # [m/s]
 
@@ -101,3 +102,13 @@ def test_gust_pushes_the_hovering_robot_downwind(lumped):
     assert np.min(dx[10:]) > -1e-6
     np.testing.assert_allclose(np.asarray(up.position[:, 0] - calm.position[:, 0]), -dx, atol=1e-3 * np.max(dx))
     assert np.max(np.abs(np.asarray(down.position[:, 1] - calm.position[:, 1]))) < 0.05 * np.max(dx)
+
+
+def test_bad_wind_is_refused_naming_it(lumped):
+    robot, params, st = lumped
+    for bad, message in ((jnp.zeros((5, 3)), r"wind: expected shape \(3,\) or \(n_steps, 3\) = \(600, 3\)"),
+                         (jnp.zeros(2), "wind: expected shape"),
+                         (jnp.array([0.0, jnp.nan, 0.0]), "wind"),
+                         (jnp.array([True, False, True]), "wind")):
+        with pytest.raises(ConfigError, match=message):
+            fl.hover_rollout(robot, params, st, 600, wind=bad)
