@@ -79,7 +79,8 @@ def check_number(name: str, value: Any, lo: float | None = None, hi: float | Non
     strings (``"2_0"`` is not 20), None, NaN and inf (unless
     ``allow_nonfinite``) and anything outside ``[lo, hi]``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        if not (isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.number)):
+        dtype = getattr(value, "dtype", None)  # a 0-d NumPy or JAX array of numbers is a number
+        if not (dtype is not None and np.ndim(value) == 0 and np.issubdtype(dtype, np.number)):
             raise ConfigError(f"{name}: must be a number, got {type(value).__name__} {value!r}")
     v = float(value)
     if not math.isfinite(v):
@@ -91,6 +92,19 @@ def check_number(name: str, value: Any, lo: float | None = None, hi: float | Non
         hi_s = "inf" if hi is None else f"{hi:g}"
         raise ConfigError(f"{name}: must lie in [{lo_s}, {hi_s}], got {v:g}")
     return v
+
+
+def check_prng_key(name: str, key: Any) -> None:
+    """Raise unless ``key`` is a JAX PRNG key: a typed key array
+    (``jax.random.key``) or a raw ``uint32`` key (``jax.random.PRNGKey``);
+    no-op on tracers."""
+    if is_traced(key):
+        return
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and (jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+                              or (dtype == np.uint32 and np.shape(key)[-1:] == (2,))):
+        return
+    raise ConfigError(f"{name}: must be a JAX random key (jax.random.key(seed)), got {type(key).__name__} {key!r}")
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -9,9 +9,9 @@ row instead of eating the machine."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-import resource
 import subprocess
 import sys
 import textwrap
@@ -26,15 +26,16 @@ MEMORY_LIMIT = 2 * 2**30
 READ_TIMEOUT_S = 60
 
 
-def _limited():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-def _child(code: str, env: dict | None = None, preexec=_limited) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh Python under the memory limit and timeout."""
-    full = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=READ_TIMEOUT_S, env=full, cwd=ROOT, preexec_fn=preexec)
+def _child(code: str, limits: dict[str, int] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Python that first sets its own resource
+    ``limits`` (default: address space :data:`MEMORY_LIMIT`), under
+    :data:`READ_TIMEOUT_S` (limits set in the child: no fork of this
+    multithreaded process)."""
+    limits = {"RLIMIT_AS": MEMORY_LIMIT} if limits is None else limits
+    head = "import resource\n" + "".join(f"resource.setrlimit(resource.{k}, ({v}, {v}))\n" for k, v in limits.items())
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    return subprocess.run([sys.executable, "-c", head + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=READ_TIMEOUT_S, env=env, cwd=ROOT)
 
 
 # --- files a hostile user hands in ------------------------------------------------------------------------------
@@ -208,16 +209,13 @@ def test_results_json_through_a_link_is_refused(tmp_path):
 
 
 def test_a_full_disk_names_the_file_and_leaves_no_temporary(tmp_path):
-    def small_files():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-
     proc = _child(f"""
         from flapjax.files import write_json
         try:
             write_json({str(tmp_path / 'results.json')!r}, list(range(10000)))
         except OSError as exc:
             print("ERROR", exc.filename, exc.strerror)
-        """, preexec=small_files)
+        """, limits={"RLIMIT_FSIZE": 4096})
     assert proc.stdout.startswith(f"ERROR {tmp_path / 'results.json'} cannot write the file"), proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -360,3 +358,135 @@ def test_cli_noise_json_is_strict(tmp_path, monkeypatch):
     result = _cli(["evaluate", "--task", "near_ground", "--out", "o", "--noise",
                    '{"sensor_rate_std": 0.1, "sensor_rate_std": 0.2}'])
     assert result.exit_code == 2 and "noise: key 'sensor_rate_std' is given twice" in result.output, result.output
+
+
+# --- tracebacks become one clear error --------------------------------------------------------------------------
+
+def _world(**kwargs):
+    from flapjax import rotor
+    from flapjax.sim import multirotor
+
+    return multirotor.MultirotorWorld(rotor.profiles.quad_x(), **{"backend": "rigid", **kwargs})
+
+
+def _reset(key=None, **kwargs):
+    import jax
+
+    w = _world()
+    return w.reset(w.default_params(), jax.random.key(0) if key is None else key, np.zeros(3), **kwargs)
+
+
+def _step_without_reference():
+    import jax
+
+    w = _world()
+    p = w.default_params()
+    return w.step(p, w.reset(p, jax.random.key(0), np.zeros(3)), None)
+
+
+def _flapper(**kwargs):
+    from flapjax.sim import flapper
+
+    robot = flapper.make_robot("lumped", "averaged", backend="rigid")
+    if "velocity" in kwargs:
+        return flapper.init_state(robot, flapper.default_params(robot), **kwargs)
+    return flapper.default_params(robot, **kwargs)
+
+
+def _evaluate(**kwargs):
+    from flapjax.evaluate import evaluate
+
+    return evaluate("near_ground", n_worlds=2, progress=False, overrides={"episode_length": 2, "backend": "rigid"},
+                    **kwargs)
+
+
+TRACEBACK_CASES = [
+    ("world dt a list", lambda: _world(dt=[0.001, 0.002]), r"dt: must be a number, got list"),
+    ("world dt 1e-300", lambda: _world(dt=1e-300), r"dt: must lie in \[1e-06, inf\]"),
+    ("box size negative", lambda: _world(backend="mjx", with_box=True, box_half_size=(-0.05, 0.05, 0.05)),
+     r"box_half_size: must be > 0"),
+    ("box size NaN", lambda: _world(backend="mjx", with_box=True, box_half_size=(math.nan, 0.05, 0.05)),
+     r"box_half_size: must be finite"),
+    ("reset with an int key", lambda: _reset(key=0), r"key: must be a JAX random key .* got int 0"),
+    ("reset yaw 'north'", lambda: _reset(yaw="north"), r"yaw: expected numbers, got dtype <U5"),
+    ("step with reference None", _step_without_reference, r"reference: must be a Reference .* got NoneType"),
+    ("flapper frequency 1e6 Hz", lambda: _flapper(frequency=1e6), r"frequency: must lie in \[0, 1000\]"),
+    ("flapper stroke amplitude 10 rad", lambda: _flapper(amplitude=10.0), r"amplitude: must lie in \[0, 3\.14159\]"),
+    ("flapper initial velocity 1e6 m/s", lambda: _flapper(velocity=[1e6, 0.0, 0.0]),
+     r"velocity: must lie in \[-343, 343\]"),
+    ("evaluate seed 1e20", lambda: _evaluate(seed=99999999999999999999), r"seed: must be an integer in \[-9223"),
+    ("evaluate --ablate X --disable X", lambda: _evaluate(ablate=("drag",), disabled_effects=("drag",)),
+     r"ablate: 'drag' is also disabled"),
+]
+
+
+@pytest.mark.parametrize("label,make,message", TRACEBACK_CASES, ids=[c[0] for c in TRACEBACK_CASES])
+def test_former_tracebacks_are_one_clear_error(label, make, message):
+    from flapjax.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+def test_cli_seed_overflow_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _cli(["evaluate", "--task", "near_ground", "--out", "o", "--seed", "99999999999999999999"])
+    assert result.exit_code == 2 and "seed: must be an integer in" in result.output, result.output
+    assert "Traceback" not in result.output and not (tmp_path / "o" / "report.json").exists()
+
+
+# --- saved study files are trusted on resume only when unchanged ------------------------------------------------
+
+SETTINGS = {"section": {"frequencies": [80.0, 100.0]}, "float64": True}
+RESULT = {"name": "lift", "values": {"k_f": 1.5e-6}, "std": {"k_f": 1e-8}, "loss": [1.0, 0.1], "converged": True}
+
+
+def _study_edited(record):
+    record["result"]["values"]["k_f"] *= 10
+    return record
+
+
+def _study_injected(record):
+    record["result"]["values"] = {**record["result"]["values"], "__class__": 1.0}
+    record["extra"] = "x"
+    return record
+
+
+def _study_string_value(record):
+    from flapjax.identify.study_files import seal
+
+    return seal(record["config"], {**record["result"], "values": {"k_f": "abc"}})  # resealed: only the type is wrong
+
+
+STUDY_CASES = [
+    ("k_f x10 after writing", _study_edited, r"lift\.json: its content does not match its sha256: it was edited"),
+    ("an injected key", _study_injected, r"lift\.json: unknown key\(s\) \['extra'\]"),
+    ("k_f = 'abc'", _study_string_value, r"lift\.json: not finite numbers: values\.k_f"),
+    ("no hash (an older file)", lambda r: {k: v for k, v in r.items() if k != "sha256"},
+     r"lift\.json: missing \['sha256'\]"),
+]
+
+
+@pytest.mark.parametrize("label,edit,message", STUDY_CASES, ids=[c[0] for c in STUDY_CASES])
+def test_edited_study_file_is_recomputed_with_a_warning(label, edit, message, tmp_path):
+    from flapjax.identify.study_files import load_study_file, seal
+
+    path = tmp_path / "lift.json"
+    path.write_text(json.dumps(seal(SETTINGS, RESULT)))
+    said = []
+    assert load_study_file(path, SETTINGS, said.append)["result"]["values"]["k_f"] == 1.5e-6  # unchanged: reused
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    assert load_study_file(path, SETTINGS, said.append) is None
+    assert len(said) == 1 and re.search(message, said[0]) and said[0].endswith("recomputed"), said
+
+
+def test_study_file_of_other_settings_is_recomputed_silently_and_a_fifo_is_not_opened(tmp_path):
+    from flapjax.identify.study_files import load_study_file, seal
+
+    path = tmp_path / "lift.json"
+    path.write_text(json.dumps(seal(SETTINGS, RESULT)))
+    said = []
+    assert load_study_file(path, {**SETTINGS, "float64": False}, said.append) is None and said == []
+    os.mkfifo(tmp_path / "fifo.json")
+    assert load_study_file(tmp_path / "fifo.json", SETTINGS, said.append) is None
+    assert re.search(r"fifo\.json: cannot read the study file: it is a FIFO", said[0]), said

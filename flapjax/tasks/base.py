@@ -92,7 +92,7 @@ from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks import randomize
 from flapjax.tasks.config import TaskConfig
 from flapjax.tasks.observation import observation_spec
-from flapjax.validation import ConfigError, check_shape
+from flapjax.validation import ConfigError, check_prng_key, check_shape
 
 _N_OBS = 7
 
@@ -241,6 +241,9 @@ class TaskEnv:
     def reset(self, key: PRNGKeyArray, noise_key: PRNGKeyArray | None = None) -> EnvState:
         """A fresh world from ``key`` (randomization from its randomization
         stream; noise and turbulence from ``noise_key`` if given, else ``key``)."""
+        check_prng_key("key", key)
+        if noise_key is not None:
+            check_prng_key("noise_key", noise_key)
         noise_src = key if noise_key is None else noise_key
         params = self.randomize_params(key)
         common = TaskCommon(

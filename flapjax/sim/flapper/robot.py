@@ -41,6 +41,10 @@ AERO_MODELS = ("wing", "averaged")
 SIDES = (1, -1)  # left, right
 PARAMS_PATH = flapper_model.ASSETS / "flapper_params.json"
 AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
+#: Highest flapping frequency accepted [Hz] (insects stay below 1 kHz).
+MAX_FREQUENCY = 1000.0
+#: Largest stroke amplitude accepted [rad] (beyond pi the stroke wraps around the body).
+MAX_AMPLITUDE = math.pi
 
 
 def _as_array(x) -> Array:
@@ -366,7 +370,8 @@ def default_params(
     )
     amp = cfg["amplitude"] if amplitude is None else amplitude
     as_float_array("frequency", frequency, ())  # one world; batch with jax.vmap or flapper.sweep_params
-    as_float_array("amplitude", amp, ())
+    check_range("frequency", frequency, 0.0, MAX_FREQUENCY)
+    check_range("amplitude", as_float_array("amplitude", amp, ()), 0.0, MAX_AMPLITUDE)
     check_range("plate", as_float_array("plate", plate, (2,)), -PLATE_LIMIT, PLATE_LIMIT)
     params = FlapperParams(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),

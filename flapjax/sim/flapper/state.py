@@ -19,6 +19,9 @@ from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.flapper.step import step
 from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
 
+#: Largest initial position [m], speed [m/s] (the speed of sound) and body rate [rad/s] accepted.
+MAX_DISTANCE, MAX_SPEED, MAX_RATE = 1.0e4, 343.0, 1.0e4
+
 
 def init_state(
     robot: FlapperRobot,
@@ -68,9 +71,10 @@ def init_state(
 
     Pure JAX: vmap it over batched params / initial conditions.
     """
+    bounds = {"position": MAX_DISTANCE, "velocity": MAX_SPEED, "angular_velocity": MAX_RATE}
     for name, value in (("position", position), ("velocity", velocity), ("angular_velocity", angular_velocity)):
         if value is not None and not is_traced(value):
-            as_float_array(name, value, (3,))  # shape and finite
+            check_range(name, as_float_array(name, value, (3,)), -bounds[name], bounds[name])  # shape, finite, plausible
     if quat is not None and not is_traced(quat):
         q = as_float_array("quat", quat, (4,))
         if np.linalg.norm(q) < 1e-9:

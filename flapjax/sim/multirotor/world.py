@@ -41,7 +41,11 @@ from flapjax.sim.multirotor.backends import PHYSICS, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
-from flapjax.validation import ConfigError, check_choice, check_int, check_positive, check_shape, is_traced
+from flapjax.validation import (ConfigError, as_float_array, check_choice, check_int, check_number, check_positive,
+                                check_prng_key, check_shape, is_traced)
+
+#: Shortest step accepted [s] (a shorter one only burns compute: 1e-300 never ends).
+MIN_DT = 1e-6
 
 
 class MultirotorWorld(eqx.Module):
@@ -108,7 +112,9 @@ class MultirotorWorld(eqx.Module):
                  iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx",
                  on_divergence: str = "freeze", sensor_noise: bool = True):
         profile = rotor.resolve_profile(profile, field="profile")
-        check_positive("dt", dt)
+        dt = check_number("dt", dt, MIN_DT, None)  # a list or 1e-300 is refused, not stepped forever
+        if with_box:
+            check_positive("box_half_size", as_float_array("box_half_size", box_half_size, (3,)))
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
         check_int("iterations", iterations, 1)
@@ -190,7 +196,10 @@ class MultirotorWorld(eqx.Module):
         """
         if isinstance(params, Prepared):
             params = params.params
+        check_prng_key("key", key)
         check_shape("position", position, (3,))
+        if not is_traced(yaw):
+            as_float_array("yaw", yaw)  # "north" is refused naming yaw
         if jnp.ndim(yaw) != 0:
             raise ConfigError(f"yaw: expected a scalar [rad], got shape {jnp.shape(yaw)}")
         if box_position is not None:
@@ -242,6 +251,9 @@ class MultirotorWorld(eqx.Module):
         controller (its state is kept); ``reference`` then only matters for
         ``on_divergence="reset"``.
         """
+        if not isinstance(reference, Reference):
+            raise ConfigError(f"reference: must be a Reference (e.g. Reference.hover(position)), got "
+                              f"{type(reference).__name__}")
         prepared = self._prepared(prepared)
         params = prepared.params
         prof = params.profile
