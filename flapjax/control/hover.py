@@ -6,8 +6,8 @@ vertical share of the thrust direction) so a tilted robot keeps its weight:
 
     f = f_h / sqrt(max(n_z, 0.5)) + K_p e_z + K_i int e_z - K_d v_z
 
-Linearized, ``z'' = (2 k_f f_h / m) df ~ 0.465 m/s^2 per Hz``; the default
-gains (60 Hz/m, 40 Hz/(m s), 20 Hz s/m) place the vertical poles at
+Linearized, ``z'' = (2 k_f f_h / m) df ~ 0.465 m/s^2 per Hz``; the field
+defaults (:meth:`HoverGains.legacy`: 60 Hz/m, 40 Hz/(m s), 20 Hz s/m) place the vertical poles at
 -0.92 and -4.19 +/- 1.63j rad/s. The seed's controller flew at a nominal 42 Hz and
 ended 2.4 cm low; the f_h feed-forward removes that offset.
 
@@ -37,7 +37,9 @@ pairs (x, y) in the heading frame, as designed by an LQR on the linear
 hover model (:func:`flapjax.control.design.design_gains`).
 
 The controller is pure (no MuJoCo); the bridge feeds it the base pose
-(:func:`flapjax.sim.flapper.hover_rollout`). Formulas and the feed-forward's
+(:func:`flapjax.sim.flapper.hover_rollout`, whose default gains are the
+designed ones on the per-wing robot and the legacy ones on the averaged
+model: :mod:`flapjax.sim.flapper.hover_gains`). Formulas and the feed-forward's
 departure from the seed: docs/physics.md, Hover controller.
 """
 
