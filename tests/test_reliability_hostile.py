@@ -278,7 +278,17 @@ def _many_rotors(tmp_path):
     return rotor.profile_from_dict(cfg, source="many.json")
 
 
+def _bool_npz(tmp_path):
+    from flapjax.identify.data import read_table
+    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+
+    path = tmp_path / "stand.npz"
+    np.savez(path, frequency_hz=np.array([True, True, True]), fz_n=np.array([0.1, 0.2, 0.3]))
+    return read_table(path, STAND_COLUMNS)
+
+
 STRICT_CASES = [
+    ("npz column of booleans", _bool_npz, r"stand\.npz: column 'frequency_hz': holds true/false values"),
     ("profile mass = true", lambda t: _profile(t, mass=True), r"mass: expected numbers, got a boolean"),
     ("profile mass as a string", lambda t: _profile(t, mass="1.2"), r"mass: expected numbers, got dtype <U3"),
     ("profile key given twice", lambda t: _write(t, "q.json", '{"mass": 1.0, "mass": 2.0}') and

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flapjax import safe_io
 from flapjax.identify.columns import (
     MAGNITUDE_LIMIT,
     UNIT_FACTORS,
@@ -210,7 +211,9 @@ def _read_npz(path: Path, columns: Sequence[Column]) -> dict[str, np.ndarray]:
         if arr.ndim != 1:
             raise DataError(f"{path}: column {col.name!r}: expected a 1-D array (one value per row), "
                             f"got shape {arr.shape}")
-        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or np.iscomplexobj(arr):
+        if arr.dtype == bool:
+            raise DataError(f"{path}: column {col.name!r}: holds true/false values (a boolean array), not numbers")
+        if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
             raise DataError(f"{path}: column {col.name!r}, row 1: not a number (array of dtype {arr.dtype})")
         if n_rows is None:
             n_rows = (col.name, arr.shape[0])
@@ -311,7 +314,7 @@ def write_table(path: str | Path, columns: dict[str, np.ndarray], comment: str =
     for i in range(len(columns[names[0]])):
         lines.append(",".join(f"{columns[k][i]:.8g}" if k.endswith(("_hz", "_rad")) else f"{columns[k][i]:.8e}"
                               for k in names))
-    Path(path).write_text("\n".join(lines) + "\n")
+    safe_io.write_text(path, "\n".join(lines) + "\n")
 
 
 def write_sample(path: str | Path, columns: dict[str, np.ndarray], hidden: dict, comment: str = "") -> Path:
@@ -324,5 +327,5 @@ def write_sample(path: str | Path, columns: dict[str, np.ndarray], hidden: dict,
     path = Path(path)
     write_table(path, columns, comment)
     sidecar = path.with_name(path.stem + ".hidden.json")
-    sidecar.write_text(json.dumps(hidden, indent=1) + "\n")
+    safe_io.write_text(sidecar, json.dumps(hidden, indent=1) + "\n")
     return sidecar

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flapjax import safe_io
 from flapjax.identify.data import Column, DataError, read_table
 from flapjax.identify.flapper.stand_format import PLATE_LIMIT
 from flapjax.identify.sampling import sample_grid, white_noise_std
@@ -155,5 +156,5 @@ def write_flight_log(path: str | Path, log: dict[str, np.ndarray], *, comment: s
     cols = [log[k] for k in names]
     for i in range(len(log["time_s"])):
         lines.append(",".join(fmt.get(k, "{:.6f}").format(c[i]) for k, c in zip(names, cols)))
-    path.write_text("\n".join(lines) + "\n")
+    safe_io.write_text(path, "\n".join(lines) + "\n")
     return path
