@@ -52,6 +52,7 @@ import numpy as np
 
 from flapjax.tasks import registry
 from flapjax.tasks.actions import resolve_controller, world_keys
+from flapjax.tasks.adapters import require
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
 from flapjax.evaluate_plot import plot_report
@@ -280,6 +281,8 @@ def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str
         check_int("noise_seed", noise_seed, -(2**63), 2**63 - 1)
     if video and out_dir is None:
         raise ConfigError("video: needs an output directory (out_dir)")
+    if video:
+        require("render", "imageio", "imageio_ffmpeg")  # before the run, not after it
     lock = None if out_dir is None else lock_output_dir(out_dir, name="out_dir")
     for name in () if out_dir is None else ("report.json", "report.png"):
         check_output_file(pathlib.Path(out_dir) / name)  # a link there is refused before the run, not followed after

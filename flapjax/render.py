@@ -17,7 +17,10 @@ s.data.qpos)`` of the fixed-base rig) with its wings, over a ground plane::
     render.write_video(images, "out/flapper_hover.gif", fps=20)
 
 Each world is drawn with its own scene (randomized wall pose, ground height)
-and colours (the texture randomization); the camera follows the robot.
+and colours (the texture randomization), from a fixed side camera per task
+over a checkered floor with shadows, with the time and end-effector height
+written on each frame (:mod:`flapjax.tasks.view`; ``camera="follow"`` tracks
+the robot).
 Either backend: rigid-backend worlds are drawn with the MJX scene model of
 the same parameters. Headless machines: ``MUJOCO_GL=egl`` (see
 :mod:`flapjax.sim.render`). Videos need the ``render`` extra
@@ -32,28 +35,17 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
-from flapjax.sim.multirotor.backends import MjxPhysics
 from flapjax.sim.render import FrameRenderer, frames
+from flapjax.tasks.actions import resolve_controller, world_keys
+from flapjax.tasks.adapters import require
 from flapjax.tasks.base import EnvState, TaskEnv
+from flapjax.tasks.view import task_frame, task_frames, world_model_fields
 from flapjax.validation import ConfigError
 
 __all__ = ["FrameRenderer", "flapper_frames", "flapper_hover_qpos", "frames", "rollout_qpos", "task_frame", "task_frames", "task_videos", "video_fps",
            "world_model_fields", "write_video"]
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
-
-
-def _world(tree, i: int | None):
-    return tree if i is None else jax.tree.map(lambda x: x[i], tree)
-
-
-def world_model_fields(env: TaskEnv, state: EnvState) -> dict[str, np.ndarray]:
-    """Geometry and colours of one (unbatched) world for the renderer: the
-    MJX scene model of its parameters (wall pose, ground height, box size)
-    and its randomized ``geom_rgba``."""
-    m = MjxPhysics.model(env.world, state.params)
-    return dict(geom_pos=np.asarray(m.geom_pos), geom_quat=np.asarray(m.geom_quat),
-                geom_size=np.asarray(m.geom_size), geom_rgba=np.asarray(state.task.common.rgba))
 
 
 def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int | None = None,
@@ -70,8 +62,6 @@ def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
       ``(qpos, states)``: (length + 1, len(worlds), nq) positions (the reset
       first) and the batched reset :class:`EnvState`.
     """
-    from flapjax.tasks.actions import resolve_controller, world_keys
-
     keys, noise_keys = world_keys(n_worlds, seed, noise_seed)
     idx = np.arange(n_worlds) if worlds is None else np.asarray(worlds)
     if idx.size == 0 or idx.min() < 0 or idx.max() >= n_worlds:
@@ -93,32 +83,6 @@ def rollout_qpos(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
     s0, qs = run(keys[idx], noise_keys[idx])
     qpos0 = np.asarray(s0.world.data.qpos)[None]
     return np.concatenate([qpos0, np.asarray(qs)], axis=0), s0
-
-
-def task_frames(env: TaskEnv, qpos: np.ndarray, states: EnvState, *, world: int | None = 0, stride: int = 1,
-                width: int = 320, height: int = 240, distance: float = 1.5, azimuth: float = 35.0,
-                elevation: float = -15.0) -> np.ndarray:
-    """(T', height, width, 3) uint8 frames of one world.
-
-    ``qpos``: (T, N, nq) from :func:`rollout_qpos` with batched ``states``
-    (``world`` picks one), or (T, nq) with an unbatched ``states`` and
-    ``world=None``; every ``stride``-th step is drawn. The camera follows the
-    robot from ``distance`` [m] at ``azimuth`` / ``elevation`` [deg].
-    """
-    qpos = np.asarray(qpos)
-    if world is not None:
-        qpos = qpos[:, world]
-    state = _world(states, world)
-    nq = env.world.mj_model.nq
-    qpos = qpos[::max(int(stride), 1), :nq]
-    return frames(env.world.mj_model, qpos, model_fields=world_model_fields(env, state), track=0, width=width,
-                  height=height, distance=distance, azimuth=azimuth, elevation=elevation)
-
-
-def task_frame(env: TaskEnv, state: EnvState, **kwargs) -> np.ndarray:
-    """(height, width, 3) uint8 frame of one (unbatched) world ``state``."""
-    qpos = np.asarray(state.world.data.qpos)[None]
-    return task_frames(env, qpos, state, world=None, **kwargs)[0]
 
 
 def flapper_hover_qpos(robot=None, params=None, state=None, *, n_frames: int = 40, steps_per_frame: int = 25,
@@ -223,6 +187,7 @@ def task_videos(env: TaskEnv, n_videos: int, out_dir: str | pathlib.Path, *, n_w
     (default ``n_videos``) worlds into ``out_dir/<prefix>_world<i>.<fmt>``."""
     if isinstance(n_videos, bool) or not isinstance(n_videos, int) or n_videos < 1:
         raise ConfigError(f"video: must be an integer >= 1, got {n_videos!r}")
+    require("render", "imageio", *(("imageio_ffmpeg",) if fmt == "mp4" else ()))
     n_worlds = n_videos if n_worlds is None else max(int(n_worlds), n_videos)
     if f".{fmt}" not in VIDEO_SUFFIXES:
         raise ConfigError(f"fmt: must be 'mp4' or 'gif', got {fmt!r}")

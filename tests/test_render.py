@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from flapjax import render, tasks
+from flapjax.tasks import view
 from flapjax.validation import ConfigError
 
 
@@ -23,8 +24,8 @@ def near_wall():
 
 def test_frames_of_one_world_show_its_scene_and_follow_the_robot(near_wall):
     env, states, qpos = near_wall
-    w0 = render.task_frames(env, qpos, states, world=0, width=96, height=72)
-    w1 = render.task_frames(env, qpos, states, world=1, width=96, height=72)
+    w0 = render.task_frames(env, qpos, states, world=0, width=96, height=72, camera="follow", overlay=False)
+    w1 = render.task_frames(env, qpos, states, world=1, width=96, height=72, camera="follow", overlay=False)
     assert w0.shape == (3, 72, 96, 3) and w0.dtype == np.uint8
     # Lit, not blank: the ground, the wall and the robot spread the pixel values.
     assert w0[0].std() > 10.0
@@ -34,6 +35,36 @@ def test_frames_of_one_world_show_its_scene_and_follow_the_robot(near_wall):
     assert np.abs(w0[0].astype(int) - w0[2].astype(int)).mean() > 1.0
     fields = render.world_model_fields(env, jax.tree.map(lambda x: x[1], states))
     np.testing.assert_allclose(fields["geom_rgba"], np.asarray(states.task.common.rgba[1]))
+
+
+def test_side_camera_shows_the_descent_to_the_ground():
+    """Near-ground tracking from the task's fixed side camera: the robot's
+    pixels move down the image from the start (0.5 m) to the hold (6 cm),
+    the overlay's height says so, and the checkered floor and shadows make
+    the floor textured (a spread of values in the bottom rows)."""
+    env = tasks.make_for_learning("near_ground", start_time=0.0, descent_time=0.3, hold_time=1.0)
+    qpos, s0 = render.rollout_qpos(env, 1, length=50)
+    state = jax.tree.map(lambda x: x[0], s0)
+    heights = view.ee_heights(env, state, qpos[:, 0])
+    assert abs(heights[0] - 0.5) < 0.01 and heights[-1] < 0.1
+    away = qpos[[0]].copy()
+    away[:, 0, 2] += 50.0  # the robot out of the picture: the background
+    images = render.task_frames(env, np.concatenate([qpos[[0, -1]], away]), s0, width=160, height=120,
+                                overlay=False)
+
+    def robot_row(image):
+        mask = np.abs(image.astype(int) - images[2].astype(int)).sum(-1) > 60
+        assert mask.sum() > 20
+        return np.nonzero(mask)[0].mean()
+
+    assert robot_row(images[1]) > robot_row(images[0]) + 25.0       # lower in the image: nearer the floor
+    assert images[2, -20:].std() > 15.0                               # checker and shadow, not a flat floor
+    plain = render.frames(env.world.mj_model, qpos[[0], 0], track=None, lookat=view.camera_target(
+        env, state, qpos[0, 0]), width=160, height=120, azimuth=90.0, elevation=-4.0, distance=1.4, checker=False,
+        model_fields=view.world_model_fields(env, state))
+    assert plain[0, -20:].std() < images[2, -20:].std() - 5.0
+    with_text = render.task_frames(env, qpos[[0]], s0, width=160, height=120)
+    assert np.abs(with_text[0, :20, :100].astype(int) - images[0, :20, :100].astype(int)).max() > 100
 
 
 def test_near_wall_hover_gif_written_and_deleted(tmp_path):
@@ -47,7 +78,7 @@ def test_near_wall_hover_gif_written_and_deleted(tmp_path):
     qpos, s0 = render.rollout_qpos(env, 2, worlds=[1], length=3)
     assert qpos.shape == (4, 1, 7)
     assert abs(float(s0.params.scene.wall_x[0]) - 0.3) < 1e-6
-    images = render.task_frames(env, qpos, s0, world=0, width=64, height=48)
+    images = render.task_frames(env, qpos, s0, world=0, width=64, height=48, camera="follow", overlay=False)
     # Wall (upper background), ground (bottom-left) and robot (centre) differ in colour.
     wall, ground = images[0, :8].reshape(-1, 3).mean(0), images[0, -6:, :16].reshape(-1, 3).mean(0)
     assert np.abs(wall - ground).max() > 20.0

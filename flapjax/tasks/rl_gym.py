@@ -127,7 +127,7 @@ class GymTaskEnv(gym.Env):
     Args:
       env: the task (build it with :func:`flapjax.tasks.gym_env`).
       render_mode: ``None`` or ``"rgb_array"`` (a frame of the current world,
-        :mod:`flapjax.render`).
+        :func:`flapjax.tasks.view.task_frame`).
     """
 
     metadata = {"render_modes": ["rgb_array"]}
@@ -165,9 +165,9 @@ class GymTaskEnv(gym.Env):
     def render(self):
         if self.render_mode != "rgb_array" or self._state is None:
             return None
-        from flapjax import render
+        from flapjax.tasks.view import task_frame
 
-        return render.task_frame(self.task_env, self._state)
+        return task_frame(self.task_env, self._state)
 
 
 class GymVectorTaskEnv(VectorEnv):
