@@ -500,3 +500,19 @@ def test_study_file_of_other_settings_is_recomputed_silently_and_a_fifo_is_not_o
     os.mkfifo(tmp_path / "fifo.json")
     assert load_study_file(tmp_path / "fifo.json", SETTINGS, said.append) is None
     assert re.search(r"fifo\.json: cannot read the study file: it is a FIFO", said[0]), said
+
+
+def test_evaluate_that_cannot_write_its_figure_leaves_no_report_json(tmp_path, monkeypatch):
+    import errno
+
+    from flapjax import evaluate as ev
+
+    def full_disk(env, report, result, ablations, path):
+        Path(path).write_bytes(b"half a png")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ev, "plot_report", full_disk)
+    with pytest.raises(OSError) as err:
+        _evaluate(out_dir=tmp_path / "out", ablate=())
+    assert err.value.filename == str(tmp_path / "out" / "report.png") and "No space left" in err.value.strerror
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".flapjax.lock"]  # no report.json, no temporary
