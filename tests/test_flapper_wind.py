@@ -112,3 +112,12 @@ def test_bad_wind_is_refused_naming_it(lumped):
                          (jnp.array([True, False, True]), "wind")):
         with pytest.raises(ConfigError, match=message):
             fl.hover_rollout(robot, params, st, 600, wind=bad)
+
+
+def test_constant_wind_equals_the_same_wind_every_step(lumped):
+    _, a = _fly(lumped, WIND, n=600)
+    _, b = _fly(lumped, jnp.tile(WIND, (600, 1)), n=600)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    _, calm = _fly(lumped, None, n=600)
+    assert float(jnp.max(jnp.abs(a.position - calm.position))) > 1e-5  # the wind acts
