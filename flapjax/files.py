@@ -143,7 +143,7 @@ def lock_output_dir(path: str | Path, *, name: str = "out") -> OutputLock:
     if not os.access(out, os.W_OK | os.X_OK):
         raise ConfigError(f"{name}: the folder {str(out)!r} is not writable")
     try:
-        fd = os.open(out / ".flapjax.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(out / ".flapjax.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)  # never a link's target
     except OSError as exc:
         raise ConfigError(f"{name}: cannot write into {str(out)!r} ({exc.strerror})") from None
     try:

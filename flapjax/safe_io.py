@@ -8,9 +8,11 @@ Reading (:func:`check_input_file`, :func:`read_bytes`, :func:`read_text`,
   (``/dev/zero``) or a socket is refused by name, from ``os.stat``, before
   anything is opened (a FIFO is never opened: reading one would wait
   forever);
-- a file larger than :func:`input_limit` bytes (default 512 MiB; the
+- a file larger than :func:`input_limit` bytes (default 256 MiB; the
   environment variable ``FLAPJAX_MAX_INPUT_MB`` sets another) is refused
-  before it is read, and no read returns more than the limit;
+  before it is read, and no read returns more than the limit (a CSV
+  table grows several times over once parsed: 256 MiB of text holds
+  millions of rows, more than any fit here can take);
 - an ``.npz`` archive is checked from its zip directory (the size of every
   member once decompressed) and from each member's ``.npy`` header (shape,
   dtype) before any member is decompressed: a small archive that would
@@ -50,7 +52,7 @@ __all__ = ["DEFAULT_INPUT_LIMIT_MB", "atomic_write", "available_memory", "check_
            "read_text", "save_figure", "write_text"]
 
 #: Largest input file read by default [MiB] (``FLAPJAX_MAX_INPUT_MB`` overrides).
-DEFAULT_INPUT_LIMIT_MB = 512
+DEFAULT_INPUT_LIMIT_MB = 256
 LIMIT_ENV = "FLAPJAX_MAX_INPUT_MB"
 
 

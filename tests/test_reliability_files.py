@@ -123,7 +123,7 @@ def test_cli_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
     code, text = _cli("identify", "--config", str(garbage), "--out", str(tmp_path / "o"), "--no-progress",
                       cwd=tmp_path)
     assert code == 2 and "Traceback" not in text, text
-    assert "garbage.toml: not a text file" in text
+    assert "garbage.toml: cannot read the config file: not a text file" in text
     (tmp_path / "afile").write_text("x")
     code, text = _cli("evaluate", "--task", "near_ground", "--worlds", "2", "--out", str(tmp_path / "afile"),
                       "--no-progress", cwd=tmp_path)

@@ -41,10 +41,10 @@ def _child(code: str, limits: dict[str, int] | None = None) -> subprocess.Comple
 # --- files a hostile user hands in ------------------------------------------------------------------------------
 
 def _zip_bomb(tmp_path: Path) -> Path:
-    """A few-MB archive whose one member decompresses to 600 MiB (over the
-    default 512 MiB input limit)."""
+    """A small archive whose one member decompresses to 320 MiB (over the
+    default 256 MiB input limit)."""
     path = tmp_path / "bomb.npz"
-    chunk, chunks = bytes(64 * 2**20), 10
+    chunk, chunks = bytes(64 * 2**20), 5
     header = {"descr": "<f8", "fortran_order": False, "shape": (chunks * len(chunk) // 8,)}
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         with zf.open("time_s.npy", "w", force_zip64=True) as fh:
@@ -78,7 +78,8 @@ def _big_csv(tmp_path: Path) -> Path:
 
 
 READ_CASES = [
-    ("npz member decompressing beyond the limit", _zip_bomb, None, r"bomb\.npz: the \.npz archive would decompress to 640\.0 MiB \(member 'time_s\.npy'"),
+    ("npz member decompressing beyond the limit", _zip_bomb, None,
+     r"bomb\.npz: the \.npz archive would decompress to 320\.0 MiB \(member 'time_s\.npy'"),
     ("npz header claiming more than the member", _lying_header, None, r"column 'time_s': its header claims shape"),
     ("a device", lambda tmp: Path("/dev/zero"), None, r"/dev/zero: cannot read the data file: it is a device"),
     ("a FIFO (never opened)", _fifo, None, r"pipe\.csv: cannot read the data file: it is a FIFO"),
@@ -516,3 +517,12 @@ def test_evaluate_that_cannot_write_its_figure_leaves_no_report_json(tmp_path, m
         _evaluate(out_dir=tmp_path / "out", ablate=())
     assert err.value.filename == str(tmp_path / "out" / "report.png") and "No space left" in err.value.strerror
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".flapjax.lock"]  # no report.json, no temporary
+
+
+def test_a_lock_file_that_is_a_link_is_refused(tmp_path):
+    from flapjax.files import lock_output_dir
+    from flapjax.validation import ConfigError
+
+    out = _linked_out(tmp_path, ".flapjax.lock")
+    with pytest.raises(ConfigError, match=r"out: cannot write into .*out' \(Too many levels of symbolic links\)"):
+        lock_output_dir(out, name="out")
