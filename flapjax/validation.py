@@ -127,18 +127,23 @@ def _no_duplicates(where: str):
     return hook
 
 
-def _no_constant(where: str):
+def _no_constant(where: str, allow_infinity: bool):
     def hook(text: str) -> Any:
+        if allow_infinity and text == "Infinity":
+            return math.inf
         raise ConfigError(f"{where}: {text} is not a JSON number (write a finite number)")
 
     return hook
 
 
-def loads_json(text: str, *, where: str) -> Any:
+def loads_json(text: str, *, where: str, allow_infinity: bool = False) -> Any:
     """Parse JSON strictly: an object repeating a key and the non-standard
-    ``NaN`` / ``Infinity`` are refused; :class:`ConfigError` naming ``where``."""
+    ``NaN`` / ``Infinity`` are refused (``allow_infinity``: ``Infinity`` is
+    read as +inf, for a value whose documentation gives it a meaning);
+    :class:`ConfigError` naming ``where``."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates(where), parse_constant=_no_constant(where))
+        return json.loads(text, object_pairs_hook=_no_duplicates(where),
+                          parse_constant=_no_constant(where, allow_infinity))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: cannot parse: not valid JSON ({exc})") from None
 

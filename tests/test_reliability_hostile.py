@@ -526,3 +526,13 @@ def test_a_lock_file_that_is_a_link_is_refused(tmp_path):
     out = _linked_out(tmp_path, ".flapjax.lock")
     with pytest.raises(ConfigError, match=r"out: cannot write into .*out' \(Too many levels of symbolic links\)"):
         lock_output_dir(out, name="out")
+
+
+def test_a_sidecar_may_say_no_wall_with_infinity_but_nothing_else(tmp_path):
+    from flapjax.validation import ConfigError
+
+    assert _scene(tmp_path, sidecar='{"wall_x_m": Infinity}')["wall_x_m"] == math.inf
+    with pytest.raises(ConfigError, match=r"hover\.scene\.json: sidecar: scene\.ground_z_m: must be a finite number"):
+        _scene(tmp_path, sidecar='{"ground_z_m": Infinity}')
+    with pytest.raises(ConfigError, match=r"hover\.scene\.json: -Infinity is not a JSON number"):
+        _scene(tmp_path, sidecar='{"wall_x_m": -Infinity}')

@@ -215,7 +215,8 @@ def read_scene(path: str | Path, scene: Mapping[str, Any] | None = None) -> dict
     side = sidecar_path(p)
     if side.is_file():
         try:
-            data = loads_json(safe_io.read_text(side, what="scene sidecar"), where=str(side))
+            data = loads_json(safe_io.read_text(side, what="scene sidecar"), where=str(side),
+                              allow_infinity=True)  # wall_x_m = Infinity: no wall (json.dumps writes inf so)
         except ConfigError as exc:
             raise DataError(f"cannot read the scene sidecar: {exc}") from None
         if not isinstance(data, Mapping):
