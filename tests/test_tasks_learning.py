@@ -177,3 +177,20 @@ def test_short_ppo_run_with_the_tuned_settings_beats_the_untrained_policy():
     rmse_trained, rmse_untrained = (np.mean(r["summary"]["height_rmse"]) for r in (trained, untrained))
     assert rmse_trained < 0.8 * rmse_untrained
     assert np.mean(trained["summary"]["success"]) > np.mean(untrained["summary"]["success"])
+
+
+def test_missing_extras_are_named_before_any_work(monkeypatch, tmp_path):
+    """Without imageio, ``evaluate(video=...)`` fails at once naming the
+    ``render`` extra (no episode is run); without SB3 the adapter names ``sb3``."""
+    import importlib.util
+
+    from flapjax import evaluate as ev
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("imageio", "stable_baselines3") else real(name, *a))
+    monkeypatch.setattr(ev, "_evaluate", lambda *a, **k: pytest.fail("the evaluation ran"))
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[render\]"'):
+        ev.evaluate("near_ground", n_worlds=2, video=1, out_dir=tmp_path / "out")
+    with pytest.raises(ImportError, match=r"stable_baselines3 not installed.*\.\[sb3\]"):
+        tasks.sb3_vec_env("near_ground", 2)
