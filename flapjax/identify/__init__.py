@@ -2,11 +2,15 @@
 
 The generic machinery (no robot knowledge) is re-exported here:
 
-- :mod:`flapjax.identify.fit`: trainable vs nominal parameters (log space for
-  positive constants), optax optimizers, the jitted fit step, the fit loop
-  and its convergence rules;
+- :mod:`flapjax.identify.parameters`: trainable vs nominal parameters (log
+  space for positive constants);
+- :mod:`flapjax.identify.fit`: optax optimizers, the jitted fit step, the fit
+  loop and its convergence rules;
 - :mod:`flapjax.identify.losses`: measurements, the least-squares loss,
   closed-form checks, uncertainty from the loss curvature;
+- :mod:`flapjax.identify.solve`: what every measured-data fit shares: channel
+  reweighting, Gauss-Newton covariance, correlation and unidentified
+  parameters, held-out rows and their metrics;
 - :mod:`flapjax.identify.results`: study results and their JSON form.
 
 The studies of the flapping-wing robot (``flapjax identify``) are in

@@ -32,7 +32,9 @@ Studies (each a function ``cfg -> StudyResult``; configs in ``identification/``)
 
 Flight logs (:mod:`.flight_log`, ``flapjax identify --data FLIGHT.csv``):
 the averaged model fitted to a motion-capture log over the logged commands
-by multiple shooting (:func:`run_flight_identification`).
+by multiple shooting (:func:`run_flight_identification`). Stand tables
+(:mod:`.stand`, per-wing parameters through the rollout: :mod:`.stand_physical`)
+and phase-resolved stand records (:mod:`.waveform`) are fitted the same way.
 
 :mod:`.config` holds the settings and their checks, :mod:`.run` the driver
 with resume, :mod:`.report` the plots and the summary table,

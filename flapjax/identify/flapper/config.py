@@ -190,9 +190,8 @@ def _check_fit(section: str, s: Mapping) -> None:
     check_int(f"{section}.max_steps", s["max_steps"], 1, MAX_FIT_STEPS)
 
 
-def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
-    run = cfg["run"]
+def _check_run(run: Mapping) -> None:
+    """Check the [run] settings."""
     if not isinstance(run["studies"], list) or not run["studies"]:
         raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
     for s in run["studies"]:
@@ -204,20 +203,26 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(run[key], bool):
             raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
 
-    s = cfg["lift"]
+
+def _check_lift(s: Mapping) -> None:
+    """Check the [lift] settings."""
     _check_list("lift.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, min_len=2, distinct=True)
     _check_run_window("lift", s)
     _check_fit("lift", s)
     check_range("lift.start_factor", s["start_factor"], 0.1, 10.0)
 
-    s = cfg["moments"]
+
+def _check_moments(s: Mapping) -> None:
+    """Check the [moments] settings."""
     _check_list("moments.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, distinct=True)
     _check_list("moments.tilts", s["tilts"], lo=-0.6, hi=0.6, nonzero=True, min_len=2)
     _check_run_window("moments", s)
     _check_fit("moments", s)
     check_range("moments.start_factor", s["start_factor"], 0.1, 10.0)
 
-    s = cfg["damping"]
+
+def _check_damping(s: Mapping) -> None:
+    """Check the [damping] settings."""
     check_range("damping.frequency", s["frequency"], 0.0, 200.0)
     _check_list("damping.rates", s["rates"], nonzero=True, lo=-50.0, hi=50.0)
     _check_list("damping.speeds", s["speeds"], nonzero=True, lo=-10.0, hi=10.0, min_len=0)
@@ -230,7 +235,9 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     _check_fit("damping", s)
     check_range("damping.start_factor", s["start_factor"], 0.1, 10.0)
 
-    s = cfg["physical"]
+
+def _check_physical(s: Mapping) -> None:
+    """Check the [physical] settings."""
     if not isinstance(s["parameters"], list) or not s["parameters"]:
         raise ConfigError(f"physical.parameters: expected a non-empty list from {list(PHYSICAL_PARAMETERS)}")
     for p in s["parameters"]:
@@ -265,7 +272,9 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     check_choice("physical.line_search", s["line_search"], LINE_SEARCHES)
     check_choice("physical.grad_mode", s["grad_mode"], GRAD_MODES)
 
-    s = cfg["validation"]
+
+def _check_validation(s: Mapping) -> None:
+    """Check the [validation] settings."""
     check_range("validation.duration", s["duration"], 0.05, 20.0)
     check_range("validation.height", s["height"], 0.0, 100.0)
     check_choice("validation.controller", s["controller"], ("designed", "default"))
@@ -280,6 +289,16 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     check_range("validation.window", s["window"], 0.001, 20.0)  # the whole flight when longer
     check_range("validation.max_attitude_rms_deg", s["max_attitude_rms_deg"], 0.0, 90.0)
     check_range("validation.max_position_rms", s["max_position_rms"], 0.0, 10.0)
+
+
+def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
+    _check_run(cfg["run"])
+    _check_lift(cfg["lift"])
+    _check_moments(cfg["moments"])
+    _check_damping(cfg["damping"])
+    _check_physical(cfg["physical"])
+    _check_validation(cfg["validation"])
     return cfg
 
 

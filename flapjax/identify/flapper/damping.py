@@ -75,12 +75,10 @@ def damping_frequency(cfg: Mapping, k_f: float | None) -> float:
     return math.sqrt(mass * g / k_f)
 
 
-def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> StudyResult:
-    """D_w and k_v from imposed body motion (see the module docstring)."""
-    s = cfg["damping"]
-    t0 = time.perf_counter()
-    robot = fl.make_driven_robot(s["armature"]) if robot is None else robot
-    params = fl.default_params(robot, frequency=float(frequency))
+def _drives(s: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """``(drives (n, 5), kinds (n,))``: one world per imposed rate about each
+    configured axis (kind 2 + axis) and per imposed speed along x and y
+    (kind 0, 1); drive columns are (v_x, v_y, w_x, w_y, w_z)."""
     drives, kinds = [], []
     for a in s["axes"]:
         i = "xyz".index(a)
@@ -95,30 +93,15 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
             d[i] = v
             drives.append(d)
             kinds.append(i)
-    drives, kinds = np.asarray(drives), np.asarray(kinds)
-    out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
-                          batch_size=cfg["run"]["batch_size"])
-    force, moment, mean_drive = np.asarray(out.force), np.asarray(out.moment), np.asarray(out.drive)
-    meas = np.concatenate([force[:, :2], moment], axis=1)  # (n, 5) aligned with drive dofs
-    # Each world measures the load on the axis it drives; the regressor is the
-    # measured mean drive velocity (the armature lets it drift by < 0.1 %).
-    rows = np.arange(len(kinds))
-    x = mean_drive[rows, kinds]
-    y = meas[rows, kinds]
-    inputs = np.zeros_like(mean_drive)
-    inputs[rows, kinds] = x
-    # Speed worlds also measure the cross moment: v_x -> pitch (column 3), v_y -> roll (column 2).
-    speed = kinds < 2
-    cross_col = np.where(kinds == 0, 3, 2)
-    cross_y = meas[rows, cross_col]
-    slopes, r2 = {}, {}
-    for j, label in enumerate(("v_x", "v_y", "w_x", "w_y", "w_z")):
-        sel = kinds == j
-        if np.any(sel):
-            slopes[label] = -slope_through_origin(x[sel], y[sel])
-    axes_used = sorted({int(k) - 2 for k in kinds if k >= 2})
-    speeds_used = bool(np.any(kinds < 2))
-    # Scale force and moment residuals separately (different units).
+    return np.asarray(drives), np.asarray(kinds)
+
+
+def _weights(meas: np.ndarray, kinds: np.ndarray, y: np.ndarray, cross_y: np.ndarray, cross_col: np.ndarray):
+    """``(mask, scale)`` (n, 5): which entries are measurements (the driven
+    component, and a speed world's cross moment) and their residual scale
+    (forces and moments apart: different units)."""
+    rows, speed = np.arange(len(kinds)), kinds < 2
+    speeds_used = bool(np.any(speed))
     f_scale = np.sqrt(np.mean(y[speed] ** 2)) if speeds_used else 1.0
     m_scale = np.sqrt(np.mean(y[~speed] ** 2))
     c_scale = max(float(np.sqrt(np.mean(cross_y[speed] ** 2))), 1e-300) if speeds_used else 1.0
@@ -128,8 +111,12 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     if speeds_used:
         mask[rows[speed], cross_col[speed]] = 1.0
         scale[rows[speed], cross_col[speed]] = c_scale
-        slopes.update(coupling_slopes(inputs[speed, :2], meas[speed, 2:4]))
-    sf = s["start_factor"]
+    return mask, scale
+
+
+def _start(slopes: dict, speeds_used: bool, sf: float) -> tuple[dict, list[str], list[str]]:
+    """``(start values, trained names, coupling names)``: ``sf`` times the
+    closed-form slopes (kept positive for D_w and k_v)."""
     d_start = np.array([max(slopes.get(f"w_{a}", 0.0), 1e-7) for a in "xyz"]) * sf
     k_v_start = max(0.5 * (slopes.get("v_x", 0.0) + slopes.get("v_y", 0.0)), 1e-5) * sf if speeds_used else 0.06
     start = {"D_w": d_start, "k_v": k_v_start}
@@ -137,26 +124,13 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     coupling = [k for k in ("L_v", "M_u") if k in slopes]
     for k in coupling:
         start[k] = sf * slopes[k]
-    trainable += coupling
+    return start, trainable + coupling, coupling
 
-    def masked(p, inp):
-        # Only the driven component of each world (and a speed world's cross moment) is a measurement.
-        return predict_damping(p, inp) * jnp.asarray(mask)
 
-    data = Measurements(inputs=jnp.asarray(inputs), targets=jnp.asarray(meas * mask), scale=jnp.asarray(scale))
-    res = fit_averaged(masked, data, start, trainable, s, bar=bar, signed=coupling)
-    std = fit_uncertainty(masked, data, res, rows=np.flatnonzero(mask.ravel()))
-    d_w = np.asarray(res.params["D_w"])
+def _values(res, coupling: list[str], speeds_used: bool) -> tuple[dict, dict]:
+    """``(values, equivalent drag heights)`` of the fit ``res``."""
     k_v = float(res.params["k_v"])
-    full_fit = np.asarray(predict_damping(res.params, jnp.asarray(inputs)))
-    fitted = full_fit[rows, kinds]
-    cross_fitted = full_fit[rows, cross_col]
-    for j, label in enumerate(("v_x", "v_y", "w_x", "w_y", "w_z")):
-        sel = kinds == j
-        if np.sum(sel) >= 2:
-            r2[f"r2_{label}"] = r_squared(y[sel], fitted[sel])
-    anti = [a for a in "xyz" if f"w_{a}" in slopes and slopes[f"w_{a}"] <= 0]
-    values = {"D_w": jnp.asarray(d_w)}
+    values = {"D_w": jnp.asarray(np.asarray(res.params["D_w"]))}
     if speeds_used:
         values["k_v"] = jnp.asarray(k_v)
     heights = {}
@@ -165,8 +139,11 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
         # equivalent drag height above the centre of mass: L_v = k_v h_y, M_u = -k_v h_x
         heights["drag_height_y" if k == "L_v" else "drag_height_x"] = (
             float(res.params[k]) / k_v if k == "L_v" else -float(res.params[k]) / k_v)
-    if coupling:
-        r2["r2_coupling"] = r_squared(cross_y[speed], cross_fitted[speed])
+    return values, heights
+
+
+def _notes(s: Mapping, frequency: float, res, slopes: dict, kinds: np.ndarray) -> str:
+    anti = [a for a in "xyz" if f"w_{a}" in slopes and slopes[f"w_{a}"] <= 0]
     notes = (
         f"driven base (slides x, y and hinges x, y, z through the CoM, armature {s['armature']}), "
         f"flapping at {frequency:.3f} Hz; body-frame cycle means about the instantaneous CoM; "
@@ -174,8 +151,56 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
     )
     if anti:
         notes += f"; axes {anti}: the per-wing model shows no damping (measured slope <= 0), D_w there is fitted toward 0"
-    if len(axes_used) < 3:
+    if len(sorted({int(k) - 2 for k in kinds if k >= 2})) < 3:
         notes += "; D_w on axes not driven keeps its start value"
+    return notes
+
+
+_LABELS = ("v_x", "v_y", "w_x", "w_y", "w_z")
+
+
+def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> StudyResult:
+    """D_w and k_v from imposed body motion (see the module docstring)."""
+    s = cfg["damping"]
+    t0 = time.perf_counter()
+    robot = fl.make_driven_robot(s["armature"]) if robot is None else robot
+    params = fl.default_params(robot, frequency=float(frequency))
+    drives, kinds = _drives(s)
+    out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
+                          batch_size=cfg["run"]["batch_size"])
+    force, moment, mean_drive = np.asarray(out.force), np.asarray(out.moment), np.asarray(out.drive)
+    meas = np.concatenate([force[:, :2], moment], axis=1)  # (n, 5) aligned with drive dofs
+    # Each world measures the load on the axis it drives; the regressor is the
+    # measured mean drive velocity (the armature lets it drift by < 0.1 %).
+    rows = np.arange(len(kinds))
+    x, y = mean_drive[rows, kinds], meas[rows, kinds]
+    inputs = np.zeros_like(mean_drive)
+    inputs[rows, kinds] = x
+    # Speed worlds also measure the cross moment: v_x -> pitch (column 3), v_y -> roll (column 2).
+    speed, cross_col = kinds < 2, np.where(kinds == 0, 3, 2)
+    cross_y = meas[rows, cross_col]
+    slopes = {label: -slope_through_origin(x[kinds == j], y[kinds == j]) for j, label in enumerate(_LABELS)
+              if np.any(kinds == j)}
+    speeds_used = bool(np.any(speed))
+    mask, scale = _weights(meas, kinds, y, cross_y, cross_col)
+    if speeds_used:
+        slopes.update(coupling_slopes(inputs[speed, :2], meas[speed, 2:4]))
+    start, trainable, coupling = _start(slopes, speeds_used, s["start_factor"])
+
+    def masked(p, inp):
+        # Only the driven component of each world (and a speed world's cross moment) is a measurement.
+        return predict_damping(p, inp) * jnp.asarray(mask)
+
+    data = Measurements(inputs=jnp.asarray(inputs), targets=jnp.asarray(meas * mask), scale=jnp.asarray(scale))
+    res = fit_averaged(masked, data, start, trainable, s, bar=bar, signed=coupling)
+    std = fit_uncertainty(masked, data, res, rows=np.flatnonzero(mask.ravel()))
+    full_fit = np.asarray(predict_damping(res.params, jnp.asarray(inputs)))
+    fitted, cross_fitted = full_fit[rows, kinds], full_fit[rows, cross_col]
+    r2 = {f"r2_{label}": r_squared(y[kinds == j], fitted[kinds == j]) for j, label in enumerate(_LABELS)
+          if np.sum(kinds == j) >= 2}
+    values, heights = _values(res, coupling, speeds_used)
+    if coupling:
+        r2["r2_coupling"] = r_squared(cross_y[speed], cross_fitted[speed])
     return StudyResult(
         name="damping",
         values=values,
@@ -185,14 +210,14 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> St
             **{f"slope_{k}": v for k, v in slopes.items()},
             **heights,
             **r2,
-            "drive_drift_max": float(np.max(np.abs(x - drives[np.arange(len(kinds)), kinds]) / np.abs(drives[np.arange(len(kinds)), kinds]))),
+            "drive_drift_max": float(np.max(np.abs(x - drives[rows, kinds]) / np.abs(drives[rows, kinds]))),
             "final_loss": float(res.final_loss),
             "fit_steps": res.steps,
         },
         data={"kind": kinds.astype(float), "drive": x, "load": y, "fitted": fitted,
               "cross_load": cross_y, "cross_fitted": cross_fitted},
         loss=res.loss,
-        notes=notes,
+        notes=_notes(s, frequency, res, slopes, kinds),
         converged=res.converged,
         seconds=time.perf_counter() - t0,
     )

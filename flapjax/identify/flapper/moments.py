@@ -38,20 +38,24 @@ def predict_moments(p: Params, inputs) -> jax.Array:
     return jnp.stack([lam * p["k_roll"] * plate[:, 0], -lam * p["k_pitch"] * plate[:, 1]], axis=-1)
 
 
+def _tilt_rows(s: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """``(frequencies (n,) [Hz], plates (n, 2) [rad])``: at each frequency,
+    each tilt on the pitch joint alone, then on the roll joint alone."""
+    rows_f, rows_p = [], []
+    for f in np.asarray(s["frequencies"], dtype=float):
+        for d in np.asarray(s["tilts"], dtype=float):
+            rows_f += [f, f]
+            rows_p += [[d, 0.0], [0.0, d]]
+    return np.asarray(rows_f), np.asarray(rows_p)
+
+
 def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
     """k_roll, k_pitch from plate-tilt sweeps (see the module docstring);
     ``robot``: a driven-base robot (default
     ``make_driven_robot(cfg["damping"]["armature"])``)."""
     s = cfg["moments"]
     t0 = time.perf_counter()
-    freqs = np.asarray(s["frequencies"], dtype=float)
-    tilts = np.asarray(s["tilts"], dtype=float)
-    rows_f, rows_p = [], []
-    for f in freqs:
-        for d in tilts:
-            rows_f += [f, f]
-            rows_p += [[d, 0.0], [0.0, d]]
-    rows_f, rows_p = np.asarray(rows_f), np.asarray(rows_p)
+    rows_f, rows_p = _tilt_rows(s)
     robot = fl.make_driven_robot(cfg["damping"]["armature"]) if robot is None else robot
     params = fl.default_params(robot, frequency=float(rows_f[0]))
     sw = fl.driven_sweep(robot, params, np.zeros((rows_f.size, 5)), duration=float(s["duration"]),

@@ -9,12 +9,11 @@ fits the chosen ones to cycle-mean F_z "measurements" (the seed's table 11.2,
 configured values, or a synthetic round trip) with forward-mode gradients and
 reports Gauss-Newton standard deviations from the curvature of the loss.
 
-:func:`fit_physical_to_stand` fits the same kind of parameters (and a scale
-of the wings' rotational inertia) to a measured stand table instead:
-cycle-mean F_z and optionally the body moments at the table's frequencies
-and plate angles (:class:`StandRollout`), weighted by the channels' noise,
-with standard deviations from the curvature and the residual variance
-estimated from the data.
+:class:`StandRollout` gives the cycle-mean F_z and optionally the body
+moments at a stand table's frequencies and plate angles, with a scale of the
+wings' rotational inertia among the parameters;
+:func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand` fits
+them to a measured table.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.data import DataError
 from flapjax.identify.flapper.config import PHYSICAL_UNITS, convergence_for, optimizer_for, progress_callback
 from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
 from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
@@ -62,6 +60,18 @@ def nominal_physical(robot: fl.FlapperRobot) -> dict[str, float]:
     }
 
 
+def _fixed_base_run(robot, duration: float, discard: float) -> tuple[fl.FlapperRobot, int, int]:
+    """``(robot, n_steps, discard_steps)`` of a fixed-base rollout of ``duration``
+    [s] whose first ``discard`` [s] are dropped (default robot: the fixed-base
+    per-wing robot on the pure-JAX joint tree)."""
+    robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
+    n_steps = int(round(duration / robot.dt))
+    discard_steps = int(round(discard / robot.dt))
+    if not 0 <= discard_steps < n_steps:
+        raise ConfigError(f"discard: must be shorter than duration ({duration}), got {discard}")
+    return robot, n_steps, discard_steps
+
+
 class LiftRollout(eqx.Module):
     """Cycle-mean world F_z of fixed-base worlds as a differentiable function
     of per-wing physical parameters (the fixed-base rollout inside; by
@@ -81,11 +91,7 @@ class LiftRollout(eqx.Module):
 
     @classmethod
     def make(cls, frequencies, *, duration: float, discard: float, robot=None) -> "LiftRollout":
-        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
-        n_steps = int(round(duration / robot.dt))
-        discard_steps = int(round(discard / robot.dt))
-        if not 0 <= discard_steps < n_steps:
-            raise ConfigError(f"discard: must be shorter than duration ({duration}), got {discard}")
+        robot, n_steps, discard_steps = _fixed_base_run(robot, duration, discard)
         params = fl.sweep_params(np.asarray(frequencies, dtype=float), robot=robot)
         return cls(robot=robot, params=params, n_steps=n_steps, discard_steps=discard_steps)
 
@@ -135,6 +141,18 @@ def physical_loss(p: Params, data: Measurements) -> jax.Array:
     return least_squares(_predict_lift)(p, data)
 
 
+def _lift_targets(targets_cfg, lift: LiftRollout, nominal: dict, freqs: np.ndarray):
+    """``(targets (n,) [N], where they come from, the true values or None)``:
+    the seed's table 11.2 (``"seed"``), a synthetic round trip (a table of
+    true parameter values) or configured F_z values."""
+    if isinstance(targets_cfg, str):
+        return np.array([fl.SEED_SWEEP[float(f)] for f in freqs]), "seed table 11.2", None
+    if isinstance(targets_cfg, Mapping):
+        truth = {k: float(v) for k, v in targets_cfg.items()}
+        return np.asarray(eval_lift(lift, {**nominal, **truth})), f"synthetic, generated with {truth}", truth
+    return np.asarray(targets_cfg, dtype=float), "configured F_z values", None
+
+
 def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     """Per-wing physical parameters by gradient through the rollout."""
     s = cfg["physical"]
@@ -143,18 +161,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     lift = LiftRollout.make(freqs, duration=float(s["duration"]), discard=float(s["discard"]), robot=robot)
     nominal = nominal_physical(lift.robot)
     names = list(s["parameters"])
-    targets_cfg = s["targets"]
-    truth = None
-    if isinstance(targets_cfg, str):
-        targets = np.array([fl.SEED_SWEEP[float(f)] for f in freqs])
-        source = "seed table 11.2"
-    elif isinstance(targets_cfg, Mapping):
-        truth = {k: float(v) for k, v in targets_cfg.items()}
-        targets = np.asarray(eval_lift(lift, {**nominal, **truth}))
-        source = f"synthetic, generated with {truth}"
-    else:
-        targets = np.asarray(targets_cfg, dtype=float)
-        source = "configured F_z values"
+    targets, source, truth = _lift_targets(s["targets"], lift, nominal, freqs)
     start = dict(nominal)
     start.update({k: float(v) for k, v in s["start"].items()})
     data = Measurements(inputs=lift, targets=jnp.asarray(targets), scale=jnp.asarray(targets))
@@ -205,7 +212,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
 # Per-wing physical parameters from a measured stand table
 # ---------------------------------------------------------------------------
 
-#: Parameters :func:`fit_physical_to_stand` can fit: the per-wing model's
+#: Parameters :func:`~flapjax.identify.flapper.stand_physical.fit_physical_to_stand` can fit: the per-wing model's
 #: (see :func:`with_physical`) and ``wing_inertia_scale``, a factor on the
 #: rotational inertia of both wing bodies in the MJCF [-].
 STAND_PHYSICAL_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
@@ -263,11 +270,7 @@ class StandRollout(eqx.Module):
     @classmethod
     def make(cls, frequencies, plates, *, duration: float, discard: float, moments: bool = False,
              robot=None) -> "StandRollout":
-        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
-        n_steps = int(round(duration / robot.dt))
-        discard_steps = int(round(discard / robot.dt))
-        if not 0 <= discard_steps < n_steps:
-            raise ConfigError(f"discard: must be shorter than duration ({duration}), got {discard}")
+        robot, n_steps, discard_steps = _fixed_base_run(robot, duration, discard)
         params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
                                  robot=robot)
         return cls(robot=robot, params=params, lever=jnp.asarray(fl.robot_com_offset()), n_steps=n_steps,
@@ -296,115 +299,3 @@ def _eval_stand(rollout: StandRollout, values: Mapping[str, jax.Array]) -> jax.A
 def eval_stand(rollout: StandRollout, values: Mapping[str, Any]) -> jax.Array:
     """(n, C) cycle-mean loads of ``rollout`` at ``values`` (jitted)."""
     return _eval_stand(rollout, _as_traced(values))
-
-
-def _predict_stand_rollout(values: Params, rollout: StandRollout) -> jax.Array:
-    return _eval_stand(rollout, _as_traced(values))
-
-
-def stand_physical_loss(p: Params, data: Measurements) -> jax.Array:
-    """Least squares of the stand rollout (``data.inputs``) against the table."""
-    return least_squares(_predict_stand_rollout)(p, data)
-
-
-def fit_physical_to_stand(
-    data,
-    *,
-    parameters=("lift_scale", "hinge_stiffness", "wing_inertia_scale"),
-    duration: float = 0.6,
-    discard: float = 0.3,
-    max_rows: int = 8,
-    moments: bool | None = None,
-    sigma: Mapping[str, float] | None = None,
-    offsets: Mapping[str, float] | None = None,
-    start: Mapping[str, float] | None = None,
-    max_steps: int = 15,
-    robot=None,
-    progress=None,
-) -> dict[str, Any]:
-    """Per-wing physical parameters fitted to a measured stand table by
-    gradient through the fixed-base per-wing rollout.
-
-    Args:
-      data: a :class:`flapjax.identify.flapper.stand.StandData` (frequencies,
-        plate angles, cycle-mean ``fz_n`` and optionally ``mx_nm``, ``my_nm``).
-      parameters: names from :data:`STAND_PHYSICAL_PARAMETERS` (positive,
-        fitted in log space).
-      duration, discard: rollout length and discarded transient [s].
-      max_rows: at most this many rows, spread evenly over the table (each
-        row is one fixed-base world run for ``duration``).
-      moments: fit the moments too (default: when the table has ``mx_nm``
-        and ``my_nm`` and a plate angle varies).
-      sigma: channel -> measurement noise std [N, N m] weighting the channels
-        (default: each channel's RMS); the overall residual variance is
-        re-estimated from the fit.
-      offsets: channel offset -> value (``fz_offset`` ...) subtracted from
-        the measurements first (the sensor offsets of the averaged fit).
-      start: start values (default: the model's nominal ones, 1 for
-        ``wing_inertia_scale``).
-      max_steps: optimizer steps (L-BFGS, backtracking line search, forward-mode gradients).
-
-    Returns ``{"values", "std", "relative_std", "correlation", "residual_sigma",
-    "rows", "frequency", "target", "fitted", "channels", "converged", "reason",
-    "fit_steps", "seconds"}`` (SI units).
-    """
-    t0 = time.perf_counter()
-    for p in parameters:
-        if p not in STAND_PHYSICAL_PARAMETERS:
-            raise ConfigError(f"parameters: unknown {p!r}; allowed: {list(STAND_PHYSICAL_PARAMETERS)}")
-    if not parameters:
-        raise ConfigError("parameters: need at least one parameter to fit")
-    n = data.n
-    rows = np.unique(np.round(np.linspace(0, n - 1, min(int(max_rows), n))).astype(int))
-    sub = data.rows(rows)
-    if moments is None:
-        moments = "mx_nm" in sub.channels and "my_nm" in sub.channels and bool(np.any(sub.plate != 0))
-    channels = ("fz_n", "mx_nm", "my_nm") if moments else ("fz_n",)
-    missing = [c for c in channels if c not in sub.channels]
-    if missing:
-        raise DataError(f"{data.source}: missing column {missing[0]!r} (needed to fit the moments)")
-    offsets = dict(offsets or {})
-    targets = np.stack([sub.channels[c] - offsets.get(f"{c.split('_')[0]}_offset", 0.0) for c in channels], axis=1)
-    if targets.size <= len(parameters):
-        raise DataError(f"{data.source}: {targets.size} measured value(s) for {len(parameters)} parameter(s); "
-                        f"column 'fz_n' needs at least {len(parameters) + 1} rows (row {targets.size + 1} missing)")
-    rms = np.sqrt(np.mean(targets**2, axis=0))
-    scale = np.asarray([(sigma or {}).get(c, r) for c, r in zip(channels, rms)], dtype=float)
-    scale = np.where(scale > 0, scale, 1.0)
-    rollout = StandRollout.make(sub.frequency, sub.plate, duration=duration, discard=discard, moments=moments,
-                                robot=robot)
-    nominal = nominal_physical(rollout.robot)
-    nominal["wing_inertia_scale"] = 1.0
-    start_values = {k: nominal[k] for k in STAND_PHYSICAL_PARAMETERS}
-    start_values.update({k: float(v) for k, v in (start or {}).items()})
-    meas = Measurements(inputs=rollout, targets=jnp.asarray(targets), scale=jnp.asarray(scale))
-    t, nom = split(start_values, list(parameters))
-    optimizer = optimizer_for({"optimizer": "lbfgs", "learning_rate": 0.05, "max_steps": max_steps,
-                               "line_search": "backtracking"})
-    step = make_fit_step(stand_physical_loss, optimizer, grad_mode="forward", compiler_options=tree.compiler_options())
-    res = fit(stand_physical_loss, t, nom, meas, optimizer=optimizer,
-              convergence=convergence_for({"max_steps": max_steps}), step_fn=step, progress=progress)
-    unc = gauss_newton_uncertainty(
-        lambda tt: residuals(_predict_stand_rollout, combine(tt, nom), meas), as_step_outputs(res.trainable),
-        compiler_options=tree.compiler_options(),
-    )
-    fitted = np.asarray(_predict_stand_rollout(res.params, rollout))
-    return {
-        "values": {k: float(res.params[k]) for k in parameters},
-        "std": {k: float(np.asarray(unc["std"][k])) for k in parameters},
-        "relative_std": {k: float(np.asarray(unc["relative_std"][k])) for k in parameters},
-        "correlation": {"names": list(parameters), "matrix": correlation_among(unc, parameters).tolist()},
-        "residual_sigma": unc["sigma"],
-        "channels": list(channels),
-        "rows": [int(i) + 1 for i in rows],
-        "frequency": sub.frequency.tolist(),
-        "target": targets.tolist(),
-        "fitted": fitted.tolist(),
-        "start": {k: start_values[k] for k in parameters},
-        "duration": float(duration),
-        "discard": float(discard),
-        "converged": bool(res.converged),
-        "reason": res.reason,
-        "fit_steps": res.steps,
-        "seconds": time.perf_counter() - t0,
-    }

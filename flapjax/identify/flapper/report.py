@@ -10,6 +10,11 @@ from flapjax.identify.flapper.config import PHYSICAL_UNITS
 from flapjax.identify.flapper.results import SEED_UNITS, SEED_VALUES, IdentificationResult
 
 
+#: Study -> the file its plot goes to, in the order they are drawn.
+_PLOTS = {"lift": "lift_fz_vs_f2.png", "moments": "moments_fit.png", "damping": "damping_fit.png",
+          "physical": "physical_fit.png"}
+
+
 def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]:
     """PNG plots of every study present in ``result`` (matplotlib, Agg)."""
     import matplotlib
@@ -28,140 +33,166 @@ def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]
         plt.close(fig)
         files.append(path)
 
-    if "lift" in st:
-        d, m = st["lift"].data, st["lift"].metrics
-        f = np.asarray(d["frequency"])
-        k_f, k_ls = float(st["lift"].values["k_f"]), float(m["k_f_least_squares"])
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        ax.plot(f**2, np.asarray(d["force_z"]), "o", label="per-wing MJX sweep (cycle mean)")
-        ff = np.linspace(0, f.max() * 1.05, 100)
-        ax.plot(ff**2, k_f * ff**2, "-", label=f"gradient fit k_f = {k_f:.5e}")
-        ax.plot(ff**2, k_ls * ff**2, "--", label=f"least squares {k_ls:.5e}")
-        ax.set_xlabel("f^2 [Hz^2]")
-        ax.set_ylabel("world F_z [N]")
-        ax.set_title(f"lift: R^2 = {float(m['r2']):.5f}")
-        ax.legend(fontsize=8)
-        save(fig, "lift_fz_vs_f2.png")
-    if "moments" in st:
-        d, v, m = st["moments"].data, st["moments"].values, st["moments"].metrics
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-        for ax, key, k, r2, lab in (
-            (axes[0], "roll", float(v["k_roll"]), float(m["r2_roll"]), "tau_x (pitch_joint delta_p)"),
-            (axes[1], "pitch", float(v["k_pitch"]), float(m["r2_pitch"]), "-tau_y (roll_joint delta_r)"),
-        ):
-            x, y = np.asarray(d[f"{key}_x"]), np.asarray(d[f"{key}_y"])
-            ax.plot(x, y, "o", label="per-wing MJX (cycle mean)")
-            xx = np.linspace(x.min(), x.max(), 50)
-            ax.plot(xx, k * xx, "-", label=f"k_{key} = {k:.4e} N m/rad")
-            ax.set_xlabel("lambda_f delta [rad]")
-            ax.set_ylabel(f"{lab} [N m]")
-            ax.set_title(f"k_{key}: R^2 = {r2:.5f}")
-            ax.legend(fontsize=8)
-        save(fig, "moments_fit.png")
-    if "damping" in st:
-        d, v = st["damping"].data, st["damping"].values
-        kind = np.asarray(d["kind"]).astype(int)
-        x, y, yf = np.asarray(d["drive"]), np.asarray(d["load"]), np.asarray(d["fitted"])
-        has_cross = "cross_load" in d and ("L_v" in v or "M_u" in v)
-        fig, axes = plt.subplots(1, 3 if has_cross else 2, figsize=(13.5 if has_cross else 9, 4))
-        for j, lab in zip(range(2, 5), ("x", "y", "z")):
-            sel = kind == j
-            if np.any(sel):
-                o = np.argsort(x[sel])
-                (line,) = axes[0].plot(x[sel], y[sel], "o", label=f"tau_{lab}")
-                axes[0].plot(x[sel][o], yf[sel][o], "-", color=line.get_color(),
-                             label=f"-D_w,{lab} w, D = {float(np.asarray(v['D_w'])[j - 2]):.3e}")
-        axes[0].set_xlabel("imposed body rate [rad/s]")
-        axes[0].set_ylabel("cycle-mean body moment [N m]")
-        axes[0].legend(fontsize=7)
-        for j, lab in ((0, "x"), (1, "y")):
-            sel = kind == j
-            if np.any(sel):
-                o = np.argsort(x[sel])
-                (line,) = axes[1].plot(x[sel], y[sel], "o", label=f"F_{lab}")
-                axes[1].plot(x[sel][o], yf[sel][o], "-", color=line.get_color())
-        if "k_v" in v:
-            axes[1].set_title(f"k_v = {float(v['k_v']):.4e} N s/m")
-        axes[1].set_xlabel("imposed body speed [m/s]")
-        axes[1].set_ylabel("cycle-mean body force [N]")
-        axes[1].legend(fontsize=7)
-        if has_cross:
-            c, cf = np.asarray(d["cross_load"]), np.asarray(d["cross_fitted"])
-            for j, lab, name in ((1, "tau_x vs v_y", "L_v"), (0, "tau_y vs v_x", "M_u")):
-                sel = kind == j
-                if np.any(sel) and name in v:
-                    o = np.argsort(x[sel])
-                    (line,) = axes[2].plot(x[sel], c[sel], "o", label=lab)
-                    axes[2].plot(x[sel][o], cf[sel][o], "-", color=line.get_color(),
-                                 label=f"{name} = {float(v[name]):+.3e} N m s/m")
-            axes[2].axhline(0.0, color="0.7", lw=0.6)
-            axes[2].set_xlabel("imposed body speed [m/s]")
-            axes[2].set_ylabel("cycle-mean cross moment [N m]")
-            axes[2].set_title("speed-to-moment coupling (about the CoM)")
-            axes[2].legend(fontsize=7)
-        save(fig, "damping_fit.png")
-    if "physical" in st:
-        d = st["physical"].data
-        f = np.asarray(d["frequency"])
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        ax.plot(f, np.asarray(d["target"]) / f**2, "ks", label="measurement")
-        ax.plot(f, np.asarray(d["start_force_z"]) / f**2, "x--", label="start")
-        ax.plot(f, np.asarray(d["fitted_force_z"]) / f**2, "o-", label="identified")
-        vals = ", ".join(f"{k} = {float(x):.4g}" for k, x in st["physical"].values.items())
-        ax.set_title(vals, fontsize=8)
-        ax.set_xlabel("f [Hz]")
-        ax.set_ylabel("F_z / f^2 [N/Hz^2]")
-        ax.legend(fontsize=8)
-        save(fig, "physical_fit.png")
+    plots = {"lift": _plot_lift, "moments": _plot_moments, "damping": _plot_damping, "physical": _plot_physical}
+    for study, name in _PLOTS.items():
+        if study in st:
+            save(plots[study](plt, st[study]), name)
     curves = {k: np.asarray(s.loss) for k, s in st.items() if np.asarray(s.loss).size}
     if curves:
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        for k, c in curves.items():
-            ax.semilogy(np.arange(c.size), np.maximum(c, 1e-300), ".-", label=k)
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel("loss")
-        ax.legend(fontsize=8)
-        save(fig, "loss_curves.png")
+        save(_plot_loss(plt, curves), "loss_curves.png")
     if "validation" in st:
-        d, m = st["validation"].data, st["validation"].metrics
-        t, tm = np.asarray(d["time"]), np.asarray(d.get("cycle_mean_time", d["time"]))
-        labels = list(m["flights"])
-        fig, axes = plt.subplots(len(labels), 2, figsize=(10, 2.7 * len(labels)), sharex=True, squeeze=False)
-        for i, lab in enumerate(labels):
-            r = m["flights"][lab]
-            verdict = "PASS" if r.get("passed") else "FAIL"
-            axes[i, 0].plot(t, np.asarray(d["per_wing_z"])[i], lw=0.6, alpha=0.5, label="per-wing")
-            axes[i, 0].plot(t, np.asarray(d["averaged_z"])[i], "--", label="averaged (identified)")
-            if "per_wing_cycle_mean_position" in d:
-                axes[i, 0].plot(tm, np.asarray(d["per_wing_cycle_mean_position"])[i, :, 2], "k-", lw=1.2,
-                                label="per-wing cycle mean")
-            axes[i, 0].set_ylabel(f"{lab}\nz [m]", fontsize=8)
-            for j, c in enumerate("xy"):
-                (line,) = axes[i, 1].plot(t, np.degrees(np.asarray(d["per_wing_tilt"])[i, :, j]), lw=0.6, alpha=0.5,
-                                          label=f"per-wing tilt {c}")
-                if "per_wing_cycle_mean_tilt" in d:
-                    axes[i, 1].plot(tm, np.degrees(np.asarray(d["per_wing_cycle_mean_tilt"])[i, :, j]), "-", lw=1.4,
-                                    color=line.get_color(), label=f"per-wing cycle mean {c}")
-                axes[i, 1].plot(t, np.degrees(np.asarray(d["averaged_tilt"])[i, :, j]), "--", color=line.get_color(),
-                                label=f"averaged tilt {c}")
-            axes[i, 1].set_ylabel("tilt [deg]")
-            if "cycle_mean_attitude_rms_difference_deg" in r:
-                axes[i, 1].set_title(
-                    f"{lab}: {verdict}: cycle-mean attitude RMS {float(r['cycle_mean_attitude_rms_difference_deg']):.2f} deg, "
-                    f"position RMS {100 * float(r['cycle_mean_position_rms_difference']):.2f} cm", fontsize=8)
-            if lab != "hover" and "step_start" in d:
-                for ax in axes[i]:
-                    ax.axvspan(float(d["step_start"]), float(d["step_end"]), color="0.85", zorder=0)
-                    ax.axvline(float(d["step_start"]), color="r", lw=0.8, ls=":")
-            if "thresholds" in m:
-                for ax in axes[i]:
-                    ax.axvline(float(t[-1]) - float(m["thresholds"]["window"]), color="0.4", lw=0.8, ls="-.")
-        axes[0, 0].legend(fontsize=6)
-        axes[0, 1].legend(fontsize=6, ncol=2)
-        axes[-1, 0].set_xlabel("t [s] (shaded: plate step; dash-dot: start of the compared window)")
-        axes[-1, 1].set_xlabel("t [s]")
-        save(fig, "validation_flights.png")
+        save(_plot_validation(plt, st["validation"]), "validation_flights.png")
     return files
+
+
+def _plot_lift(plt, study):
+    """The lift study's figure (lift_fz_vs_f2.png)."""
+    d, m = study.data, study.metrics
+    f = np.asarray(d["frequency"])
+    k_f, k_ls = float(study.values["k_f"]), float(m["k_f_least_squares"])
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.plot(f**2, np.asarray(d["force_z"]), "o", label="per-wing MJX sweep (cycle mean)")
+    ff = np.linspace(0, f.max() * 1.05, 100)
+    ax.plot(ff**2, k_f * ff**2, "-", label=f"gradient fit k_f = {k_f:.5e}")
+    ax.plot(ff**2, k_ls * ff**2, "--", label=f"least squares {k_ls:.5e}")
+    ax.set_xlabel("f^2 [Hz^2]")
+    ax.set_ylabel("world F_z [N]")
+    ax.set_title(f"lift: R^2 = {float(m['r2']):.5f}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_moments(plt, study):
+    """The moments study's figure (moments_fit.png)."""
+    d, v, m = study.data, study.values, study.metrics
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    for ax, key, k, r2, lab in (
+        (axes[0], "roll", float(v["k_roll"]), float(m["r2_roll"]), "tau_x (pitch_joint delta_p)"),
+        (axes[1], "pitch", float(v["k_pitch"]), float(m["r2_pitch"]), "-tau_y (roll_joint delta_r)"),
+    ):
+        x, y = np.asarray(d[f"{key}_x"]), np.asarray(d[f"{key}_y"])
+        ax.plot(x, y, "o", label="per-wing MJX (cycle mean)")
+        xx = np.linspace(x.min(), x.max(), 50)
+        ax.plot(xx, k * xx, "-", label=f"k_{key} = {k:.4e} N m/rad")
+        ax.set_xlabel("lambda_f delta [rad]")
+        ax.set_ylabel(f"{lab} [N m]")
+        ax.set_title(f"k_{key}: R^2 = {r2:.5f}")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_damping(plt, study):
+    """The damping study's figure (damping_fit.png)."""
+    d, v = study.data, study.values
+    kind = np.asarray(d["kind"]).astype(int)
+    x, y, yf = np.asarray(d["drive"]), np.asarray(d["load"]), np.asarray(d["fitted"])
+    has_cross = "cross_load" in d and ("L_v" in v or "M_u" in v)
+    fig, axes = plt.subplots(1, 3 if has_cross else 2, figsize=(13.5 if has_cross else 9, 4))
+    for j, lab in zip(range(2, 5), ("x", "y", "z")):
+        sel = kind == j
+        if np.any(sel):
+            o = np.argsort(x[sel])
+            (line,) = axes[0].plot(x[sel], y[sel], "o", label=f"tau_{lab}")
+            axes[0].plot(x[sel][o], yf[sel][o], "-", color=line.get_color(),
+                         label=f"-D_w,{lab} w, D = {float(np.asarray(v['D_w'])[j - 2]):.3e}")
+    axes[0].set_xlabel("imposed body rate [rad/s]")
+    axes[0].set_ylabel("cycle-mean body moment [N m]")
+    axes[0].legend(fontsize=7)
+    for j, lab in ((0, "x"), (1, "y")):
+        sel = kind == j
+        if np.any(sel):
+            o = np.argsort(x[sel])
+            (line,) = axes[1].plot(x[sel], y[sel], "o", label=f"F_{lab}")
+            axes[1].plot(x[sel][o], yf[sel][o], "-", color=line.get_color())
+    if "k_v" in v:
+        axes[1].set_title(f"k_v = {float(v['k_v']):.4e} N s/m")
+    axes[1].set_xlabel("imposed body speed [m/s]")
+    axes[1].set_ylabel("cycle-mean body force [N]")
+    axes[1].legend(fontsize=7)
+    if has_cross:
+        c, cf = np.asarray(d["cross_load"]), np.asarray(d["cross_fitted"])
+        for j, lab, name in ((1, "tau_x vs v_y", "L_v"), (0, "tau_y vs v_x", "M_u")):
+            sel = kind == j
+            if np.any(sel) and name in v:
+                o = np.argsort(x[sel])
+                (line,) = axes[2].plot(x[sel], c[sel], "o", label=lab)
+                axes[2].plot(x[sel][o], cf[sel][o], "-", color=line.get_color(),
+                             label=f"{name} = {float(v[name]):+.3e} N m s/m")
+        axes[2].axhline(0.0, color="0.7", lw=0.6)
+        axes[2].set_xlabel("imposed body speed [m/s]")
+        axes[2].set_ylabel("cycle-mean cross moment [N m]")
+        axes[2].set_title("speed-to-moment coupling (about the CoM)")
+        axes[2].legend(fontsize=7)
+    return fig
+
+
+def _plot_physical(plt, study):
+    """The physical study's figure (physical_fit.png)."""
+    d = study.data
+    f = np.asarray(d["frequency"])
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.plot(f, np.asarray(d["target"]) / f**2, "ks", label="measurement")
+    ax.plot(f, np.asarray(d["start_force_z"]) / f**2, "x--", label="start")
+    ax.plot(f, np.asarray(d["fitted_force_z"]) / f**2, "o-", label="identified")
+    vals = ", ".join(f"{k} = {float(x):.4g}" for k, x in study.values.items())
+    ax.set_title(vals, fontsize=8)
+    ax.set_xlabel("f [Hz]")
+    ax.set_ylabel("F_z / f^2 [N/Hz^2]")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_validation(plt, study):
+    """The validation study's figure (validation_flights.png)."""
+    d, m = study.data, study.metrics
+    t, tm = np.asarray(d["time"]), np.asarray(d.get("cycle_mean_time", d["time"]))
+    labels = list(m["flights"])
+    fig, axes = plt.subplots(len(labels), 2, figsize=(10, 2.7 * len(labels)), sharex=True, squeeze=False)
+    for i, lab in enumerate(labels):
+        r = m["flights"][lab]
+        verdict = "PASS" if r.get("passed") else "FAIL"
+        axes[i, 0].plot(t, np.asarray(d["per_wing_z"])[i], lw=0.6, alpha=0.5, label="per-wing")
+        axes[i, 0].plot(t, np.asarray(d["averaged_z"])[i], "--", label="averaged (identified)")
+        if "per_wing_cycle_mean_position" in d:
+            axes[i, 0].plot(tm, np.asarray(d["per_wing_cycle_mean_position"])[i, :, 2], "k-", lw=1.2,
+                            label="per-wing cycle mean")
+        axes[i, 0].set_ylabel(f"{lab}\nz [m]", fontsize=8)
+        for j, c in enumerate("xy"):
+            (line,) = axes[i, 1].plot(t, np.degrees(np.asarray(d["per_wing_tilt"])[i, :, j]), lw=0.6, alpha=0.5,
+                                      label=f"per-wing tilt {c}")
+            if "per_wing_cycle_mean_tilt" in d:
+                axes[i, 1].plot(tm, np.degrees(np.asarray(d["per_wing_cycle_mean_tilt"])[i, :, j]), "-", lw=1.4,
+                                color=line.get_color(), label=f"per-wing cycle mean {c}")
+            axes[i, 1].plot(t, np.degrees(np.asarray(d["averaged_tilt"])[i, :, j]), "--", color=line.get_color(),
+                            label=f"averaged tilt {c}")
+        axes[i, 1].set_ylabel("tilt [deg]")
+        if "cycle_mean_attitude_rms_difference_deg" in r:
+            axes[i, 1].set_title(
+                f"{lab}: {verdict}: cycle-mean attitude RMS {float(r['cycle_mean_attitude_rms_difference_deg']):.2f} deg, "
+                f"position RMS {100 * float(r['cycle_mean_position_rms_difference']):.2f} cm", fontsize=8)
+        if lab != "hover" and "step_start" in d:
+            for ax in axes[i]:
+                ax.axvspan(float(d["step_start"]), float(d["step_end"]), color="0.85", zorder=0)
+                ax.axvline(float(d["step_start"]), color="r", lw=0.8, ls=":")
+        if "thresholds" in m:
+            for ax in axes[i]:
+                ax.axvline(float(t[-1]) - float(m["thresholds"]["window"]), color="0.4", lw=0.8, ls="-.")
+    axes[0, 0].legend(fontsize=6)
+    axes[0, 1].legend(fontsize=6, ncol=2)
+    axes[-1, 0].set_xlabel("t [s] (shaded: plate step; dash-dot: start of the compared window)")
+    axes[-1, 1].set_xlabel("t [s]")
+    return fig
+
+
+def _plot_loss(plt, curves: dict):
+    """The loss curves of every study that has one (loss_curves.png)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for k, c in curves.items():
+        ax.semilogy(np.arange(c.size), np.maximum(c, 1e-300), ".-", label=k)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss")
+    ax.legend(fontsize=8)
+    return fig
 
 
 def _fmt(x) -> str:
@@ -169,6 +200,54 @@ def _fmt(x) -> str:
     if arr.ndim == 0:
         return f"{float(arr):.5g}"
     return "[" + ", ".join(f"{v:.4g}" for v in arr) + "]"
+
+
+def _damping_lines(study) -> list[str]:
+    """Summary lines of the damping study."""
+    lines = []
+    m = study.metrics
+    r2 = ", ".join(f"{k[3:]} {float(v):.4f}" for k, v in m.items() if k.startswith("r2_"))
+    lines.append(f"  damping  at {float(m['frequency']):.3f} Hz; R^2 {r2}")
+    if "drag_height_x" in m or "drag_height_y" in m:
+        v, sd = study.values, study.std
+        parts = [f"{k} = {float(v[k]):+.3e}" + (f" +/- {float(sd[k]):.1e}" if k in sd else "") + " N m s/m"
+                 for k in ("L_v", "M_u") if k in v]
+        heights = ", ".join(f"{k[-1]} {1000 * float(m[k]):.1f} mm" for k in ("drag_height_x", "drag_height_y")
+                            if k in m)
+        lines.append(f"           coupling {', '.join(parts)}; equivalent drag height above the CoM {heights}")
+    if "no damping" in study.notes:
+        lines.append("           " + study.notes.split("; ")[-1])
+    return lines
+
+
+def _validation_lines(m) -> list[str]:
+    """Summary lines of the validation study (its metrics ``m``)."""
+    lines = []
+    lines.append(
+        f"  validation: hover frequency {float(m['hover_frequency']):.3f} Hz; fixed-base per-wing lift there / weight = "
+        f"{float(m['fixed_base_lift_at_hover_over_weight']):.4f}; per-wing hover mean f / f_h = "
+        f"{float(m['per_wing_hover_frequency_over_identified']):.4f}"
+    )
+    th = m.get("thresholds")
+    if th is not None:
+        passed = m.get("validation_passed")
+        lines.append(
+            f"    {'PASSED' if passed else 'FAILED'}: pass when the cycle-mean attitude RMS difference <= "
+            f"{float(th['attitude_rms_deg']):g} deg and position RMS difference <= {float(th['position_rms']):g} m "
+            f"over the last {float(th['window']):g} s"
+        )
+    lines.append(f"    {'flight':<18} {'att RMS [deg]':>14} {'pos RMS [m]':>12} {'result':>7} "
+                 f"{'alt RMS diff [m]':>17} {'alt err wing/avg [m]':>22}")
+    for lab, r in m["flights"].items():
+        att = r.get("cycle_mean_attitude_rms_difference_deg")
+        pos = r.get("cycle_mean_position_rms_difference")
+        verdict = "" if "passed" not in r else ("pass" if r["passed"] else "FAIL")
+        lines.append(
+            f"    {lab:<18} {_fmt(att) if att is not None else '':>14} {_fmt(pos) if pos is not None else '':>12} "
+            f"{verdict:>7} {float(r['altitude_rms_difference']):17.4f} "
+            f"{float(r['per_wing_altitude_error_tail']):+10.4f}/{float(r['averaged_altitude_error_tail']):+.4f}"
+        )
+    return lines
 
 
 def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> str:
@@ -197,18 +276,7 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
             f"cross moments <= {float(m['cross_moment_max']):.2e} N m (primary <= {float(m['primary_moment_max']):.2e})"
         )
     if "damping" in st:
-        m = st["damping"].metrics
-        r2 = ", ".join(f"{k[3:]} {float(v):.4f}" for k, v in m.items() if k.startswith("r2_"))
-        lines.append(f"  damping  at {float(m['frequency']):.3f} Hz; R^2 {r2}")
-        if "drag_height_x" in m or "drag_height_y" in m:
-            v, sd = st["damping"].values, st["damping"].std
-            parts = [f"{k} = {float(v[k]):+.3e}" + (f" +/- {float(sd[k]):.1e}" if k in sd else "") + " N m s/m"
-                     for k in ("L_v", "M_u") if k in v]
-            heights = ", ".join(f"{k[-1]} {1000 * float(m[k]):.1f} mm" for k in ("drag_height_x", "drag_height_y")
-                                if k in m)
-            lines.append(f"           coupling {', '.join(parts)}; equivalent drag height above the CoM {heights}")
-        if "no damping" in st["damping"].notes:
-            lines.append("           " + st["damping"].notes.split("; ")[-1])
+        lines += _damping_lines(st["damping"])
     if "physical" in st:
         m = st["physical"].metrics
         lines.append(
@@ -216,31 +284,7 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
             f"({m['target_source']})"
         )
     if "validation" in st:
-        m = st["validation"].metrics
-        lines.append(
-            f"  validation: hover frequency {float(m['hover_frequency']):.3f} Hz; fixed-base per-wing lift there / weight = "
-            f"{float(m['fixed_base_lift_at_hover_over_weight']):.4f}; per-wing hover mean f / f_h = "
-            f"{float(m['per_wing_hover_frequency_over_identified']):.4f}"
-        )
-        th = m.get("thresholds")
-        if th is not None:
-            passed = m.get("validation_passed")
-            lines.append(
-                f"    {'PASSED' if passed else 'FAILED'}: pass when the cycle-mean attitude RMS difference <= "
-                f"{float(th['attitude_rms_deg']):g} deg and position RMS difference <= {float(th['position_rms']):g} m "
-                f"over the last {float(th['window']):g} s"
-            )
-        lines.append(f"    {'flight':<18} {'att RMS [deg]':>14} {'pos RMS [m]':>12} {'result':>7} "
-                     f"{'alt RMS diff [m]':>17} {'alt err wing/avg [m]':>22}")
-        for lab, r in m["flights"].items():
-            att = r.get("cycle_mean_attitude_rms_difference_deg")
-            pos = r.get("cycle_mean_position_rms_difference")
-            verdict = "" if "passed" not in r else ("pass" if r["passed"] else "FAIL")
-            lines.append(
-                f"    {lab:<18} {_fmt(att) if att is not None else '':>14} {_fmt(pos) if pos is not None else '':>12} "
-                f"{verdict:>7} {float(r['altitude_rms_difference']):17.4f} "
-                f"{float(r['per_wing_altitude_error_tail']):+10.4f}/{float(r['averaged_altitude_error_tail']):+.4f}"
-            )
+        lines += _validation_lines(st["validation"].metrics)
     if skipped:
         lines.append(f"  reused from a previous run: {', '.join(skipped)} (use --fresh to recompute)")
     if out_dir is not None:

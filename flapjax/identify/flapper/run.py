@@ -122,71 +122,95 @@ def run_identification(
         lock.release()
 
 
-def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable[[str], None]) -> IdentificationResult:
-    from tqdm.auto import tqdm
+class _Upstream:
+    """What the studies of one run need from each other: the studies done so
+    far (or saved by an earlier run in the same folder), one driven-base
+    robot for the moments and damping studies (one compiled program), and
+    the nominal averaged model."""
 
-    jax.config.update("jax_enable_x64", bool(cfg["run"]["float64"]))
-    (out / "studies").mkdir(parents=True, exist_ok=True)
-    wanted = [s for s in STUDIES if s in cfg["run"]["studies"]]
-    done: dict[str, StudyResult] = {}
-    skipped = []
-    bar = tqdm(total=len(wanted), desc="identify", unit="study", disable=not progress)
-    nominal_avg = CycleAveragedParams.from_json(fl.AVERAGED_PATH)
-    driven: list = []  # one driven-base robot for the moments and damping studies (one compiled program)
+    def __init__(self, cfg: Mapping, out: Path, echo: Callable[[str], None]):
+        self.cfg, self.out, self.echo = cfg, out, echo
+        self.done: dict[str, StudyResult] = {}
+        self.nominal_avg = CycleAveragedParams.from_json(fl.AVERAGED_PATH)
+        self.avg = None
+        self._driven: list = []
 
-    def driven_robot():
-        if not driven:
-            driven.append(fl.make_driven_robot(cfg["damping"]["armature"]))
-        return driven[0]
+    def driven_robot(self):
+        if not self._driven:
+            self._driven.append(fl.make_driven_robot(self.cfg["damping"]["armature"]))
+        return self._driven[0]
 
-    def upstream(study: str) -> StudyResult | None:
+    def get(self, study: str) -> StudyResult | None:
         """A study this run did, or else the one an earlier run saved here
         (the same merge as the final results', so a partial run builds on it)."""
-        if study in done:
-            return done[study]
-        return _load_saved(out / "studies" / f"{study}.json", None, echo)
+        if study in self.done:
+            return self.done[study]
+        return _load_saved(self.out / "studies" / f"{study}.json", None, self.echo)
 
-    for name in wanted:
-        extra: dict[str, Any] = {}
+    def extra(self, name: str) -> dict[str, Any]:
+        """Settings of study ``name`` that come from the others (part of its saved config)."""
+        cfg, extra = self.cfg, {}
         if name == "moments":
             extra["armature"] = cfg["damping"]["armature"]  # the moments run on the driven base, held at rest
         if name == "damping":
-            lift = upstream("lift")
+            lift = self.get("lift")
             k_f = float(lift.values["k_f"]) if lift is not None else None
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
-                k_f = float(nominal_avg.lift_coefficient)
+                k_f = float(self.nominal_avg.lift_coefficient)
             extra["frequency"] = damping_frequency(cfg, k_f)
         if name == "validation":
-            model = {n: r for n in STUDIES if n != "validation" and (r := upstream(n)) is not None}
-            partial = IdentificationResult.from_studies(model)
-            avg = partial.to_cycle_averaged_params(nominal_avg)
-            extra["identified"] = avg.to_dict()
+            model = {n: r for n in STUDIES if n != "validation" and (r := self.get(n)) is not None}
+            self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
+            extra["identified"] = self.avg.to_dict()
+        return extra
+
+    def run(self, name: str, extra: dict, bar) -> StudyResult:
+        """Run study ``name`` with the settings ``extra`` from :meth:`extra`."""
+        cfg = self.cfg
+        if name == "lift":
+            return study_lift(cfg, bar=bar)
+        if name == "moments":
+            return study_moments(cfg, bar=bar, robot=self.driven_robot())
+        if name == "damping":
+            return study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=self.driven_robot())
+        if name == "physical":
+            return study_physical(cfg, bar=bar)
+        return study_validation(cfg, self.avg, bar=bar)
+
+
+def _run_studies(cfg: Mapping, out: Path, up: _Upstream, *, fresh: bool, progress: bool) -> list[str]:
+    """Run (or reuse from ``out/studies``) every study the config asks for;
+    returns the reused ones."""
+    from tqdm.auto import tqdm
+
+    wanted = [s for s in STUDIES if s in cfg["run"]["studies"]]
+    skipped = []
+    bar = tqdm(total=len(wanted), desc="identify", unit="study", disable=not progress)
+    for name in wanted:
+        extra = up.extra(name)
         expect = _study_config(cfg, name, extra)
         path = out / "studies" / f"{name}.json"
-        result = None if fresh else _load_done(path, expect, echo)
+        result = None if fresh else _load_done(path, expect, up.echo)
         if result is not None:
             skipped.append(name)
             bar.set_description(f"identify ({name}: reused)")
         else:
             bar.set_description(f"identify ({name})")
-            if name == "lift":
-                result = study_lift(cfg, bar=bar)
-            elif name == "moments":
-                result = study_moments(cfg, bar=bar, robot=driven_robot())
-            elif name == "damping":
-                result = study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=driven_robot())
-            elif name == "physical":
-                result = study_physical(cfg, bar=bar)
-            else:
-                result = study_validation(cfg, avg, bar=bar)
+            result = up.run(name, extra, bar)
             _save_done(path, expect, result)
-        done[name] = result
+        up.done[name] = result
         bar.update(1)
     bar.close()
-    kept = []
-    for name in STUDIES:  # a partial run keeps the studies an earlier run saved here
+    return skipped
+
+
+def _final_result(cfg: Mapping, out: Path, up: _Upstream, skipped: list[str]) -> tuple[IdentificationResult, list]:
+    """The run's result with the studies an earlier run saved here kept
+    (a partial run); returns it and the kept study names."""
+    done, kept = up.done, []
+    for name in STUDIES:
         if name not in done:
-            saved = _load_saved(out / "studies" / f"{name}.json", None, echo)
+            saved = _load_saved(out / "studies" / f"{name}.json", None, up.echo)
             if saved is not None:
                 done[name] = saved
                 kept.append(name)
@@ -202,6 +226,11 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
     )
     if validation is not None:
         final = eqx.tree_at(lambda r: r.studies, final, {**final.studies, "validation": validation})
+    return final, kept
+
+
+def _write(cfg: Mapping, out: Path, final: IdentificationResult, nominal_avg, skipped, kept) -> list[str]:
+    """results.json, cycle_averaged.json and the plots; returns the summary lines."""
     final.save(out / "results.json")
     write_json(out / "cycle_averaged.json", {
         "comment": "Cycle-averaged model identified by flapjax identify (seed section 10); load with "
@@ -219,5 +248,14 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
                  + (f", {', '.join(drawn)}" if drawn else " (plots off)"))
     if stale:
         lines.append(f"  removed plots of an earlier run: {', '.join(stale)}")
-    echo("\n".join(lines))
+    return lines
+
+
+def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable[[str], None]) -> IdentificationResult:
+    jax.config.update("jax_enable_x64", bool(cfg["run"]["float64"]))
+    (out / "studies").mkdir(parents=True, exist_ok=True)
+    up = _Upstream(cfg, out, echo)
+    skipped = _run_studies(cfg, out, up, fresh=fresh, progress=progress)
+    final, kept = _final_result(cfg, out, up, skipped)
+    echo("\n".join(_write(cfg, out, final, up.nominal_avg, skipped, kept)))
     return final

@@ -2,7 +2,8 @@
 by their residual noise), Gauss-Newton standard deviations, the closed-form
 least squares as a check and the held-out rows' prediction error, and the
 moment gains a table cannot identify held at the nominal robot's values
-(:func:`held_gains`; see :mod:`flapjax.identify.flapper.stand`)."""
+(:func:`held_gains`; see :mod:`flapjax.identify.flapper.stand`).
+:func:`~flapjax.identify.solve.holdout_rows` picks the held-out rows (re-exported here)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from flapjax.identify.losses import (
     r_squared,
     residuals,
 )
+from flapjax.identify.solve import held_out_errors, holdout_rows, residual_sigma, reweighted_passes
 
 
 @dataclass
@@ -105,16 +107,6 @@ class StandFit:
         values = {k: jnp.asarray(v) for k, v in self.values.items()}
         return np.asarray(stand_model_jit(values, jnp.asarray(data.frequency), jnp.asarray(data.plate),
                                           self.channels, f_ref=self.f_ref))
-
-
-def holdout_rows(n: int, every: int) -> np.ndarray:
-    """(n,) bool: the rows held out for validation, every ``every``-th (the
-    ``every``-th, ``2 every``-th, ...); none when ``every`` is 0 or the table
-    has fewer than ``2 every`` rows."""
-    mask = np.zeros(n, dtype=bool)
-    if every and every > 1 and n >= 2 * every:
-        mask[every - 1::every] = True
-    return mask
 
 
 #: Moment gain -> (the moment column it enters, the plate column whose angle it multiplies).
@@ -215,17 +207,97 @@ def _training_units(train: StandData, names: list[str], channels, rms: np.ndarra
     return units
 
 
-def _held_out_errors(fitted: StandFit, val: StandData, sigma: np.ndarray) -> dict[str, dict[str, float]]:
-    """Per channel: RMS prediction error of the held-out rows ``val`` [SI],
-    over the residual sigma, and over the RMS of the measured values."""
-    err = val.targets() - fitted.predict(val)
-    meas_rms = np.sqrt(np.mean(val.targets() ** 2, axis=0))
-    out = {}
-    for j, ch in enumerate(fitted.channels):
-        e = float(np.sqrt(np.mean(err[:, j] ** 2)))
-        out[ch] = {"rms": e, "rms_over_sigma": e / float(sigma[j]),
-                   "rms_over_measured": e / float(meas_rms[j]) if meas_rms[j] > 0 else math.nan}
-    return out
+def _terms(data: StandData, train: StandData, offsets: bool | None, f_ref: float) -> tuple[list[str], np.ndarray, bool]:
+    """``(names, per-channel parameter counts, one frequency)`` of the terms
+    the fitted rows ``train`` can identify; :class:`DataError` when they cannot."""
+    channels = train.channel_names
+    one_frequency = np.unique(train.frequency).size < 2  # k_f f^2 is then a constant, as the fz offset is
+    if offsets is None:
+        offsets = train.n >= MIN_ROWS_FOR_OFFSETS and not one_frequency
+    elif offsets and one_frequency:
+        raise DataError(f"{data.source}: column 'frequency_hz': one frequency in the fitted rows, so k_f and the "
+                        "fz offset cannot be told apart; measure at several frequencies or fit without offsets")
+    names = stand_terms(train, offsets=offsets)
+    check_identifiable(train, names, f_ref)
+    counts = per_channel_counts(names, channels)
+    short = [(ch, int(c)) for ch, c in zip(channels, counts) if train.n <= c]
+    if short:
+        ch, c = short[0]
+        raise DataError(f"{data.source}: column {ch!r}: {train.n} fitted row(s) for {c} parameter(s); need at least "
+                        f"{c + 1} rows to estimate the noise (row {train.n + 1} missing)")
+    return names, counts, one_frequency
+
+
+def _start(data: StandData, train: StandData, names: list[str], rms: np.ndarray, f_ref: float,
+           start_factor: float) -> tuple[Trainable, Nominal, dict[str, float]]:
+    """``(trainable, nominal, units)``: ``start_factor`` times the closed
+    form, ``k_f`` in log space, the signed terms in units of their data scale."""
+    channels = train.channel_names
+    ls0 = _closed_form(train, names, channels, rms, f_ref)
+    if not ls0["k_f"] > 0:
+        raise DataError(f"{data.source}: column 'fz_n': the measured lift does not grow with frequency "
+                        f"(least-squares k_f = {ls0['k_f']:.3e} N/Hz^2); check the sign of the force axis")
+    units = _training_units(train, names, channels, rms, f_ref)
+    log = {"k_f": jnp.log(jnp.asarray(ls0["k_f"] * start_factor))}
+    linear = {n: jnp.asarray(ls0[n] * start_factor / units[n]) for n in names if n != "k_f"}
+    nominal = Nominal(values={"f_ref": jnp.asarray(float(f_ref)),
+                              **{f"unit_{n}": jnp.asarray(u) for n, u in units.items()}})
+    return Trainable(log=log, linear=linear), nominal, units
+
+
+def _two_passes(trainable: Trainable, nominal: Nominal, inputs: StandInputs, targets: np.ndarray, rms: np.ndarray,
+                dof: np.ndarray, max_steps: int):
+    """L-BFGS pass 1 weighs the channels by their RMS, pass 2 by the residual
+    noise of pass 1 (``sqrt(SSR / dof)``, at least 1e-9 of the RMS). Returns
+    ``(first, second, sigma)``: both passes' results and the weights of the second."""
+    loss, optimizer, step = _fit_program()
+    eps = float(jnp.finfo(jnp.result_type(float)).eps)  # the loss settles at this resolution
+    conv = Convergence(max_steps=max_steps, grad_tol=1e-9, rtol=max(1e-11, 10.0 * eps), patience=3)
+
+    def run_pass(state, scale):
+        done = () if state is None else state
+        start = trainable if state is None else done[-1].trainable
+        return done + (fit(loss, start, nominal, Measurements(inputs, jnp.asarray(targets), jnp.asarray(scale)),
+                           optimizer=optimizer, convergence=conv, step_fn=step),)
+
+    def sigma_of(state, scale):
+        resid = targets - np.asarray(_predict_jit(state[-1].params, inputs))
+        return np.maximum(residual_sigma(resid, dof=dof), 1e-9 * rms)
+
+    passes = reweighted_passes(run_pass, sigma_of, rms, max_passes=2)
+    first, second = passes.state
+    return first, second, passes.scale
+
+
+def _add_notes(fitted: StandFit, data: StandData, train: StandData, held: np.ndarray, holdout_every: int,
+               one_frequency: bool) -> None:
+    """The notes on the lift's explanation, held gains, hold-out, values far
+    from the nominal robot and offsets; the held-out errors."""
+    r2_fz = fitted.r2["fz_n"]
+    if not r2_fz >= 0.5 and not one_frequency:  # NaN: fz_n does not vary at all (at one frequency: only noise)
+        explained = "fz_n does not vary" if math.isnan(r2_fz) else \
+            f"the model explains only R^2 = {r2_fz:.3f} of fz_n's variation"
+        fitted.notes.append(f"{explained} across the table: check that column's unit (N) and sign; the values "
+                            "and uncertainties above are not to be trusted until the lift is explained")
+    fitted.held_values, fitted.not_identified, held_notes = held_gains(train, fitted.names)
+    fitted.notes += held_notes
+    if held.any():
+        val = data.rows(held)
+        sigma = np.array([fitted.sigma[ch] for ch in fitted.channels])
+        fitted.validation = held_out_errors(fitted.predict(val), val.targets(), sigma, fitted.channels)
+    else:
+        fitted.notes.append(f"no hold-out: {data.n} rows (a hold-out needs at least {2 * holdout_every})")
+    nominal = {"k_f": float({f.name: f.default for f in fields(CycleAveragedParams)}["lift_coefficient"]),
+               **nominal_gains()}
+    fitted.notes += far_from_nominal(fitted.values, nominal, units="forces in N, not mN or gram-force; moments in "
+                                     "N m, not N mm; frequency in Hz, not rad/s or rpm")
+    if one_frequency:
+        fitted.notes.append(f"one frequency ({train.frequency[0]:g} Hz) in the fitted rows: k_f assumes a tared "
+                            "sensor (no fz offset fitted) and the lift's growth with frequency is not checked; "
+                            "measure at several frequencies")
+    elif not any(n.endswith("_offset") for n in fitted.names):
+        fitted.notes.append(f"sensor offsets not fitted ({train.n} fitted rows; they are from "
+                            f"{MIN_ROWS_FOR_OFFSETS} on)")
 
 
 def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None = None,
@@ -246,45 +318,15 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     held = holdout_rows(data.n, holdout_every)
     train = data.rows(~held)
     channels = train.channel_names
-    one_frequency = np.unique(train.frequency).size < 2  # k_f f^2 is then a constant, as the fz offset is
-    if offsets is None:
-        offsets = train.n >= MIN_ROWS_FOR_OFFSETS and not one_frequency
-    elif offsets and one_frequency:
-        raise DataError(f"{data.source}: column 'frequency_hz': one frequency in the fitted rows, so k_f and the "
-                        "fz offset cannot be told apart; measure at several frequencies or fit without offsets")
-    names = stand_terms(train, offsets=offsets)
-    check_identifiable(train, names, f_ref)
-    counts = per_channel_counts(names, channels)
-    short = [(ch, int(c)) for ch, c in zip(channels, counts) if train.n <= c]
-    if short:
-        ch, c = short[0]
-        raise DataError(f"{data.source}: column {ch!r}: {train.n} fitted row(s) for {c} parameter(s); need at least "
-                        f"{c + 1} rows to estimate the noise (row {train.n + 1} missing)")
+    names, counts, one_frequency = _terms(data, train, offsets, f_ref)
     targets = train.targets()
     rms = np.sqrt(np.mean(targets**2, axis=0))
     rms = np.where(rms > 0, rms, 1.0)
-    ls0 = _closed_form(train, names, channels, rms, f_ref)
-    if not ls0["k_f"] > 0:
-        raise DataError(f"{data.source}: column 'fz_n': the measured lift does not grow with frequency "
-                        f"(least-squares k_f = {ls0['k_f']:.3e} N/Hz^2); check the sign of the force axis")
-    units = _training_units(train, names, channels, rms, f_ref)
-    log = {"k_f": jnp.log(jnp.asarray(ls0["k_f"] * start_factor))}
-    linear = {n: jnp.asarray(ls0[n] * start_factor / units[n]) for n in names if n != "k_f"}
-    trainable = Trainable(log=log, linear=linear)
-    nominal = Nominal(values={"f_ref": jnp.asarray(float(f_ref)),
-                              **{f"unit_{n}": jnp.asarray(u) for n, u in units.items()}})
+    trainable, nominal, units = _start(data, train, names, rms, f_ref, start_factor)
     inputs = StandInputs((jnp.asarray(train.frequency), jnp.asarray(train.plate), channels))
-    loss, optimizer, step = _fit_program()
-    eps = float(jnp.finfo(jnp.result_type(float)).eps)  # the loss settles at this resolution
-    conv = Convergence(max_steps=max_steps, grad_tol=1e-9, rtol=max(1e-11, 10.0 * eps), patience=3)
-    first = fit(loss, trainable, nominal, Measurements(inputs, jnp.asarray(targets), jnp.asarray(rms)),
-                optimizer=optimizer, convergence=conv, step_fn=step)
-    resid = targets - np.asarray(_predict_jit(first.params, inputs))
-    dof = np.maximum(train.n - counts, 1)
-    sigma = np.sqrt(np.sum(resid**2, axis=0) / dof)
-    sigma = np.maximum(sigma, 1e-9 * rms)
+    first, second, sigma = _two_passes(trainable, nominal, inputs, targets, rms, np.maximum(train.n - counts, 1),
+                                       max_steps)
     data_w = Measurements(inputs, jnp.asarray(targets), jnp.asarray(sigma))
-    second = fit(loss, first.trainable, nominal, data_w, optimizer=optimizer, convergence=conv, step_fn=step)
     unc = gauss_newton_uncertainty(_residual_fn(nominal, data_w), second.trainable)
     phys = physical_values({k: v for k, v in second.params.items() if k != "f_ref"})
     values = {n: float(phys[n]) for n in names}
@@ -294,33 +336,12 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
         std[n] = s if n == "k_f" else s * units[n]
     ls = _closed_form(train, names, channels, sigma, f_ref)
     fitted = StandFit(values=values, std=std, least_squares=ls, channels=channels,
-                      sigma={ch: float(s) for ch, s in zip(channels, sigma)}, correlation=correlation_among(unc, names).tolist(),
+                      sigma={ch: float(s) for ch, s in zip(channels, sigma)},
+                      correlation=correlation_among(unc, names).tolist(),
                       names=names, fit_rows=np.nonzero(~held)[0], validation_rows=np.nonzero(held)[0],
                       validation={}, r2={}, loss=np.asarray(second.loss), converged=bool(second.converged),
                       reason=second.reason, steps=first.steps + second.steps, f_ref=float(f_ref))
     pred_train = fitted.predict(train)
     fitted.r2 = {ch: r_squared(targets[:, j], pred_train[:, j]) for j, ch in enumerate(channels)}
-    r2_fz = fitted.r2["fz_n"]
-    if not r2_fz >= 0.5 and not one_frequency:  # NaN: fz_n does not vary at all (at one frequency: only noise)
-        explained = "fz_n does not vary" if math.isnan(r2_fz) else \
-            f"the model explains only R^2 = {r2_fz:.3f} of fz_n's variation"
-        fitted.notes.append(f"{explained} across the table: check that column's unit (N) and sign; the values "
-                            "and uncertainties above are not to be trusted until the lift is explained")
-    fitted.held_values, fitted.not_identified, held_notes = held_gains(train, names)
-    fitted.notes += held_notes
-    if held.any():
-        fitted.validation = _held_out_errors(fitted, data.rows(held), sigma)
-    else:
-        fitted.notes.append(f"no hold-out: {data.n} rows (a hold-out needs at least {2 * holdout_every})")
-    nominal = {"k_f": float({f.name: f.default for f in fields(CycleAveragedParams)}["lift_coefficient"]),
-               **nominal_gains()}
-    fitted.notes += far_from_nominal(values, nominal, units="forces in N, not mN or gram-force; moments in N m, not "
-                                     "N mm; frequency in Hz, not rad/s or rpm")
-    if one_frequency:
-        fitted.notes.append(f"one frequency ({train.frequency[0]:g} Hz) in the fitted rows: k_f assumes a tared "
-                            "sensor (no fz offset fitted) and the lift's growth with frequency is not checked; "
-                            "measure at several frequencies")
-    elif not any(n.endswith("_offset") for n in names):
-        fitted.notes.append(f"sensor offsets not fitted ({train.n} fitted rows; they are from "
-                            f"{MIN_ROWS_FOR_OFFSETS} on)")
+    _add_notes(fitted, data, train, held, holdout_every, one_frequency)
     return fitted

@@ -97,18 +97,16 @@ def validation_gains(cfg_validation: Mapping, identified: CycleAveragedParams, h
     return design_gains(model, hover_frequency=hover_frequency)
 
 
-def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None) -> StudyResult:
-    """Hover and plate-command steps flown by both models; RMS differences."""
-    s = cfg["validation"]
-    t0 = time.perf_counter()
-    mass, g = fl.robot_weight()
-    k_f = float(identified.lift_coefficient)
-    f_h = math.sqrt(mass * g / k_f)
-    averaged = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
-    target = np.array([0.0, 0.0, float(s["height"])])
+#: The validation flights: hover, then a plate step on each joint.
+LABELS = ("hover", "pitch_joint step", "roll_joint step")
+
+
+def _fly_both(s: Mapping, averaged: CycleAveragedParams, f_h: float, g: float, target: np.ndarray, bar):
+    """Fly the validation flights with the per-wing free robot and the lumped
+    averaged one under the same gains: ``(records, healthy, per-wing robot)``
+    keyed ``per_wing`` and ``averaged``."""
     step = float(s["plate_step"])
-    offsets = np.array([[0.0, 0.0], [step, 0.0], [0.0, step]])
-    labels = ["hover", "pitch_joint step", "roll_joint step"]
+    offsets = np.array([[0.0, 0.0], [step, 0.0], [0.0, step]])  # one row per flight of LABELS
     wing_robot = fl.make_robot("free", "wing")
     avg_robot = fl.make_robot("lumped", "averaged")
     n_steps = int(round(s["duration"] / wing_robot.dt))
@@ -121,6 +119,60 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
         flights[name], healthy[name] = jax.tree.map(np.asarray, records), np.asarray(ok)
         if bar is not None:
             bar.set_postfix(flew=name, refresh=True)
+    return flights, healthy, wing_robot
+
+
+def _flight_row(i: int, w, a, w_mean: dict, a_mean: dict, compared, tail, ok: bool, target, max_att: float,
+                max_pos: float) -> dict[str, Any]:
+    """The comparison of flight ``i`` of the per-wing records ``w`` and the averaged ``a``."""
+    dz = w.position[i, :, 2] - a.position[i, :, 2]
+    dtilt = np.linalg.norm(w.tilt[i] - a.tilt[i], axis=-1)
+    d_pos = np.linalg.norm(w_mean["position"][i, compared] - a_mean["position"][i, compared], axis=-1)
+    d_att = np.linalg.norm(w_mean["tilt"][i, compared] - a_mean["tilt"][i, compared], axis=-1)
+    att_rms = float(np.degrees(np.sqrt(np.mean(d_att**2)))) if ok else math.inf
+    pos_rms = float(np.sqrt(np.mean(d_pos**2))) if ok else math.inf
+    return {
+        "cycle_mean_attitude_rms_difference_deg": att_rms,
+        "cycle_mean_position_rms_difference": pos_rms,
+        "passed": bool(ok and att_rms <= max_att and pos_rms <= max_pos),
+        "altitude_rms_difference": float(np.sqrt(np.mean(dz**2))),
+        "attitude_rms_difference_deg": float(np.degrees(np.sqrt(np.mean(dtilt**2)))),
+        "per_wing_altitude_error_tail": float(np.mean(w.position[i, tail, 2]) - target[2]),
+        "averaged_altitude_error_tail": float(np.mean(a.position[i, tail, 2]) - target[2]),
+        "per_wing_mean_frequency_tail": float(np.mean(w.frequency[i, tail])),
+        "averaged_mean_frequency_tail": float(np.mean(a.frequency[i, tail])),
+        "per_wing_max_tilt_deg": float(np.degrees(np.max(np.abs(w.tilt[i])))),
+        "averaged_max_tilt_deg": float(np.degrees(np.max(np.abs(a.tilt[i])))),
+        "healthy": ok,
+    }
+
+
+def _stored(s: Mapping, t, w, a, t_mean, w_mean: dict, a_mean: dict) -> dict[str, Any]:
+    """The records kept for the plots (every :data:`STORE_EVERY`-th)."""
+    keep = slice(None, None, STORE_EVERY)
+    return {
+        "time": t[keep],
+        "per_wing_z": w.position[:, keep, 2], "averaged_z": a.position[:, keep, 2],
+        "per_wing_tilt": w.tilt[:, keep], "averaged_tilt": a.tilt[:, keep],
+        "per_wing_frequency": w.frequency[:, keep], "averaged_frequency": a.frequency[:, keep],
+        "cycle_mean_time": t_mean[keep],
+        "per_wing_cycle_mean_position": w_mean["position"][:, keep],
+        "averaged_cycle_mean_position": a_mean["position"][:, keep],
+        "per_wing_cycle_mean_tilt": w_mean["tilt"][:, keep],
+        "averaged_cycle_mean_tilt": a_mean["tilt"][:, keep],
+        "step_start": float(s["step_start"]), "step_end": float(s["step_start"]) + float(s["step_length"]),
+    }
+
+
+def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None) -> StudyResult:
+    """Hover and plate-command steps flown by both models; RMS differences."""
+    s = cfg["validation"]
+    t0 = time.perf_counter()
+    mass, g = fl.robot_weight()
+    f_h = math.sqrt(mass * g / float(identified.lift_coefficient))
+    averaged = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
+    target = np.array([0.0, 0.0, float(s["height"])])
+    flights, healthy, wing_robot = _fly_both(s, averaged, f_h, g, target, bar)
     w, a = flights["per_wing"], flights["averaged"]
     dt_record = wing_robot.dt * RECORD_EVERY
     t = np.arange(w.position.shape[1]) * dt_record
@@ -140,56 +192,24 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     # carry the weight: k_f f_h^2 = m g by construction, the rollout is the check.
     sw = fl.sweep([f_h], duration=0.6, discard=0.3, batch_size=1)
     metrics["fixed_base_lift_at_hover_over_weight"] = float(sw.force[0, 2]) / (mass * g)
-    rows = {}
-    for i, label in enumerate(labels):
-        dz = w.position[i, :, 2] - a.position[i, :, 2]
-        dtilt = np.linalg.norm(w.tilt[i] - a.tilt[i], axis=-1)
-        d_pos = np.linalg.norm(w_mean["position"][i, compared] - a_mean["position"][i, compared], axis=-1)
-        d_att = np.linalg.norm(w_mean["tilt"][i, compared] - a_mean["tilt"][i, compared], axis=-1)
-        ok = bool(healthy["per_wing"][i] and healthy["averaged"][i])
-        att_rms = float(np.degrees(np.sqrt(np.mean(d_att**2)))) if ok else math.inf
-        pos_rms = float(np.sqrt(np.mean(d_pos**2))) if ok else math.inf
-        rows[label] = {
-            "cycle_mean_attitude_rms_difference_deg": att_rms,
-            "cycle_mean_position_rms_difference": pos_rms,
-            "passed": bool(ok and att_rms <= max_att and pos_rms <= max_pos),
-            "altitude_rms_difference": float(np.sqrt(np.mean(dz**2))),
-            "attitude_rms_difference_deg": float(np.degrees(np.sqrt(np.mean(dtilt**2)))),
-            "per_wing_altitude_error_tail": float(np.mean(w.position[i, tail, 2]) - target[2]),
-            "averaged_altitude_error_tail": float(np.mean(a.position[i, tail, 2]) - target[2]),
-            "per_wing_mean_frequency_tail": float(np.mean(w.frequency[i, tail])),
-            "averaged_mean_frequency_tail": float(np.mean(a.frequency[i, tail])),
-            "per_wing_max_tilt_deg": float(np.degrees(np.max(np.abs(w.tilt[i])))),
-            "averaged_max_tilt_deg": float(np.degrees(np.max(np.abs(a.tilt[i])))),
-            "healthy": ok,
-        }
+    labels = list(LABELS)
+    rows = {label: _flight_row(i, w, a, w_mean, a_mean, compared, tail,
+                               bool(healthy["per_wing"][i] and healthy["averaged"][i]), target, max_att, max_pos)
+            for i, label in enumerate(labels)}
     metrics["flights"] = rows
-    hover = rows["hover"]
-    metrics["per_wing_hover_frequency_over_identified"] = hover["per_wing_mean_frequency_tail"] / f_h
+    metrics["per_wing_hover_frequency_over_identified"] = rows["hover"]["per_wing_mean_frequency_tail"] / f_h
     metrics["validation_passed"] = all(r["passed"] for r in rows.values())
-    keep = slice(None, None, STORE_EVERY)
     return StudyResult(
         name="validation",
         values={},
         std={},
         metrics=metrics,
-        data={
-            "time": t[keep],
-            "per_wing_z": w.position[:, keep, 2], "averaged_z": a.position[:, keep, 2],
-            "per_wing_tilt": w.tilt[:, keep], "averaged_tilt": a.tilt[:, keep],
-            "per_wing_frequency": w.frequency[:, keep], "averaged_frequency": a.frequency[:, keep],
-            "cycle_mean_time": t_mean[keep],
-            "per_wing_cycle_mean_position": w_mean["position"][:, keep],
-            "averaged_cycle_mean_position": a_mean["position"][:, keep],
-            "per_wing_cycle_mean_tilt": w_mean["tilt"][:, keep],
-            "averaged_cycle_mean_tilt": a_mean["tilt"][:, keep],
-            "step_start": float(s["step_start"]), "step_end": float(s["step_start"]) + float(s["step_length"]),
-        },
+        data=_stored(s, t, w, a, t_mean, w_mean, a_mean),
         loss=jnp.zeros((0,)),
         notes=f"per-wing free robot (periodic start) vs lumped averaged model, hover controller with f_h = "
-        f"sqrt(m g / k_f) = {f_h:.3f} Hz; worlds: {labels} (plate offset {step} rad from {s['step_start']} s for "
-        f"{s['step_length']} s); cycle means compared over the last {s['window']} s: pass when attitude RMS <= "
-        f"{max_att} deg and position RMS <= {max_pos} m; tail = last {s['tail']} s",
+        f"sqrt(m g / k_f) = {f_h:.3f} Hz; worlds: {labels} (plate offset {float(s['plate_step'])} rad from "
+        f"{s['step_start']} s for {s['step_length']} s); cycle means compared over the last {s['window']} s: "
+        f"pass when attitude RMS <= {max_att} deg and position RMS <= {max_pos} m; tail = last {s['tail']} s",
         converged=all(r["healthy"] for r in rows.values()),
         seconds=time.perf_counter() - t0,
     )
