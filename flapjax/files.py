@@ -130,8 +130,9 @@ def lock_output_dir(path: str | Path, *, name: str = "out") -> OutputLock:
     take it for this run, before anything is simulated.
 
     Raises :class:`ConfigError` naming ``name`` when ``path`` is empty text
-    (that would be the current folder), is a file, is not writable, or another run holds it (two runs into one folder would
-    redo each other's work and overwrite each other's results).
+    (that would be the current folder), is a file, is not writable, or
+    another run holds it (two runs into one folder would redo each other's
+    work and overwrite each other's results), or its lock file is a link.
     """
     out = output_folder(path, name=name)
     if out.exists() and not out.is_dir():

@@ -334,9 +334,9 @@ STRICT_CASES = [
     ("scene sidecar key twice", lambda t: _scene(t, sidecar='{"ground_z_m": 0.0, "ground_z_m": 1.0}'),
      r"hover\.scene\.json: key 'ground_z_m' is given twice"),
     ("scene comment -inf", lambda t: _scene(t, comment="# scene.wall_x_m = -inf\n"),
-     r"hover\.csv: line 1: scene\.wall_x_m must be a plain decimal number"),
+     r"hover\.csv: line 1: scene\.wall_x_m must be a number, written as a plain decimal"),
     ("scene comment 2_0", lambda t: _scene(t, comment="# scene.ground_z_m = 2_0\n"),
-     r"hover\.csv: line 1: scene\.ground_z_m must be a plain decimal number .* got '2_0'"),
+     r"hover\.csv: line 1: scene\.ground_z_m must be a number, written as a plain decimal .* got '2_0'"),
     ("scene comment key twice", lambda t: _scene(t, comment="# scene.ground_z_m = 0\n# scene.ground_z_m = 1\n"),
      r"hover\.csv: line 2: scene\.ground_z_m is given twice"),
 ]

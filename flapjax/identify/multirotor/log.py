@@ -182,7 +182,8 @@ def _scene_text(path: Path, key: str, text: str, where: str) -> float:
     if key == "wall_x_m" and text.lower() in ("inf", "+inf"):
         return math.inf
     if not _PLAIN_NUMBER.fullmatch(text):
-        raise DataError(f"{path}: {where}: scene.{key} must be a plain decimal number (as in -1.5e-3), got {text!r}")
+        raise DataError(f"{path}: {where}: scene.{key} must be a number, written as a plain decimal (as in -1.5e-3), "
+                        f"got {text!r}")
     return float(text)
 
 
