@@ -69,7 +69,8 @@ from flapjax.identify.flapper.stand_prediction import (
     stand_terms,
 )
 from flapjax.identify.flapper.stand_report import stand_summary, write_stand_plots
-from flapjax.identify.outputs import data_record, parameter_table, write_record
+from flapjax.identify.fit_report import FitReport
+from flapjax.identify.outputs import parameter_table, write_record
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
@@ -87,10 +88,67 @@ __all__ = [
     "run_stand_identification",
     "stand_data",
     "stand_model",
+    "stand_report",
     "stand_summary",
     "stand_terms",
     "write_stand_plots",
 ]
+
+
+def stand_report(path: str | Path, data, res: StandFit) -> FitReport:
+    """The :class:`~flapjax.identify.fit_report.FitReport` of a stand fit:
+    every reported value (fitted, or held with std None), then the rows,
+    the closed-form check, residual noise, R^2, held-out error, correlation,
+    how the fit stopped and the notes."""
+    reported = res.reported()
+    return FitReport.of("stand", path, reported, res.std, {n: PARAMETERS[n][1] for n in reported}, {
+        "not_identified": res.not_identified,
+        "rows": data.n,
+        "rows_fitted": int(res.fit_rows.size),
+        "rows_held_out": [int(i) + 1 for i in res.validation_rows],
+        "reference_frequency": res.f_ref,
+        "least_squares": res.least_squares,
+        "residual_std": res.sigma,
+        "r2": res.r2,
+        "validation": res.validation,
+        "correlation": {"names": res.names, "matrix": res.correlation},
+        "converged": res.converged,
+        "fit_reason": res.reason,
+        "fit_steps": res.steps,
+        "notes": res.notes,
+    })
+
+
+def _physical(data, res: StandFit, out: Path, physical_options: Mapping[str, Any] | None,
+              echo: Callable[[str], None]) -> dict:
+    """Per-wing physical parameters through the fixed-base rollout
+    (:func:`~flapjax.identify.flapper.stand_physical.fit_physical_to_stand`,
+    weighted by the averaged fit's channel noise, its sensor offsets
+    removed); writes ``per_wing.json`` and returns the fit's dict with notes."""
+    from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
+    from flapjax.identify.flapper.stand_physical import fit_physical_to_stand
+
+    echo("per-wing physical parameters through the fixed-base rollout (slow) ...")
+    opts = {"sigma": res.sigma,  # the channels' noise and the sensor offsets of the averaged fit
+            "offsets": {k: v for k, v in res.values.items() if k.endswith("_offset")}}
+    opts.update(physical_options or {})
+    phys = fit_physical_to_stand(data, **opts)
+    write_json(out / "per_wing.json", phys["values"])  # as a phase-resolved record's: apply_physical
+    echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
+    loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
+    notes = []
+    if loose:
+        notes.append(f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
+                     "not determine it. A phase-resolved stand record (a phase_rad column, see "
+                     "docs/data_formats.md) does.")
+    if not phys["converged"]:
+        notes.append(f"the per-wing fit stopped before converging ({phys['reason']}): the values are the "
+                     "best reached, their standard deviations from the curvature there")
+    if notes:
+        phys["notes"] = notes
+        for note in notes:
+            echo(f"note: {note}")
+    return phys
 
 
 def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Callable[[str], None] = print,
@@ -111,7 +169,7 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
 
     ``physical=True`` also fits per-wing physical parameters through the
     fixed-base per-wing rollout to the table (slow: minutes;
-    :func:`flapjax.identify.flapper.physical.fit_physical_to_stand`, options
+    :func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand`, options
     in ``physical_options``), adds them under ``"physical"`` and writes
     them alone to ``per_wing.json`` (for
     :func:`flapjax.identify.flapper.physical.apply_physical`).
@@ -124,24 +182,7 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
         res = fit_stand(data, holdout_every=holdout_every)
         echo(stand_summary(res))
         plots = write_stand_plots(data, res, out)
-        reported = res.reported()
-        results = data_record("stand", path, reported, res.std, {n: PARAMETERS[n][1] for n in reported})
-        results.update({
-            "not_identified": res.not_identified,
-            "rows": data.n,
-            "rows_fitted": int(res.fit_rows.size),
-            "rows_held_out": [int(i) + 1 for i in res.validation_rows],
-            "reference_frequency": res.f_ref,
-            "least_squares": res.least_squares,
-            "residual_std": res.sigma,
-            "r2": res.r2,
-            "validation": res.validation,
-            "correlation": {"names": res.names, "matrix": res.correlation},
-            "converged": res.converged,
-            "fit_reason": res.reason,
-            "fit_steps": res.steps,
-            "notes": res.notes,
-        })
+        results = stand_report(path, data, res).to_json()
         averaged = {"lift_coefficient": res.values["k_f"], "reference_frequency": res.f_ref}
         if res.values.get("k_roll", 0.0) > 0:
             averaged["roll_gain"] = res.values["k_roll"]
@@ -150,30 +191,8 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
         write_json(out / "cycle_averaged.json", averaged)
         extra = ["cycle_averaged.json"]
         if physical:
-            from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS, fit_physical_to_stand
-
-            echo("per-wing physical parameters through the fixed-base rollout (slow) ...")
-            opts = {"sigma": res.sigma,  # the channels' noise and the sensor offsets of the averaged fit
-                    "offsets": {k: v for k, v in res.values.items() if k.endswith("_offset")}}
-            opts.update(physical_options or {})
-            phys = fit_physical_to_stand(data, **opts)
-            results["physical"] = phys
-            write_json(out / "per_wing.json", phys["values"])  # as a phase-resolved record's: apply_physical
+            results["physical"] = _physical(data, res, out, physical_options, echo)
             extra.append("per_wing.json")
-            echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
-            loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
-            notes = []
-            if loose:
-                notes.append(f"{', '.join(loose)}: standard deviation above half the value; cycle means do "
-                             "not determine it. A phase-resolved stand record (a phase_rad column, see "
-                             "docs/data_formats.md) does.")
-            if not phys["converged"]:
-                notes.append(f"the per-wing fit stopped before converging ({phys['reason']}): the values are the "
-                             "best reached, their standard deviations from the curvature there")
-            if notes:
-                phys["notes"] = notes
-                for note in notes:
-                    echo(f"note: {note}")
         written = write_record(out, results, [*plots, *extra], t0)
     echo(written)
     return results

@@ -15,7 +15,8 @@ from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
 from flapjax.identify.flapper.waveform import fit_waveform
 from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS
 from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
-from flapjax.identify.outputs import data_record, held_out_lines, parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.fit_report import FitReport
+from flapjax.identify.outputs import pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir, write_json
 
 def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir: str | Path) -> Path:
@@ -78,17 +79,14 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
         values = {**res["values"], **res["offsets"]}
         std = {**res["std"], **res["offsets_std"]}
         units = {**{k: STAND_PHYSICAL_UNITS[k] for k in res["parameters"]}, **{k: CHANNEL_UNITS[k] for k in res["offsets"]}}
-        echo(parameter_table(values, std, units))
-        echo(held_out_lines(res["validation"], CHANNEL_UNITS))
-        for note in res["notes"]:
-            echo(f"note: {note}")
+        report = FitReport.of("stand_waveform", path, values, std, units, {
+            "rows": data.n, **{k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
+                                                   "conditions", "channels", "iterations", "reason", "duration",
+                                                   "discard", "start", "notes")}})
+        echo(report.summary(channel_units=CHANNEL_UNITS))
         plot = write_waveform_plot(data, res, out)
         write_json(out / "per_wing.json", res["values"])
-        results = data_record("stand_waveform", path, values, std, units)
-        results["rows"] = data.n
-        results.update({k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
-                                            "conditions", "channels", "iterations", "reason", "duration",
-                                            "discard", "start", "notes")})
+        results = report.to_json()
         written = write_record(out, results, [plot, "per_wing.json"], t0)
     echo(written)
     return results

@@ -22,7 +22,7 @@ drag coefficients of the rotor chain.
 from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
 from flapjax.identify.multirotor.log import HoverLog, hover_columns, read_hover_log
 from flapjax.identify.multirotor.hover_report import run_hover_identification
-from flapjax.identify.multirotor.run import REPORTED, fit_hover_log
+from flapjax.identify.multirotor.run import REPORTED, fit_hover, fit_hover_log
 
-__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover_log", "hover_columns",
+__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover", "fit_hover_log", "hover_columns",
            "load_chain_params", "read_hover_log", "run_hover_identification"]

@@ -1,5 +1,5 @@
 """``flapjax identify --robot R --data HOVER``: fit a multirotor hover log
-(:func:`~flapjax.identify.multirotor.run.fit_hover_log`) and write
+(:func:`~flapjax.identify.multirotor.run.fit_hover`) and write
 ``results.json`` with the residual and proximity plots."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from flapjax import rotor
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.log import describe_scene, read_hover_log, scene_sources, sidecar_path
-from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover_log, resolve_robot
+from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover, resolve_robot
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir
 
@@ -157,11 +157,12 @@ def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progr
             bar.set_postfix(loss=f"{v:.4g}")
 
         try:
-            res = fit_hover_log(prof, log, quick=quick, progress=tick, validation_fraction=validation_fraction)
+            report = fit_hover(prof, log, quick=quick, progress=tick, validation_fraction=validation_fraction)
         finally:
             bar.close()
-        files = [plot_residuals(res, out / "residuals.png"), plot_proximity(res, out / "proximity.png")]
-        res.pop("_arrays")
+        res = report.to_json()
+        files = [plot_residuals({**res, "_arrays": report.arrays}, out / "residuals.png"),
+                 plot_proximity(res, out / "proximity.png")]
         res["scene_source"] = sources or ["defaults (none given)"]
         echo(hover_summary(res))
         written = write_record(out, res, files, started)

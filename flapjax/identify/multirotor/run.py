@@ -1,6 +1,7 @@
 """Identify a multirotor's proximity and drag coefficients from a hover log.
 
-:func:`fit_hover_log` fits the hover model of
+:func:`fit_hover` (typed :class:`~flapjax.identify.fit_report.FitReport`;
+:func:`fit_hover_log`: the same as a dict) fits the hover model of
 :mod:`flapjax.identify.multirotor.model` to the accelerometer by gradient
 (:func:`flapjax.identify.fit.fit`, L-BFGS) in two passes: unit weights,
 then each axis weighted by its residual standard deviation. Standard
@@ -49,7 +50,7 @@ from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, 
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.model import REPORTED, UNITS
 from flapjax.identify.multirotor.log import HoverLog
-from flapjax.identify.outputs import data_record
+from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor.fit_checks import accel_noise_level, correlated_parameters, fit_notes
 from flapjax.identify.solve import channel_rms, residual_sigma, reweighted_passes
 from flapjax.validation import ConfigError
@@ -328,12 +329,13 @@ def _masks(n: int, fit_rows, val_rows) -> tuple[np.ndarray, np.ndarray]:
     return fit_mask, val_mask
 
 
-def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
-                  quick: bool = False, max_steps: int | None = None,
-                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
-    """Fit the hover model to ``log``; returns the results dict (see
-    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
-    (time, measured and predicted specific force, fit/validation masks)."""
+def fit_hover(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
+              quick: bool = False, max_steps: int | None = None,
+              progress: Callable[[int, float], None] | None = None) -> FitReport:
+    """Fit the hover model to ``log``: the
+    :class:`~flapjax.identify.fit_report.FitReport` of every reported
+    coefficient (see :func:`run_hover_identification`), with the time,
+    measured and predicted specific force and fit/validation masks as its arrays."""
     if not (0.0 <= validation_fraction < 0.9):
         raise ConfigError(f"validation_fraction: must be in [0, 0.9), got {validation_fraction!r}")
     if log.thrust_command.shape[1] != prof.n_rotors:
@@ -352,15 +354,14 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
     fitted, values, std, correlation = _uncertainty(pb, theta, scale, int(fit_rows.size))
     not_identified = {("wall_range" if k == "wall_fade_width" else k): v for k, v in held.items()}
     reported_std = {k: None if k in not_identified else std.get(k) for k in REPORTED}
-    out = data_record("hover", log.path, {k: values[k] for k in REPORTED}, reported_std, UNITS)
-    out["robot"] = prof.name
     pred_all = np.asarray(_predict(fitted, prof, padded))[:n_rows]
     meas_np = np.asarray(log.specific_force)
     sigma = np.asarray(scale)
     default_pred = np.asarray(_predict({**M.initial_values(), **{f"accel_bias_{a}": values[f"accel_bias_{a}"]
                                                                  for a in M.AXES}}, prof, padded))[:n_rows]
     noise = accel_noise_level(t, meas_np)
-    out.update(
+    details = dict(
+        robot=prof.name,
         not_identified=not_identified, weakly_identified=_weak(values, std, trainable_names, correlation),
         validation=_validation(log, val_rows, pred_all, default_pred, sigma, noise, validation_fraction),
         fit={"rows": int(fit_rows.size), "samples_dropped": int(round(t[-1] / log.dt)) + 1 - t.shape[0],
@@ -376,7 +377,20 @@ def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fractio
         notes=fit_notes(values, reported_std, float(prof.mass), sigma / noise),
     )
     fit_mask, val_mask = _masks(t.shape[0], fit_rows, val_rows)
-    out["_arrays"] = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": fit_mask,
-                      "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
-                      "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
+    arrays = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": fit_mask,
+              "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
+              "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
+    return FitReport.of("hover", log.path, {k: values[k] for k in REPORTED}, reported_std, UNITS, details, arrays)
+
+
+def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
+                  quick: bool = False, max_steps: int | None = None,
+                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+    """:func:`fit_hover` as a dict: the results dict (see
+    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
+    (time, measured and predicted specific force, fit/validation masks)."""
+    report = fit_hover(prof, log, validation_fraction=validation_fraction, quick=quick, max_steps=max_steps,
+                       progress=progress)
+    out = report.to_json()
+    out["_arrays"] = dict(report.arrays)
     return out

@@ -1,0 +1,129 @@
+"""What a measured-data fit reports, typed: :class:`FitReport`.
+
+A fit of a data file (stand table, phase-resolved stand record, multirotor
+hover log) ends with the same parts: the reported values, each with a
+standard deviation and a unit (:class:`Estimate`), the parameters'
+correlation, the held-out prediction error, notes for the reader, the fit's
+own diagnostics and arrays for the plots. :meth:`FitReport.to_json` gives the
+``results.json`` body (:func:`flapjax.identify.outputs.data_record`'s head,
+then the study's keys in their order; the arrays are not written), and
+:meth:`FitReport.summary` the lines the command line prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flapjax.identify.outputs import data_record, held_out_lines, parameter_table
+
+__all__ = ["Estimate", "FitReport"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One reported value.
+
+    Attributes:
+      value: the value [unit].
+      std: one standard deviation [unit], or None for a value held (not fitted).
+      unit: its unit (``-`` when dimensionless).
+    """
+
+    value: float
+    std: float | None
+    unit: str
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """The outcome of one measured-data fit.
+
+    Attributes:
+      study: the study's name in ``results.json`` (``stand``, ``stand_waveform``, ``hover``).
+      source: the data file.
+      estimates: name -> :class:`Estimate`, in the reported order.
+      details: the study's own ``results.json`` keys after the common head,
+        in their order (``validation``, ``notes`` and the correlation among
+        them; see the properties).
+      arrays: name -> array for the plots (not written).
+    """
+
+    study: str
+    source: str
+    estimates: Mapping[str, Estimate]
+    details: Mapping[str, Any] = field(default_factory=dict)
+    arrays: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, study: str, source: str | Path, values: Mapping[str, float], std: Mapping[str, float | None],
+           units: Mapping[str, str], details: Mapping[str, Any], arrays: Mapping[str, Any] | None = None
+           ) -> "FitReport":
+        """A report from the value, standard deviation and unit dicts (a
+        value missing from ``std`` is held; each value needs a unit:
+        ``KeyError`` naming the ones without)."""
+        missing = [n for n in values if n not in units]
+        if missing:
+            raise KeyError(f"no unit for {', '.join(missing)}")
+        estimates = {n: Estimate(value=v, std=std.get(n), unit=units[n]) for n, v in values.items()}
+        return cls(study=study, source=str(source), estimates=estimates, details=dict(details),
+                   arrays=dict(arrays or {}))
+
+    @property
+    def values(self) -> dict[str, float]:
+        """name -> value."""
+        return {n: e.value for n, e in self.estimates.items()}
+
+    @property
+    def std(self) -> dict[str, float | None]:
+        """name -> standard deviation (None: held)."""
+        return {n: e.std for n, e in self.estimates.items()}
+
+    @property
+    def units(self) -> dict[str, str]:
+        """name -> unit."""
+        return {n: e.unit for n, e in self.estimates.items()}
+
+    @property
+    def validation(self) -> dict[str, Any]:
+        """The held-out prediction error (``{}`` without a hold-out)."""
+        return dict(self.details.get("validation", {}))
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the reader should know about the fit."""
+        return tuple(self.details.get("notes", ()))
+
+    @property
+    def correlation(self) -> tuple[list[str], np.ndarray] | None:
+        """``(names, (p, p) matrix)`` of the fitted parameters' correlation
+        (top level or under ``fit``), or None when the study reports none."""
+        corr = self.details.get("correlation", self.details.get("fit", {}).get("correlation"))
+        if corr is None:
+            return None
+        return list(corr["names"]), np.asarray(corr["matrix"], dtype=float)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``results.json`` body: ``study``, ``source``, ``name`` /
+        ``name_std`` of every value, ``units``, then :attr:`details`
+        (``files``, ``seconds`` and ``versions`` are added by
+        :func:`~flapjax.identify.outputs.write_record`)."""
+        record = data_record(self.study, self.source, self.values, self.std, self.units)
+        record.update(self.details)
+        return record
+
+    def summary(self, *, channel_units: Mapping[str, str] | None = None, indent: str = "") -> str:
+        """The table of values, the held-out error per channel (when the
+        validation is per channel: ``rms``, ``rms_over_sigma``,
+        ``rms_over_measured``; ``channel_units`` label it; an empty line
+        without a hold-out) and the notes, one per line."""
+        lines = [parameter_table(self.values, self.std, self.units, indent=indent)]
+        validation = self.validation
+        if all(isinstance(v, Mapping) and "rms_over_measured" in v for v in validation.values()):
+            lines.append(held_out_lines(validation, channel_units or {}))  # '' (an empty line) without a hold-out
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
