@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from flapjax import tasks
-from flapjax.tasks import gym_registry, rl_gym
+from flapjax.tasks import rl_registry, rl_gym
 from flapjax.validation import ConfigError
 
 SMALL = dict(episode_length=3, substeps=1)
 
 
 def test_gymnasium_make_and_make_vec_build_the_adapters():
-    assert gym_registry.register_gymnasium_envs() == [gym_registry.gym_id(n) for n in tasks.names()]
+    assert rl_registry.register_gymnasium_envs() == [rl_registry.gym_id(n) for n in tasks.names()]
     env = gymnasium.make("flapjax/near_ground-v0", **SMALL)
     assert isinstance(env.unwrapped, rl_gym.GymTaskEnv)
     assert env.unwrapped.task_env.config.episode_length == 3 and env.unwrapped.task_env.config.backend == "rigid"

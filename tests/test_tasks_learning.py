@@ -116,9 +116,9 @@ def test_brax_time_out_and_episode_metrics():
 def test_brax_registry_and_ppo_config():
     import brax.envs
 
-    from flapjax.tasks import rl_brax
+    from flapjax.tasks import rl_brax, rl_registry
 
-    env = brax.envs.get_environment(rl_brax.brax_name("near_ground"), **SMALL)
+    env = brax.envs.get_environment(rl_registry.brax_name("near_ground"), **SMALL)
     assert isinstance(env, rl_brax.BraxTaskEnv) and env.task_env.config.episode_length == 12
     cfg = tasks.ppo_config("near_ground")
     kw = cfg.brax_kwargs()

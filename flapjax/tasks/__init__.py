@@ -18,10 +18,10 @@ from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.tasks.config import (ACTION_MODES, EFFECTS, NoiseConfig, RandomizationConfig, TaskConfig,
                                   config_to_dict, replace_config)
 from flapjax.tasks.learning import PPOConfig, load_policy, policy_controller, ppo_config, save_policy
-from flapjax.tasks.gym_registry import register_gymnasium_envs
 from flapjax.tasks.near_ground import NearGround, NearGroundConfig
 from flapjax.tasks.object_push import ObjectPush, ObjectPushConfig
 from flapjax.tasks.registry import default_config, get_class, make, names, register
+from flapjax.tasks.rl_registry import register_brax_environments, register_gymnasium_envs
 from flapjax.tasks.wall_contact import WallContact, WallContactConfig
 
 __all__ = [
@@ -33,3 +33,4 @@ __all__ = [
 ]
 
 register_gymnasium_envs()
+register_brax_environments()

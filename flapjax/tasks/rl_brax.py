@@ -31,9 +31,9 @@ step: Brax sums metrics over an episode, so its training log reports
 evaluation ``eval/episode_success``, with the same definition as
 :meth:`flapjax.tasks.base.TaskEnv.summarize`.
 
-Registry. Importing this module registers every task with Brax as
-``flapjax_<task>``: ``brax.envs.get_environment("flapjax_near_ground",
-**overrides)`` is ``flapjax.tasks.brax_env("near_ground", **overrides)``.
+Registry. Importing :mod:`flapjax.tasks` registers every task with Brax as
+``flapjax_<task>`` (:mod:`flapjax.tasks.rl_registry`):
+``brax.envs.get_environment("flapjax_near_ground", **overrides)``.
 
 New worlds at every episode. Brax's own ``AutoResetWrapper`` restores each
 environment's first state, so every episode of one environment slot would
@@ -70,7 +70,7 @@ import numpy as np
 from brax.envs import base as brax_base
 from brax.envs.wrappers import training as brax_training
 
-from flapjax.tasks import actions, registry
+from flapjax.tasks import actions
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.validation import ConfigError
 
@@ -284,30 +284,3 @@ def wrap_for_brax_training(env: BraxTaskEnv, episode_length: int | None = None, 
         return brax_training.wrap(env, episode_length=length, action_repeat=action_repeat)
     inner = brax_training.VmapWrapper(env)
     return FreshWorldAutoReset(brax_training.EpisodeWrapper(inner, int(length), action_repeat))
-
-
-def brax_name(task: str) -> str:
-    """Brax registry name of task ``task``: ``flapjax_<task>``."""
-    return f"flapjax_{task}"
-
-
-def _factory(task: str):
-    def make(**overrides: Any) -> BraxTaskEnv:
-        return BraxTaskEnv(actions.make_for_learning(task, **overrides))
-
-    make.__name__ = f"make_{task}"
-    return make
-
-
-def register_brax_environments() -> list[str]:
-    """Register every task with ``brax.envs`` as :func:`brax_name`; returns the names. Idempotent."""
-    from brax import envs
-
-    out = []
-    for task in registry.names():
-        envs.register_environment(brax_name(task), _factory(task))
-        out.append(brax_name(task))
-    return out
-
-
-register_brax_environments()
