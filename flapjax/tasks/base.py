@@ -59,6 +59,7 @@ minus the end-effector (3), the wall normal (3), the commanded and the last
 measured normal force (2); ``object_push`` the box position minus the
 end-effector (3), the box heading's cosine and sine (2) and the goal minus
 the box (2) (the box pose with the sensor's position and heading noise).
+:meth:`TaskEnv.observation_spec` names these slices.
 
 ``done`` turns 1 at the end of the episode or when a world diverged (frozen by
 the world); the environment does not auto-reset (training wrappers do).
