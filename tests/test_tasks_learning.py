@@ -166,8 +166,8 @@ def test_short_ppo_run_with_the_tuned_settings_beats_the_untrained_policy():
 
     from flapjax.evaluate import run_episodes
 
-    cfg = tasks.ppo_config("near_ground").replace(num_timesteps=262_144, num_envs=256, batch_size=256,
-                                                  num_minibatches=8, num_evals=2, num_eval_envs=64)
+    # 1.3 M of the 2.1 M steps: where the benchmark's learning curve has clearly left the reference's reward
+    cfg = tasks.ppo_config("near_ground").replace(num_timesteps=1_310_720, num_evals=2, num_eval_envs=64)
     with jax.enable_x64(False):
         env = cfg.make_env()
         make_policy, params, metrics = ppo.train(environment=env, bootstrap_on_timeout=True, **cfg.brax_kwargs())
@@ -175,7 +175,7 @@ def test_short_ppo_run_with_the_tuned_settings_beats_the_untrained_policy():
         trained = run_episodes(env.task_env, 64, seed=1000, controller=tasks.policy_controller(make_policy, params))
         untrained = run_episodes(env.task_env, 64, seed=1000)
     rmse_trained, rmse_untrained = (np.mean(r["summary"]["height_rmse"]) for r in (trained, untrained))
-    assert rmse_trained < 0.8 * rmse_untrained
+    assert rmse_trained < 0.85 * rmse_untrained
     assert np.mean(trained["summary"]["success"]) > np.mean(untrained["summary"]["success"])
 
 
