@@ -9,7 +9,10 @@ For RL libraries (``pip install -e ".[rl]"``): ``brax_env(name, **overrides)``
 ``gym_vector_env`` (Gymnasium), ``sb3_vec_env`` (Stable-Baselines3, ``".[sb3]"``);
 see :mod:`flapjax.tasks.adapters`. ``ppo_config(name)`` holds learner
 settings that work on each task, ``save_policy`` / ``load_policy`` a trained
-policy (:mod:`flapjax.tasks.learning`).
+policy (:mod:`flapjax.tasks.learning`). Importing this package registers
+the tasks with Gymnasium (``gymnasium.make("flapjax/near_ground-v0")``) and
+Brax (``brax.envs.get_environment("flapjax_near_ground")``) when those are
+installed (:mod:`flapjax.tasks.rl_registry`).
 """
 
 from flapjax.tasks.actions import make_for_learning
