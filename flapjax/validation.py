@@ -94,11 +94,11 @@ def check_number(name: str, value: Any, lo: float | None = None, hi: float | Non
     return v
 
 
-def check_prng_key(name: str, key: Any) -> None:
+def check_prng_key(name: str, key: Any, *, allow_none: bool = False) -> None:
     """Raise unless ``key`` is a JAX PRNG key: a typed key array
-    (``jax.random.key``) or a raw ``uint32`` key (``jax.random.PRNGKey``);
-    no-op on tracers."""
-    if is_traced(key):
+    (``jax.random.key``) or a raw ``uint32`` key (``jax.random.PRNGKey``),
+    or None with ``allow_none``; no-op on tracers."""
+    if is_traced(key) or (allow_none and key is None):
         return
     dtype = getattr(key, "dtype", None)
     if dtype is not None and (jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)

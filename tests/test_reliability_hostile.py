@@ -420,6 +420,8 @@ TRACEBACK_CASES = [
      r"box_half_size: must be finite"),
     ("reset with an int key", lambda: _reset(key=0), r"key: must be a JAX random key .* got int 0"),
     ("reset yaw 'north'", lambda: _reset(yaw="north"), r"yaw: expected numbers, got dtype <U5"),
+    ("task reset with an int key", lambda: __import__("flapjax.tasks").tasks.make(
+        "near_ground", overrides={"backend": "rigid"}).reset(0), r"key: must be a JAX random key .* got int 0"),
     ("step with reference None", _step_without_reference, r"reference: must be a Reference .* got NoneType"),
     ("flapper frequency 1e6 Hz", lambda: _flapper(frequency=1e6), r"frequency: must lie in \[0, 1000\]"),
     ("flapper stroke amplitude 10 rad", lambda: _flapper(amplitude=10.0), r"amplitude: must lie in \[0, 3\.14159\]"),

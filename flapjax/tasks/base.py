@@ -243,8 +243,7 @@ class TaskEnv:
         """A fresh world from ``key`` (randomization from its randomization
         stream; noise and turbulence from ``noise_key`` if given, else ``key``)."""
         check_prng_key("key", key)
-        if noise_key is not None:
-            check_prng_key("noise_key", noise_key)
+        check_prng_key("noise_key", noise_key, allow_none=True)
         noise_src = key if noise_key is None else noise_key
         params = self.randomize_params(key)
         common = TaskCommon(
