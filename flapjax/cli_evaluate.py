@@ -27,7 +27,7 @@ def exit_on_error(exc: BaseException) -> NoReturn:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         message, code = f"{where}{exc.strerror or exc}", 2
     elif isinstance(exc, MemoryError):
-        message, code = "out of memory; run fewer worlds at a time", 1
+        message, code = "out of memory (evaluate: run fewer worlds at a time; identify --data: a shorter file)", 1
     else:
         if os.environ.get("FLAPJAX_TRACEBACK"):
             raise exc

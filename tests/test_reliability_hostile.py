@@ -538,3 +538,23 @@ def test_a_sidecar_may_say_no_wall_with_infinity_but_nothing_else(tmp_path):
         _scene(tmp_path, sidecar='{"ground_z_m": Infinity}')
     with pytest.raises(ConfigError, match=r"hover\.scene\.json: -Infinity is not a JSON number"):
         _scene(tmp_path, sidecar='{"wall_x_m": -Infinity}')
+
+
+@pytest.mark.parametrize("what,load,message", [
+    ("config", lambda p: __import__("flapjax.identify.flapper.config").identify.flapper.config.load_config(p),
+     r"config .*pipe\.toml: cannot read the config file: it is a FIFO"),
+    ("profile", lambda p: __import__("flapjax").rotor.resolve_profile(str(p)),
+     r"robot: .*pipe\.toml: cannot read the profile file: it is a FIFO"),
+])
+def test_a_fifo_config_or_profile_is_refused_without_opening_it(what, load, message, tmp_path):
+    import signal
+
+    from flapjax.validation import ConfigError
+
+    os.mkfifo(tmp_path / "pipe.toml")
+    signal.alarm(READ_TIMEOUT_S)  # a regression that opens the FIFO fails here instead of waiting forever
+    try:
+        with pytest.raises(ConfigError, match=message):
+            load(tmp_path / "pipe.toml")
+    finally:
+        signal.alarm(0)
