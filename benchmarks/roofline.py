@@ -4,9 +4,9 @@ For every workload of :mod:`benchmarks.workloads` (at ``--worlds``, default
 4096): XLA's cost analysis of the compiled program
 (``jit(f).lower(...).compile().cost_analysis()``) gives flops,
 transcendentals and bytes accessed; XLA's ``HloCostAnalysis`` counts a
-while-loop body once, so the scan program costs one step (plus, for the
-multirotors, ``prepare``, compiled and subtracted apart), divided by the
-world count = per world-step. Inner while loops (MJX's constraint solver)
+while-loop body once, so the scan program costs one step (the multirotors
+are prepared before the timed program, which holds only the steps), divided
+by the world count = per world-step. Inner while loops (MJX's constraint solver)
 are counted once too: for MJX the counts are a lower bound.
 
 The same run measures:
@@ -114,21 +114,6 @@ def op_counts(compiled) -> dict[str, int]:
     return {op: len(re.findall(rf"= [^=]*? {op}\(", text)) for op in OPS}
 
 
-def prepare_cost(wl) -> dict:
-    """Cost of the per-call ``prepare`` of the multirotor workloads (outside
-    the step loop), to subtract from the program's cost."""
-    import jax
-
-    from benchmarks import workloads as W
-
-    if not wl.name.startswith("multirotor"):
-        return dict(flops=0.0, transcendentals=0.0, **{"bytes accessed": 0.0})
-    world = W.multirotor_world() if "mjx" in wl.name else W.MultirotorWorld(
-        W.rotor.profile.quad_x(), options=W.rotor.ChainOptions(), dt=0.002, backend="rigid",
-        sensor_noise=wl.name == "multirotor_rigid")
-    return _cost(jax.jit(jax.vmap(world.prepare)).lower(wl.args[0]).compile())
-
-
 def sharded_rate(wl, repeats: int) -> float:
     """World-steps/s with the world axis split over every device."""
     from flapjax.sim import sharding
@@ -147,10 +132,9 @@ def measure_workload(name: str, n: int, quick: bool, repeats: int, peak: dict) -
     from benchmarks.throughput import n_steps_for
 
     k = n_steps_for(n, quick, name)
-    wl = W.BUILDERS[name](n, k)
+    wl = W.PREPARED_BUILDERS.get(name, W.BUILDERS[name])(n, k)  # multirotors: prepared before timing
     res = C.measure(wl.fn, wl.args, world_steps=wl.world_steps, repeats=repeats)
-    cost, prep = _cost(res["_compiled"]), prepare_cost(wl)
-    per = {key: max(cost[key] - prep[key], 0.0) / n for key in cost}
+    per = {key: v / n for key, v in _cost(res["_compiled"]).items()}
     rate1 = res["steps_per_s"]
     rate_all = sharded_rate(wl, repeats)
     flops, nbytes = per["flops"], per["bytes accessed"]

@@ -148,19 +148,32 @@ def multirotor_batch(world: MultirotorWorld, n_worlds: int, position=None):
     return params, state, ref
 
 
-def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3, in_contact: bool = False) -> Workload:
+def _prepared_args(world: MultirotorWorld, params):
+    """``prepare`` of every world, done once before timing (the ``prepared=True`` workloads)."""
+    return eqx.filter_jit(jax.vmap(world.prepare))(params)
+
+
+def _multirotor_fn(world: MultirotorWorld, n_steps: int, prepared: bool):
+    def fn(params, state, ref):
+        def one(p, s, r):
+            ready = p if prepared else world.prepare(p)
+            return _final_only(lambda c: world.step(ready, c, r)[0], n_steps)(s)
+        return jax.vmap(one)(params, state, ref)
+    return fn
+
+
+def multirotor(n_worlds: int, n_steps: int, *, iterations: int = 3, in_contact: bool = False,
+               prepared: bool = False) -> Workload:
     """X-quad near a wall and the ground, full chain, MJX backend
     (:meth:`MultirotorWorld.step`, the body of its rollout); clear of the
     wall, or (``in_contact``, workload ``multirotor_mjx_contact``) pressed
-    into it from :data:`WALL_CONTACT_POSITION`."""
+    into it from :data:`WALL_CONTACT_POSITION`. ``prepared``: the worlds are
+    prepared before the timed function (which then holds only the steps)."""
     world = multirotor_world(iterations)
     params, state, ref = multirotor_batch(world, n_worlds, WALL_CONTACT_POSITION if in_contact else None)
-
-    def fn(params, state, ref):
-        def one(p, s, r):
-            prepared = world.prepare(p)
-            return _final_only(lambda c: world.step(prepared, c, r)[0], n_steps)(s)
-        return jax.vmap(one)(params, state, ref)
+    if prepared:
+        params = _prepared_args(world, params)
+    fn = _multirotor_fn(world, n_steps, prepared)
 
     name = "multirotor_mjx_contact" if in_contact else "multirotor_mjx"
     return Workload(name, fn, (params, state, ref), n_worlds, n_steps, world.dt)
@@ -232,23 +245,30 @@ def multirotor_chain(n_worlds: int, n_steps: int) -> Workload:
     return Workload("multirotor_chain", fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
 
-def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True) -> Workload:
+def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True, prepared: bool = False) -> Workload:
     """Full chain on the pure-JAX rigid-body backend
     (``MultirotorWorld(backend="rigid")``, the body of its rollout);
-    ``sensor_noise=False`` builds the world without sensor-noise draws."""
+    ``sensor_noise=False`` builds the world without sensor-noise draws;
+    ``prepared`` as for :func:`multirotor`."""
     world = MultirotorWorld(rotor.profile.quad_x(), options=rotor.ChainOptions(), dt=0.002, backend="rigid",
                             sensor_noise=sensor_noise)
     params, state, ref = multirotor_batch(world, n_worlds)
-
-    def fn(params, state, ref):
-        def one(p, s, r):
-            prepared = world.prepare(p)
-            return _final_only(lambda c: world.step(prepared, c, r)[0], n_steps)(s)
-        return jax.vmap(one)(params, state, ref)
+    if prepared:
+        params = _prepared_args(world, params)
+    fn = _multirotor_fn(world, n_steps, prepared)
 
     name = "multirotor_rigid" if sensor_noise else "multirotor_rigid_exact"
     return Workload(name, fn, (params, state, ref), n_worlds, n_steps, world.dt)
 
+
+# The multirotors with ``prepare`` done before the timed function: the
+# roofline's programs hold only the steps (and no batched LAPACK call, which
+# two host devices cannot run at once, see flapjax.sim.sharding).
+PREPARED_BUILDERS: dict[str, Callable[..., Workload]] = {
+    "multirotor_mjx": lambda n, k: multirotor(n, k, prepared=True),
+    "multirotor_rigid": lambda n, k: multirotor_rigid(n, k, prepared=True),
+    "multirotor_rigid_exact": lambda n, k: multirotor_rigid(n, k, sensor_noise=False, prepared=True),
+}
 
 BUILDERS: dict[str, Callable[..., Workload]] = {
     "flapper_fixed_wing": lambda n, k: flapper("fixed", "wing", n, k),

@@ -267,8 +267,26 @@ def multirotor_rollout(world, params, state, reference, n_steps: int, *, mesh: M
     mesh = resolve_mesh(mesh)
     n = None
     if mesh is not None:
+        params = _prepare_unsharded(world, params)
         (params, state, reference), n = _place(mesh, (params, state, reference), (0, 0, 0))
     return _unpad(_multirotor_rollout(world, params, state, reference, int(n_steps), checkpoint), n)
+
+
+@eqx.filter_jit
+def _prepare_batch(world, params):
+    return jax.vmap(world.prepare)(params)
+
+
+def _prepare_unsharded(world, params):
+    """``prepare`` (the allocation inverse: a batched LAPACK SVD) on one
+    device, before the worlds are split. XLA:CPU runs every device's program
+    on one shared thread pool of one thread per core, and a large batched
+    LAPACK call splits its batch over that pool and waits: two devices doing
+    so at once each wait for the other's thread, forever (seen at 4096
+    worlds on 2 devices)."""
+    from flapjax.sim.multirotor.types import Prepared
+
+    return params if isinstance(params, Prepared) else _prepare_batch(world, params)
 
 
 def shard_counts(x: jax.Array) -> list[int]:
