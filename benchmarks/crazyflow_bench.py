@@ -18,14 +18,19 @@ at the same world counts and step counts as :mod:`benchmarks.throughput`.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+if __name__ == "__main__":  # before JAX starts: one device per core, as benchmarks.run
+    from flapjax.devices import command_setup
 
-from benchmarks import common as C
-from benchmarks.throughput import CPU_WORLDS, n_steps_for
+    print(command_setup(), flush=True)
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from benchmarks import common as C  # noqa: E402
+from benchmarks.throughput import CPU_WORLDS, n_steps_for  # noqa: E402
 
 VENV = C.ROOT / ".venv-crazyflow"
 WORKER = C.ROOT / "baselines" / "crazyflow_worker.py"
@@ -96,7 +101,89 @@ def run(quick: bool, worlds=None, repeats=None) -> dict:
             out["rows"].append(row)
             C.log(f"crazyflow {row['dynamics']:18s} n={row['n_worlds']:6d} compile {row['compile_s']:5.1f} s  "
                   f"{C.fmt_rate(row['steps_per_s'])} world-steps/s")
+    n_dev = C.env_info()["n_devices"]
+    if device == "cpu" and n_dev > 1:
+        _sharded_crazyflow(out, env, [n for n in worlds if n >= SHARD_FROM], quick, repeats, n_dev)
+    out["flapjax_rows"] = flapjax_rows([n for n in worlds if n >= SHARD_FROM], quick, repeats)
     return out
+
+
+# World counts from which both engines are also run split over every device.
+SHARD_FROM = 1024
+
+
+def _sharded_crazyflow(out: dict, env: dict, worlds, quick: bool, repeats: int, n_dev: int) -> None:
+    """crazyflow's step with its worlds split over ``n_dev`` forced host
+    devices (crazyflow has no such option; the worker places its data)."""
+    for n in worlds:
+        cfg = dict(dynamics=list(MODELS), worlds=[n], n_steps=[n_steps_for(n, quick, "multirotor_rigid")],
+                   repeats=repeats, freq=FREQ, device="cpu", devices=n_dev)
+        r = subprocess.run([str(venv_python()), str(WORKER), json.dumps(cfg)], capture_output=True, text=True,
+                           env=env, timeout=1800)
+        if r.returncode != 0:
+            out.setdefault("sharded_rows", []).append(dict(n_worlds=n, devices=n_dev, error=r.stderr.strip()[-800:]))
+            C.log(f"crazyflow sharded n={n}: FAILED {r.stderr.strip()[-300:]}")
+            continue
+        for row in json.loads(r.stdout.strip().splitlines()[-1])["rows"]:
+            row["n_worlds"] = row.pop("worlds")
+            out.setdefault("sharded_rows", []).append(row)
+            C.log(f"crazyflow {row['dynamics']:18s} n={row['n_worlds']:6d} on {n_dev} devices "
+                  f"{C.fmt_rate(row['steps_per_s'])} world-steps/s")
+
+
+def flapjax_rows(worlds, quick: bool, repeats: int) -> list[dict]:
+    """flapjax's rigid X-quad (prepared worlds, steps only) on one device and
+    split over every device, in this process, at the same step counts."""
+    import jax
+
+    from benchmarks import workloads as W
+    from flapjax.sim import sharding
+
+    rows = []
+    for name in ("multirotor_rigid", "multirotor_rigid_exact"):
+        for n in worlds:
+            wl = W.PREPARED_BUILDERS[name](n, n_steps_for(n, quick, "multirotor_rigid"))
+            mesh = sharding.world_mesh()
+            for devs, args in ((1, wl.args), (mesh.devices.size, tuple(sharding.shard_worlds(a, mesh) for a in wl.args))):
+                if devs == 1 or n % devs == 0:
+                    res = C.measure(wl.fn, args, world_steps=wl.world_steps, repeats=repeats)
+                    rows.append(dict(workload=name, n_worlds=n, n_steps=wl.n_steps, devices=int(devs),
+                                     steps_per_s=res["steps_per_s"], compile_s=res["compile_s"]))
+                    C.log(f"flapjax {name:22s} n={n:6d} on {devs} device(s) {C.fmt_rate(res['steps_per_s'])} "
+                          "world-steps/s")
+            jax.clear_caches()
+    return rows
+
+
+def table(cf: dict | None) -> list[str]:
+    """Default use and like for like, from ``results/crazyflow.json``."""
+    if not cf or not cf.get("flapjax_rows"):
+        return []
+    fj = {(r["workload"], r["n_worlds"], r["devices"]): r["steps_per_s"] for r in cf["flapjax_rows"]}
+    cz = {(r["dynamics"], r["n_worlds"], r.get("devices", 1)): r["steps_per_s"]
+          for r in cf["rows"] + cf.get("sharded_rows", []) if "error" not in r}
+    n_all = max(d for _, _, d in fj)
+    lines = [f"Measured in one run of `python -m benchmarks.crazyflow_bench` (load {cf['env']['load_average']}, "
+             f"{cf['env']['cpu_count']} cores shared with other work: ratios are noisy). flapjax: rigid X-quad, "
+             "worlds prepared before timing; 'default' = how each engine runs out of the box "
+             f"(flapjax's sharded entry points on {n_all} devices, crazyflow on one).", "",
+             "| worlds | flapjax rigid (noise / exact), 1 device | crazyflow so_rpy_rotor_drag / first_principles, "
+             f"1 device | flapjax, {n_all} devices | crazyflow, {n_all} devices (placed by hand) | "
+             "default: flapjax all / crazyflow 1 | like for like, 1 device | like for like, all devices |",
+             "|---|---|---|---|---|---|---|---|"]
+    for n in sorted({k[1] for k in fj}):
+        f1, fe1 = fj.get(("multirotor_rigid", n, 1), nan), fj.get(("multirotor_rigid_exact", n, 1), nan)
+        fa, fea = fj.get(("multirotor_rigid", n, n_all), nan), fj.get(("multirotor_rigid_exact", n, n_all), nan)
+        c1, cf1 = cz.get(("so_rpy_rotor_drag", n, 1), nan), cz.get(("first_principles", n, 1), nan)
+        ca, cfa = cz.get(("so_rpy_rotor_drag", n, n_all), nan), cz.get(("first_principles", n, n_all), nan)
+        lines.append(f"| {n} | {C.fmt_rate(f1)} / {C.fmt_rate(fe1)} | {C.fmt_rate(c1)} / {C.fmt_rate(cf1)} | "
+                     f"{C.fmt_rate(fa)} / {C.fmt_rate(fea)} | {C.fmt_rate(ca)} / {C.fmt_rate(cfa)} | "
+                     f"{fa / c1:.2f}x | {f1 / c1:.2f}x | {fa / ca:.2f}x |")
+    lines += ["", "Ratios: flapjax rigid with sensor-noise draws over crazyflow `so_rpy_rotor_drag` (its closest model)."]
+    return lines
+
+
+nan = float("nan")
 
 
 def main(argv=None):

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from benchmarks import common as C
+from benchmarks.crazyflow_bench import table as crazyflow_devices_table
 from benchmarks.roofline import table as roofline_table
 
 README = C.ROOT / "README.md"
@@ -511,6 +512,7 @@ def build() -> str:
              "### 3. Gradient cost", "", *section_gradient(g), "", *section_identification_gradient(g), "",
              "### 4. Baseline A: FlapSim-style serial sweep", "", *section_baseline_a(base), "",
              "### 5. Baseline B: crazyflow quadrotors vs flapjax's quadrotor", "", *section_quadrotor(tp, cf), "",
+             *crazyflow_devices_table(cf), "",
              "### 6. Compile time and retrace checks", "", *section_retrace(rt, tp, g), "",
              "### Memory per world", "", *section_memory(tp), "",
              "### Sharding over devices", "", *section_scaling(sc), "",

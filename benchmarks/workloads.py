@@ -150,7 +150,7 @@ def multirotor_batch(world: MultirotorWorld, n_worlds: int, position=None):
 
 def _prepared_args(world: MultirotorWorld, params):
     """``prepare`` of every world, done once before timing (the ``prepared=True`` workloads)."""
-    return eqx.filter_jit(jax.vmap(world.prepare))(params)
+    return eqx.filter_jit(lambda p: jax.vmap(world.prepare)(p))(params)
 
 
 def _multirotor_fn(world: MultirotorWorld, n_steps: int, prepared: bool):

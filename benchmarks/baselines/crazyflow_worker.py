@@ -3,7 +3,8 @@
 Usage: python crazyflow_worker.py '<json config>'  -> one JSON line on stdout.
 
 Config: {"dynamics": [...], "worlds": [...], "n_steps": int, "repeats": int,
-"freq": int, "device": "cpu" | "gpu"}. For each dynamics model and world
+"freq": int, "device": "cpu" | "gpu", "devices": int (optional: force that many
+host devices and split the worlds over them)}. For each dynamics model and world
 count: a crazyflow ``Sim``
 with one Crazyflie per world under its state (position) controller holding a
 hover set-point, ``n_steps`` steps per call of the jitted, scanned
@@ -20,8 +21,25 @@ import sys
 import time
 
 
+def _shard(data, n: int):
+    """Split every leaf with a leading world axis over all devices (a 1-D
+    mesh, Auto axis); other leaves are replicated. Lets XLA partition
+    crazyflow's jitted step as flapjax's sharded rollouts are."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = jax.make_mesh((len(jax.devices()),), ("worlds",), axis_types=(jax.sharding.AxisType.Auto,))
+    split, full = NamedSharding(mesh, PartitionSpec("worlds")), NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(lambda x: jax.device_put(x, split if getattr(x, "ndim", 0) and x.shape[0] == n else full),
+                        data)
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
+    import os
+
+    if int(cfg.get("devices", 1)) > 1:  # before JAX starts
+        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={int(cfg['devices'])}"
     import jax
     import jax.numpy as jnp
     import crazyflow
@@ -41,7 +59,7 @@ def main() -> None:
             sim.reset()
             cmd = jnp.zeros((n, 1, 16)).at[..., 2].set(1.0).at[..., 12].set(1.0)
             sim.state_control(cmd)
-            data = sim.data
+            data = sim.data if int(cfg.get("devices", 1)) == 1 else _shard(sim.data, n)
             steps = cfg["n_steps"]  # one count for all world counts, or one per world count
             k = int(steps[i] if isinstance(steps, list) else steps)
             # The first call compiles; the second compiles again (the step
@@ -62,7 +80,8 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
             steady = statistics.median(times)
             z = float(jnp.mean(out.states.pos[..., 2]))
-            rows.append(dict(dynamics=dyn, worlds=n, n_steps=k, compile_s=max(first + second - 2 * steady, 0.0),
+            rows.append(dict(dynamics=dyn, worlds=n, n_steps=k, devices=len(jax.devices()),
+                             sharded=bool(len(out.states.pos.sharding.device_set) > 1), compile_s=max(first + second - 2 * steady, 0.0),
                              first_call_s=first, second_call_s=second, steady_s=steady, steps_per_s=n * k / steady,
                              mean_altitude_m=z, times_s=times))
     print(json.dumps(dict(
