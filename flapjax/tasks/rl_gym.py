@@ -109,7 +109,7 @@ def _build_vector_functions(env: TaskEnv):
 
 
 def make_gym_env(task: str, render_mode: str | None = None, **overrides: Any) -> "GymTaskEnv":
-    """Gymnasium entry point of ``flapjax/<task>-v0`` (:mod:`flapjax.tasks.gym_registry`)."""
+    """Gymnasium entry point of ``flapjax/<task>-v0`` (:mod:`flapjax.tasks.rl_registry`)."""
     return GymTaskEnv(actions.make_for_learning(task, **overrides), render_mode=render_mode)
 
 
