@@ -61,10 +61,9 @@ def test_residual_sigma_matches_numpy_by_hand():
 
 
 def _weighted_line_fit(x, y, scale):
-    """Fit y[:, c] = a_c x per channel jointly with one shared slope, weights 1/scale."""
+    """Weighted least-squares slope ``a`` of ``y[:, c] = a x`` shared by every channel c (weights 1/scale[c])."""
     w = 1.0 / np.asarray(scale)
-    a = np.sum((x[:, None] * y) * w**2) / np.sum((x[:, None] ** 2) * w**2)
-    return a
+    return np.sum((x[:, None] * y) * w**2) / np.sum((x[:, None] ** 2) * w**2)
 
 
 def test_reweighting_down_weights_the_channel_with_an_outlier():
