@@ -278,9 +278,9 @@ def _why_slow(rf: dict) -> list[str]:
         out = ["**Why below 5 % of peak** (from the compiled HLO of one step):", ""] + out + [
             "", "Reading the counts (not a per-kernel profile): the MJX steps (flappers, MJX X-quad) run hundreds "
             "of small kernels per step, one after another on one core, among them MJX's gathers and scatters over "
-            "its index arrays and the constraint solver's while loops, whose body the cost analysis counts once "
-            "although it iterates, so their true flops per step are higher than listed and their fraction of "
-            "peak somewhat higher too. Each kernel is a loop over the worlds doing a few operations on "
+            "its index arrays; where the program has while loops beyond the step scan (the while column: MJX's "
+            "constraint solver), the cost analysis counts their body once although it iterates, so the true "
+            "flops per step are higher than listed. Each kernel is a loop over the worlds doing a few operations on "
             "3-vectors and 3x3 matrices; the time per kernel is far above what its counted flops and bytes "
             "need, which points at per-kernel costs (loop set-up, index arithmetic, gathers, poorly vectorised "
             "short inner axes) rather than at arithmetic or memory bandwidth. The pure-JAX rigid multirotor, "
