@@ -250,3 +250,51 @@ def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
     f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
     params = fl.default_params(robot, frequency=f_h, averaged=averaged)
     return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
+
+
+def wrong_models(identified: CycleAveragedParams) -> dict[str, CycleAveragedParams]:
+    """Deliberately wrong variants of ``identified`` a fidelity check must
+    reject: speed couplings flipped, control moments halved and doubled,
+    no rate damping, and the seed's values at the identified ``k_f``."""
+    p = identified
+    seed = CycleAveragedParams.flapsim()
+    return {
+        "L_v flipped": eqx.tree_at(lambda q: q.roll_speed_coupling, p, -p.roll_speed_coupling),
+        "L_v and M_u flipped": eqx.tree_at(lambda q: (q.roll_speed_coupling, q.pitch_speed_coupling), p,
+                                           (-p.roll_speed_coupling, -p.pitch_speed_coupling)),
+        "control moments x0.5": eqx.tree_at(lambda q: (q.roll_gain, q.pitch_gain), p,
+                                            (0.5 * p.roll_gain, 0.5 * p.pitch_gain)),
+        "control moments x2": eqx.tree_at(lambda q: (q.roll_gain, q.pitch_gain), p, (2 * p.roll_gain, 2 * p.pitch_gain)),
+        "D_w zero": eqx.tree_at(lambda q: q.rate_damping, p, jnp.zeros_like(p.rate_damping)),
+        "seed values": eqx.tree_at(lambda q: q.lift_coefficient, seed, p.lift_coefficient),
+    }
+
+
+def fidelity_table(identified: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre] = DEFAULT_MANOEUVRES, *,
+                   backend: str = "rigid") -> dict[str, dict]:
+    """Score the identified model and each of :func:`wrong_models` against
+    the per-wing free robot's open-loop responses; ``{model name: score}``
+    (see :func:`score_flights`)."""
+    reference = per_wing_flights(identified, manoeuvres, backend=backend)
+    models = {"identified": identified, **wrong_models(identified)}
+    return {name: score_flights(reference, averaged_flights(m, manoeuvres), manoeuvres) for name, m in models.items()}
+
+
+def _print_table(table: dict[str, dict]) -> None:
+    for name, score in table.items():
+        print(f"{name}: {'PASS' if score['passed'] else 'FAIL'}")
+        for m, row in score["manoeuvres"].items():
+            signal, s = next(iter(row["signals"].items()))
+            print(f"  {m:30s} {signal:9s} NRMSE {s['nrmse']:6.2f}  peak ratio {s['peak_ratio']:+6.2f}  "
+                  f"sign {'same' if s['sign_agrees'] else 'differs':7s} peak dt {1e3 * s['peak_time_error']:5.1f} ms"
+                  f"  {'pass' if row['passed'] else 'fail'}")
+
+
+if __name__ == "__main__":  # python -m flapjax.identify.flapper.fidelity out/identify/cycle_averaged.json
+    import sys
+
+    jax.config.update("jax_enable_x64", True)
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m flapjax.identify.flapper.fidelity <cycle_averaged.json>")
+    manoeuvres = DEFAULT_MANOEUVRES + (Manoeuvre("frequency step 0.5 Hz", frequency_step=0.5),)
+    _print_table(fidelity_table(CycleAveragedParams.from_json(sys.argv[1]), manoeuvres))
