@@ -355,7 +355,7 @@ def default_params(
     """Nominal parameters: hinge values from the MJCF, stops, stroke
     defaults and the calibrated ``lift_scale`` of the per-wing model from
     ``assets/flapper_params.json`` (written by
-    ``identification/flapper_calibration.py``), averaged-model values from
+    ``identification/history/flapper_calibration.py``), averaged-model values from
     ``assets/flapper_cycle_averaged.json``. ``aero_options``, when given,
     replaces the per-wing options whole (its own ``lift_scale`` included)."""
     cfg = json.loads(PARAMS_PATH.read_text())
