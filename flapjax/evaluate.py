@@ -241,7 +241,7 @@ def aggregate(env: TaskEnv, result: dict) -> dict:
     )
 
 
-def evaluate(task: str, robot: str = "quad_x", n_worlds: int = 256, out_dir: str | pathlib.Path | None = None, *,
+def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: str | pathlib.Path | None = None,
              seed: int = 0, noise_seed: int | None = None, randomize: bool = False,
              noise: NoiseConfig | None = None, disabled_effects: Sequence[str] = (),
              ablate: Sequence[str] | None = None, overrides: dict | None = None, progress: bool = True,

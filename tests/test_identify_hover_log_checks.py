@@ -93,7 +93,7 @@ def test_thrust_commands_not_in_newtons_are_refused_before_any_output(tmp_path, 
     with pytest.raises(DataError, match=rf"{name}\.npz: columns 'thrust0_n'\.\.\.'thrust3_n': the median total "
                                         rf"thrust command is .* N, {ratio} times the weight of robot 'quad_x' "
                                         r"\(mass 1\.6 kg, m g = 15\.7 N\).*newtons \(N;.*\(--robot\)"):
-        run_hover_identification(path, "quad_x", out, progress=False, echo=lambda s: None)
+        run_hover_identification(path, robot="quad_x", out_dir=out, progress=False, echo=lambda s: None)
     assert not out.exists()
 
 

@@ -322,7 +322,7 @@ def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
     for j, a in enumerate("xyz"):
         cols[f"v{a}_mps"] = short_flight["velocity"][:, j]
     path = S.write_log(tmp_path / "clean.csv", cols)
-    res = run_hover_identification(path, "quad_x", tmp_path / "out", progress=False, echo=lambda s: None,
+    res = run_hover_identification(path, robot="quad_x", out_dir=tmp_path / "out", progress=False, echo=lambda s: None,
                                    validation_fraction=0.15)
     truth = _truth_values(drawn["accel_bias"])
     for k, v in truth.items():

@@ -278,6 +278,6 @@ def test_flight_log_keys(tmp_path):
 def test_hover_log_keys(tmp_path):
     from flapjax.identify.multirotor import run_hover_identification
 
-    run_hover_identification(DATA / "hover_quad_x.npz", "quad_x", tmp_path, quick=True, progress=False,
+    run_hover_identification(DATA / "hover_quad_x.npz", robot="quad_x", out_dir=tmp_path, quick=True, progress=False,
                              echo=lambda s: None)
     assert_keys(tmp_path, HOVER_LOG)

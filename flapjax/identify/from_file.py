@@ -213,7 +213,7 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
     if study == "hover":
         from flapjax.identify.multirotor import run_hover_identification
 
-        return run_hover_identification(path, robot, out_dir, quick=quick, progress=progress, echo=echo)
+        return run_hover_identification(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo)
     from flapjax.identify.flapper.flight_log import run_flight_identification
 
     return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo, mass=mass,

@@ -17,7 +17,7 @@ Writes, next to this script:
 
 Identify from it with
     flapjax.identify.multirotor.run_hover_identification(
-        "identification/data/hover_quad_x.npz", "quad_x", "out/hover")
+        "identification/data/hover_quad_x.npz", robot="quad_x", out_dir="out/hover")
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ drag coefficients of the rotor chain.
 ::
 
     from flapjax.identify.multirotor import run_hover_identification, chain_params_from_results
-    res = run_hover_identification("identification/data/hover_quad_x.npz", "quad_x", "out/hover")
+    res = run_hover_identification("identification/data/hover_quad_x.npz", robot="quad_x", out_dir="out/hover")
     chain = chain_params_from_results("out/hover/results.json")
 """
 

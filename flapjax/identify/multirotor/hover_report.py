@@ -105,7 +105,7 @@ def hover_summary(res: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_hover_identification(path, robot, out_dir, *, quick: bool = False, progress: bool = True,
+def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progress: bool = True,
                              echo: Callable[[str], None] = print, scene: Mapping[str, Any] | None = None,
                              validation_fraction: float = 0.2) -> dict[str, Any]:
     """Identify ground-effect, near-wall and drag coefficients from a hover log.
