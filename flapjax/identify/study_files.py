@@ -106,7 +106,7 @@ def load_study_file(path: str | Path, expect: Mapping | None,
     try:
         saved = loads_json(safe_io.read_text(path, what="study file"), where=str(path))
     except ConfigError as exc:
-        echo(f"warning: {exc}; recomputing the study")
+        echo(f"warning: {exc}; the study file is ignored and the study recomputed")
         return None
     why = check_study_file(saved, expect)
     if why is None:

@@ -5,7 +5,10 @@ moments, damping, physical, validation), writes each finished one at once to
 ``<out>/studies/<name>.json`` with the settings it ran with, and reuses it on
 a rerun whose settings (and upstream values: the damping runs' frequency,
 the validated model) are unchanged. A run killed at any point resumes from
-the studies it finished.
+the studies it finished. Each saved study is sealed with a hash of its
+content (:mod:`flapjax.identify.study_files`): a file edited after it was
+written, holding a key the writer never writes or a value that is not a
+finite number is named in a warning and its study recomputed.
 
 The output folder is checked and held for the run before anything is
 simulated (:func:`flapjax.identify.results.lock_output_dir`: a second run
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -36,7 +38,8 @@ from flapjax.identify.flapper.physical import study_physical
 from flapjax.identify.flapper.report import summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
 from flapjax.identify.flapper.validation import study_validation
-from flapjax.identify.results import StudyResult, lock_output_dir, to_jsonable, write_json
+from flapjax.identify.results import StudyResult, lock_output_dir, write_json
+from flapjax.identify.study_files import load_study_file, seal
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError
 
@@ -54,36 +57,20 @@ PLOTS = ("lift_fz_vs_f2.png", "moments_fit.png", "damping_fit.png", "physical_fi
          "validation_flights.png")
 
 
-def _non_finite(result: StudyResult) -> list[str]:
-    """Names of the identified values (or uncertainties) that are NaN or inf."""
-    bad = []
-    for group in ("values", "std"):
-        for key, value in to_jsonable(getattr(result, group)).items():
-            flat = value if isinstance(value, list) else [value]
-            if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in flat):
-                bad.append(f"{group}.{key}")
-    return bad
-
-
 def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None]) -> StudyResult | None:
-    """The study saved at ``path`` if it exists, is readable, holds finite
-    values and (unless ``expect`` is None) ran with the settings ``expect``;
-    a damaged file is reported by name and ignored."""
-    if not path.is_file():
+    """The study saved at ``path`` if it exists, is unchanged since it was
+    written (its ``sha256`` matches), holds only the keys the writer writes
+    and finite values, and (unless ``expect`` is None) ran with the settings
+    ``expect`` (:func:`flapjax.identify.study_files.load_study_file`); any
+    other file is named in a warning through ``echo`` and recomputed."""
+    record = load_study_file(path, expect, echo)
+    if record is None:
         return None
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        if expect is not None and saved.get("config") != expect:
-            return None
-        result = StudyResult.from_dict(saved["result"])
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, ConfigError, TypeError, ValueError, AttributeError) as exc:
-        echo(f"warning: {path}: damaged study file ignored ({type(exc).__name__}: {exc})")
+        return StudyResult.from_dict(record["result"])
+    except (ConfigError, TypeError, ValueError) as exc:
+        echo(f"warning: {path}: damaged study file ignored ({type(exc).__name__}: {exc}); the study recomputed")
         return None
-    bad = _non_finite(result)
-    if bad:
-        echo(f"warning: {path}: non-finite {', '.join(bad)}; the study file is ignored")
-        return None
-    return result
 
 
 def _load_done(path: Path, expect: Mapping, echo: Callable[[str], None] = print) -> StudyResult | None:
@@ -91,7 +78,8 @@ def _load_done(path: Path, expect: Mapping, echo: Callable[[str], None] = print)
 
 
 def _save_done(path: Path, config: Mapping, result: StudyResult) -> None:
-    write_json(path, {"config": config, "result": result.to_dict()})
+    """Save ``result`` with the settings it ran with, sealed by a content hash."""
+    write_json(path, seal(config, result.to_dict()))
 
 
 def run_identification(
