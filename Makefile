@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all docs install clean
+.PHONY: demo test test-slow test-all docs install install-sb3 clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,19 @@ $(STAMP): $(PY) pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Stable-Baselines3 (flapjax.tasks.sb3_vec_env) and torch, whose tests then run
+# in `make test`. TORCH picks the build: plain `torch` may be a CUDA build of
+# several GB; on a CPU-only machine pass a CPU build, e.g. TORCH="torch==2.13.0"
+# where that file is cached, or install torch's CPU wheel first.
+TORCH ?= torch
+SB3_STAMP := $(VENV)/.installed-sb3
+$(SB3_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[sb3]"
+	touch $(SB3_STAMP)
+
+install-sb3: $(SB3_STAMP)
 
 demo: $(STAMP)
 	$(PY) -m flapjax.demo
