@@ -111,3 +111,55 @@ def test_score_flights_scores_each_manoeuvre_on_the_axis_that_moves():
     flipped = dict(reference)
     flipped[m.name] = {k: (-v if isinstance(v, np.ndarray) else v) for k, v in reference[m.name].items()}
     assert not fd.score_flights(reference, flipped, [m])["passed"]
+
+
+def test_manoeuvres_for_a_config_section():
+    s = {"amplitudes": [0.02, 0.05], "frequency_step": 0.5}
+    names = [m.name for m in fd.manoeuvres_for(s)]
+    assert names == ["pitch_joint step 0.02 rad", "pitch_joint step 0.05 rad", "roll_joint step 0.02 rad",
+                     "roll_joint step 0.05 rad", "frequency step 0.5 Hz"]
+    assert fd.manoeuvres_for(s)[2].plate == (0.0, 0.02)
+    assert len(fd.manoeuvres_for({"amplitudes": [0.05], "frequency_step": 0.0})) == 2
+
+
+@pytest.mark.parametrize("key, value", [("amplitudes", []), ("amplitudes", [0.5]), ("amplitudes", [True]),
+                                        ("horizon", 0.01), ("backend", "tree"), ("frequency_step", -1.0)])
+def test_bad_fidelity_settings_name_the_field(key, value):
+    from flapjax.identify.flapper.config import default_config, validate_config
+
+    cfg = default_config(quick=True)
+    cfg["fidelity"][key] = value
+    with pytest.raises(ConfigError, match=f"fidelity.{key}"):
+        validate_config(cfg)
+
+
+def test_the_fidelity_study_scores_the_identified_model_against_the_robot(tmp_path):
+    """One short +/- pair on each plate joint, flown by the free per-wing robot
+    and by the seed-default averaged model: the study reports each manoeuvre
+    with the null model beside it, its summary lines and its figure."""
+    import jax
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from flapjax.aero.cycle_averaged import CycleAveragedParams
+    from flapjax.identify.flapper import report
+    from flapjax.sim import flapper as fl
+
+    cfg = {"fidelity": {"amplitudes": [0.05], "frequency_step": 0.0, "height": 0.5, "onset": 0.02,
+                        "horizon": 0.06, "backend": "rigid"}}
+    with jax.enable_x64(True):
+        res = fd.study_fidelity(cfg, CycleAveragedParams.from_json(fl.AVERAGED_PATH))
+    m = res.metrics
+    assert m["labels"] == ["pitch_joint step 0.05 rad", "roll_joint step 0.05 rad"]
+    for row in m["manoeuvres"].values():
+        assert row["healthy"] and row["null_model"]["tilt"]["nrmse"] == pytest.approx(1.0)
+        assert row["passed"] == all(s["passed"] for s in row["signals"].values())
+    assert m["fidelity_passed"] == all(r["passed"] for r in m["manoeuvres"].values())
+    per_wing = np.asarray(res.data["per_wing_tilt_0"])
+    assert np.max(np.abs(per_wing)) > 1e-4  # the plate step moves the robot
+    lines = report._fidelity_lines(m)
+    assert len(lines) == 4 and "pitch_joint step 0.05 rad" in lines[2]
+    report._plot_fidelity(plt, res).savefig(tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000

@@ -36,7 +36,7 @@ from flapjax.safe_io import read_settings
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
-STUDIES = ("lift", "moments", "damping", "physical", "validation")
+STUDIES = ("lift", "moments", "damping", "physical", "validation", "fidelity")
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "run": {"studies": list(STUDIES), "float64": True, "batch_size": 8, "plots": True},
@@ -96,6 +96,18 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "max_attitude_rms_deg": 2.0,
         "max_position_rms": 0.01,
         "controller": "designed",
+    },
+    # Open-loop +/- pairs flown by the free per-wing robot and by the identified
+    # averaged model (flapjax.identify.flapper.fidelity): plate steps of each
+    # amplitude [rad] on each plate joint and a frequency step [Hz]; onset and
+    # horizon [s]; height [m].
+    "fidelity": {
+        "amplitudes": [0.02, 0.05],
+        "frequency_step": 0.5,
+        "height": 0.5,
+        "onset": 0.02,
+        "horizon": 0.15,
+        "backend": "rigid",
     },
 }
 
@@ -291,6 +303,20 @@ def _check_validation(s: Mapping) -> None:
     check_range("validation.max_position_rms", s["max_position_rms"], 0.0, 10.0)
 
 
+def _check_fidelity(s: Mapping) -> None:
+    """Check the [fidelity] settings."""
+    amplitudes = as_float_array("fidelity.amplitudes", s["amplitudes"])
+    if amplitudes.ndim != 1 or amplitudes.size == 0:
+        raise ConfigError(f"fidelity.amplitudes: expected a non-empty list of plate steps [rad], got {s['amplitudes']!r}")
+    for a in amplitudes:
+        check_range("fidelity.amplitudes", a, 1e-6, 0.3)
+    check_range("fidelity.frequency_step", s["frequency_step"], 0.0, 10.0)
+    check_range("fidelity.height", s["height"], 0.0, 100.0)
+    check_range("fidelity.onset", s["onset"], 0.0, 1.0)
+    check_range("fidelity.horizon", s["horizon"], 0.06, 2.0)
+    check_choice("fidelity.backend", s["backend"], ("rigid", "mjx"))
+
+
 def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
     _check_run(cfg["run"])
@@ -299,6 +325,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     _check_damping(cfg["damping"])
     _check_physical(cfg["physical"])
     _check_validation(cfg["validation"])
+    _check_fidelity(cfg["fidelity"])
     return cfg
 
 

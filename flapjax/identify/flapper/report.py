@@ -42,6 +42,8 @@ def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]
         save(_plot_loss(plt, curves), "loss_curves.png")
     if "validation" in st:
         save(_plot_validation(plt, st["validation"]), "validation_flights.png")
+    if "fidelity" in st:
+        save(_plot_fidelity(plt, st["fidelity"]), "fidelity_responses.png")
     return files
 
 
@@ -220,6 +222,40 @@ def _damping_lines(study) -> list[str]:
     return lines
 
 
+def _fidelity_lines(m) -> list[str]:
+    """Summary lines of the fidelity study (its metrics ``m``)."""
+    th = m["thresholds"]
+    lines = [f"  fidelity (open loop, +/- pairs): {'PASSED' if m['fidelity_passed'] else 'FAILED'}: pass when "
+             f"NRMSE <= {float(th['max_nrmse']):g}, peak ratio in [{th['peak_ratio'][0]:g}, {th['peak_ratio'][1]:g}], "
+             "same sign, peak within a wingbeat",
+             f"    {'manoeuvre':<28} {'signal':<9} {'NRMSE':>6} {'null':>6} {'peak ratio':>10} {'sign':>7} {'result':>7}"]
+    for name, row in m["manoeuvres"].items():
+        signal, s = next(iter(row["signals"].items()))
+        null = row["null_model"][signal]
+        lines.append(f"    {name:<28} {signal:<9} {float(s['nrmse']):6.2f} {float(null['nrmse']):6.2f} "
+                     f"{float(s['peak_ratio']):+10.2f} {'same' if s['sign_agrees'] else 'differs':>7} "
+                     f"{'pass' if row['passed'] else 'FAIL':>7}")
+    return lines
+
+
+def _plot_fidelity(plt, study):
+    """The fidelity study's figure (fidelity_responses.png): per manoeuvre, the
+    paired cycle-mean tilt response of the per-wing robot and of the model."""
+    d, labels = study.data, study.metrics["labels"]
+    t = 1e3 * np.asarray(d["time"])
+    fig, axes = plt.subplots(1, len(labels), figsize=(3.2 * len(labels), 3.2), squeeze=False)
+    for k, (ax, label) in enumerate(zip(axes[0], labels)):
+        for i, axis in enumerate(("roll", "pitch")):
+            ax.plot(t, np.degrees(np.asarray(d[f"per_wing_tilt_{k}"])[:, i]), f"C{i}-", label=f"per-wing {axis}")
+            ax.plot(t, np.degrees(np.asarray(d[f"averaged_tilt_{k}"])[:, i]), f"C{i}--", label=f"model {axis}")
+        passed = study.metrics["manoeuvres"][label]["passed"]
+        ax.set_title(f"{label}: {'pass' if passed else 'FAIL'}", fontsize=8)
+        ax.set_xlabel("time [ms]")
+    axes[0][0].set_ylabel("half-difference of the pair, cycle mean [deg]")
+    axes[0][0].legend(fontsize=7)
+    return fig
+
+
 def _validation_lines(m) -> list[str]:
     """Summary lines of the validation study (its metrics ``m``)."""
     lines = []
@@ -285,6 +321,8 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
         )
     if "validation" in st:
         lines += _validation_lines(st["validation"].metrics)
+    if "fidelity" in st:
+        lines += _fidelity_lines(st["fidelity"].metrics)
     if skipped:
         lines.append(f"  reused from a previous run: {', '.join(skipped)} (use --fresh to recompute)")
     if out_dir is not None:

@@ -1,7 +1,7 @@
 """Running the studies: ``flapjax identify``'s driver, with resume.
 
 :func:`run_identification` runs the configured studies in order (lift,
-moments, damping, physical, validation), writes each finished one at once to
+moments, damping, physical, validation, fidelity), writes each finished one at once to
 ``<out>/studies/<name>.json`` with the settings it ran with, and reuses it on
 a rerun whose settings (and upstream values: the damping runs' frequency,
 the validated model) are unchanged. A run killed at any point resumes from
@@ -32,6 +32,7 @@ import jax
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.config import STUDIES, validate_config
 from flapjax.identify.flapper.damping import damping_frequency, study_damping
+from flapjax.identify.flapper.fidelity import study_fidelity
 from flapjax.identify.flapper.lift import study_lift
 from flapjax.identify.flapper.moments import study_moments
 from flapjax.identify.flapper.physical import study_physical
@@ -52,9 +53,11 @@ def _study_config(cfg: Mapping, name: str, extra: Mapping | None = None) -> dict
     return json.loads(json.dumps(out))
 
 
+#: Studies that check the identified model rather than add to it (they run after the others).
+CHECKS = ("validation", "fidelity")
 #: File names of the plots :func:`write_plots` may draw.
 PLOTS = ("lift_fz_vs_f2.png", "moments_fit.png", "damping_fit.png", "physical_fit.png", "loss_curves.png",
-         "validation_flights.png")
+         "validation_flights.png", "fidelity_responses.png")
 
 
 def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None]) -> StudyResult | None:
@@ -146,8 +149,8 @@ class _Upstream:
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
                 k_f = float(self.nominal_avg.lift_coefficient)
             extra["frequency"] = damping_frequency(cfg, k_f)
-        if name == "validation":
-            model = {n: r for n in STUDIES if n != "validation" and (r := self.get(n)) is not None}
+        if name in CHECKS:
+            model = {n: r for n in STUDIES if n not in CHECKS and (r := self.get(n)) is not None}
             self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
             extra["identified"] = self.avg.to_dict()
         return extra
@@ -163,6 +166,8 @@ class _Upstream:
             return study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=self.driven_robot())
         if name == "physical":
             return study_physical(cfg, bar=bar)
+        if name == "fidelity":
+            return study_fidelity(cfg, self.avg, bar=bar)
         return study_validation(cfg, self.avg, bar=bar)
 
 
