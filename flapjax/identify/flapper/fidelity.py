@@ -314,7 +314,9 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
     score = score_flights(reference, prediction, manoeuvres)
     data = {"time": reference["time"]}
     for k, m in enumerate(manoeuvres):
-        data[f"per_wing_tilt_{k}"], data[f"averaged_tilt_{k}"] = reference[m.name]["tilt"], prediction[m.name]["tilt"]
+        for signal in ("tilt", "altitude"):
+            data[f"per_wing_{signal}_{k}"] = reference[m.name][signal]
+            data[f"averaged_{signal}_{k}"] = prediction[m.name][signal]
     return StudyResult(
         name="fidelity", values={}, std={}, loss=jnp.zeros((0,)), data=data,
         metrics={"fidelity_passed": score["passed"], "thresholds": score["thresholds"],

@@ -245,14 +245,18 @@ def _plot_fidelity(plt, study):
     t = 1e3 * np.asarray(d["time"])
     fig, axes = plt.subplots(1, len(labels), figsize=(3.2 * len(labels), 3.2), squeeze=False)
     for k, (ax, label) in enumerate(zip(axes[0], labels)):
-        for i, axis in enumerate(("roll", "pitch")):
-            ax.plot(t, np.degrees(np.asarray(d[f"per_wing_tilt_{k}"])[:, i]), f"C{i}-", label=f"per-wing {axis}")
-            ax.plot(t, np.degrees(np.asarray(d[f"averaged_tilt_{k}"])[:, i]), f"C{i}--", label=f"model {axis}")
-        passed = study.metrics["manoeuvres"][label]["passed"]
-        ax.set_title(f"{label}: {'pass' if passed else 'FAIL'}", fontsize=8)
+        row = study.metrics["manoeuvres"][label]
+        if "altitude" in row["signals"]:  # a frequency step: the altitude is what it moves
+            ax.plot(t, 1e3 * np.asarray(d[f"per_wing_altitude_{k}"]), "C2-", label="per-wing altitude [mm]")
+            ax.plot(t, 1e3 * np.asarray(d[f"averaged_altitude_{k}"]), "C2--", label="model altitude [mm]")
+        else:
+            for i, axis in enumerate(("roll", "pitch")):
+                ax.plot(t, np.degrees(np.asarray(d[f"per_wing_tilt_{k}"])[:, i]), f"C{i}-", label=f"per-wing {axis} [deg]")
+                ax.plot(t, np.degrees(np.asarray(d[f"averaged_tilt_{k}"])[:, i]), f"C{i}--", label=f"model {axis} [deg]")
+        ax.set_title(f"{label}: {'pass' if row['passed'] else 'FAIL'}", fontsize=8)
         ax.set_xlabel("time [ms]")
-    axes[0][0].set_ylabel("half-difference of the pair, cycle mean [deg]")
-    axes[0][0].legend(fontsize=7)
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("half-difference of the +/- pair, cycle mean")
     return fig
 
 
