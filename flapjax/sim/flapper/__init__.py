@@ -14,6 +14,10 @@
 ``driven``      the robot on a driven base (imposed body motion)
 ==============  ==============================================================
 
+``description`` reads a robot description file (:func:`load_robot_description`,
+docs/flapper_robots.md); ``description_model`` compiles and checks its model
+and holds the name-to-index lookup.
+
 ``linear_hover`` gives the averaged model's linear hover model with the
 robot's own inertia (:func:`lumped_inertia`, :func:`linearize_hover`);
 ``gain_refinement`` refines designed hover gains by gradient through
@@ -41,6 +45,13 @@ from flapjax.sim.flapper.model import (
     load_spec,
 )
 from flapjax.aero.hinge import FeatheringHinge, stop_torque
+from flapjax.sim.flapper.description import (
+    CHANNEL_KINDS,
+    Channel,
+    FlapperDescription,
+    JointNames,
+    load_robot_description,
+)
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper.robot import (
     AERO_MODELS,
@@ -112,10 +123,13 @@ __all__ = [
     "BACKENDS",
     "BaseFrame",
     "BasePose",
+    "CHANNEL_KINDS",
+    "Channel",
     "CycleMean",
     "DRIVE_JOINTS",
     "DrivenMean",
     "FeatheringHinge",
+    "FlapperDescription",
     "FlapperCommand",
     "FlapperDiagnostics",
     "FlapperParams",
@@ -125,6 +139,7 @@ __all__ = [
     "HoverQuality",
     "HoverRecord",
     "HoverStudy",
+    "JointNames",
     "MJCF_PATH",
     "PARAMS_PATH",
     "PITCH_JOINTS",
@@ -157,6 +172,7 @@ __all__ = [
     "hover_study",
     "init_state",
     "linearize_hover",
+    "load_robot_description",
     "load_spec",
     "lumped_inertia",
     "make_driven_robot",

@@ -3,8 +3,9 @@ robot handle, and its construction from the MJCF.
 
 :func:`robot_from_mjmodel` is the one place that turns a compiled MuJoCo model
 into the indices the bridge reads (looked up by the names of
-``assets/flapper.xml``); :func:`make_robot` and the driven-base robot of
-:mod:`flapjax.sim.flapper.driven` both go through it.
+``assets/flapper.xml`` or of a robot description,
+:mod:`flapjax.sim.flapper.description`); :func:`make_robot` and the
+driven-base robot of :mod:`flapjax.sim.flapper.driven` both go through it.
 
 The root (``"fixed"``/``"free"``/``"lumped"``) and the aerodynamic model
 (``"wing"``/``"averaged"``) are independent choices; every pair runs except
@@ -15,7 +16,7 @@ the per-wing model on the lumped body, which has no wings. The backend
 from __future__ import annotations
 
 import json
-import math
+from pathlib import Path
 from typing import Any, Sequence
 
 import equinox as eqx
@@ -33,7 +34,9 @@ from flapjax.control.stroke import StrokeSchedule
 from flapjax.sim import rigid
 from flapjax.sim import tree
 from flapjax.sim.backend import BACKENDS
+from flapjax.sim.flapper import description_model
 from flapjax.sim.flapper import model as flapper_model
+from flapjax.sim.flapper.description import MAX_AMPLITUDE, MAX_FREQUENCY, FlapperDescription, resolve_description
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_range
 
 Scalar = Float[Array, ""]
@@ -41,10 +44,6 @@ AERO_MODELS = ("wing", "averaged")
 SIDES = (1, -1)  # left, right
 PARAMS_PATH = flapper_model.ASSETS / "flapper_params.json"
 AVERAGED_PATH = flapper_model.ASSETS / "flapper_cycle_averaged.json"
-#: Highest flapping frequency accepted [Hz] (insects stay below 1 kHz).
-MAX_FREQUENCY = 1000.0
-#: Largest stroke amplitude accepted [rad] (beyond pi the stroke wraps around the body).
-MAX_AMPLITUDE = math.pi
 
 
 def _as_array(x) -> Array:
@@ -183,67 +182,6 @@ _WING_FIELDS = ("wing_bodies", "stroke_q", "stroke_v", "pitch_q", "pitch_v", "pi
                 "stroke_act", "plate_act")
 
 
-def _wing_indices(m: mujoco.MjModel) -> dict[str, Any]:
-    """Name -> address lookups of the wings, stroke and plate joints and servos."""
-    name = lambda obj, n: mujoco.mj_name2id(m, obj, n)  # noqa: E731
-    J, B, A = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_ACTUATOR
-    sj = [name(J, n) for n in flapper_model.STROKE_JOINTS]
-    pj = [name(J, n) for n in flapper_model.PITCH_JOINTS]
-    qj = [name(J, n) for n in flapper_model.PLATE_JOINTS]
-    plate = name(B, "plate")
-    return dict(
-        plate_body=int(plate),
-        wing_bodies=tuple(name(B, n) for n in flapper_model.WING_BODIES),
-        stroke_q=tuple(int(m.jnt_qposadr[j]) for j in sj),
-        stroke_v=tuple(int(m.jnt_dofadr[j]) for j in sj),
-        pitch_q=tuple(int(m.jnt_qposadr[j]) for j in pj),
-        pitch_v=tuple(int(m.jnt_dofadr[j]) for j in pj),
-        pitch_jnt=tuple(pj),
-        plate_q=tuple(int(m.jnt_qposadr[j]) for j in qj),
-        plate_v=tuple(int(m.jnt_dofadr[j]) for j in qj),
-        stroke_act=tuple(name(A, n + "_servo") for n in flapper_model.STROKE_JOINTS),
-        plate_act=tuple(name(A, n) for n in ("pitch_servo", "roll_servo")),
-        plate_root=int(m.body_rootid[plate]),
-    )
-
-
-def _stroke_inertia(m: mujoco.MjModel, stroke_v: int, stroke_act: int) -> float:
-    """The stroke joint's inertia J at the reference pose [kg m^2]; refuses a
-    timestep past the stability limit the stiff stroke servo sets."""
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    full = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, full)
-    inertia = float(full[stroke_v, stroke_v])
-    omega = math.sqrt(float(m.actuator_gainprm[stroke_act, 0]) / inertia)
-    if m.opt.timestep * omega > 1.0:
-        raise ConfigError(
-            f"timestep: {m.opt.timestep:g} s is too large for a stable step: must be <= {1.0 / omega:.3g} s "
-            f"(stroke servo natural frequency {omega:.4g} rad/s)"
-        )
-    return inertia
-
-
-def _check_plate_servo(m: mujoco.MjModel, plate_v: Sequence[int], plate_act: Sequence[int]) -> None:
-    """Refuse a timestep past the stability limit of the stiff plate servo.
-
-    The plate joints' inertia swings with the stroke; the smallest (the
-    roll_joint's at zero stroke, the reference pose) sets the fastest mode
-    ``sqrt(kp / I)`` of the servo's explicit position gain.
-    """
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    full = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, full)
-    for v, a in zip(plate_v, plate_act):
-        omega = math.sqrt(float(m.actuator_gainprm[a, 0]) / float(full[v, v]))
-        if m.opt.timestep * omega > 1.0:
-            raise ConfigError(
-                f"timestep: {m.opt.timestep:g} s is too large for a stable step: must be <= {1.0 / omega:.3g} s "
-                f"(plate servo natural frequency {omega:.4g} rad/s)"
-            )
-
-
 def robot_from_mjmodel(
     m: mujoco.MjModel,
     *,
@@ -252,11 +190,13 @@ def robot_from_mjmodel(
     wing: aero.Wing | None = None,
     dtype: Any = None,
     backend: str = "mjx",
+    names: description_model.JointNames = description_model.SEED_NAMES,
 ) -> FlapperRobot:
-    """A :class:`FlapperRobot` around a compiled model that uses the names of
-    ``assets/flapper.xml`` (bodies ``base``, ``plate``, the wings; the stroke,
-    feathering and plate joints and their servos; freejoint ``root`` on the
-    free and lumped variants). Extra joints (e.g. a driven base) are allowed.
+    """A :class:`FlapperRobot` around a compiled model with the joints
+    ``names`` (default those of ``assets/flapper.xml``: body ``base``, the
+    stroke, feathering and plate joints, each servo the actuator on its
+    joint; freejoint ``root`` on the free and lumped variants). Extra joints
+    (e.g. a driven base) are allowed.
 
     Args:
       m: the compiled MuJoCo model (e.g. from :func:`flapjax.sim.flapper.model.build`).
@@ -266,9 +206,10 @@ def robot_from_mjmodel(
       dtype: cast the MJX model's float arrays (e.g. ``jnp.float32``).
       backend: "mjx", or "rigid" (lumped root, or a model that
         :func:`flapjax.sim.tree.check_model` accepts).
+      names: the joint and body names (a description's ``names``).
     """
     wing = aero.Wing.flapsim() if wing is None else wing
-    base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "base")
+    base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, names.base)
     free_q = free_v = -1
     if root in ("free", "lumped"):
         jr = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "root")
@@ -277,9 +218,9 @@ def robot_from_mjmodel(
         idx = dict(plate_body=-1, plate_root=-1, **{k: () for k in _WING_FIELDS})
         stroke_inertia = 0.0
     else:
-        idx = _wing_indices(m)
-        stroke_inertia = _stroke_inertia(m, idx["stroke_v"][0], idx["stroke_act"][0])
-        _check_plate_servo(m, idx["plate_v"], idx["plate_act"])
+        idx = description_model.joint_indices(m, names)
+        stroke_inertia = description_model.stroke_inertia(m, idx["stroke_v"][0], idx["stroke_act"][0])
+        description_model.check_plate_servo(m, idx["plate_v"], idx["plate_act"])
     if backend == "rigid" and root != "lumped":
         tree.check_model(m)
     mx = mjx.put_model(m)
@@ -310,8 +251,9 @@ def make_robot(
     timestep: float | None = None,
     dtype: Any = None,
     backend: str = "mjx",
+    description: FlapperDescription | str | Path | None = None,
 ) -> FlapperRobot:
-    """Compile a flapper world.
+    """Compile a flapper world: the seed robot, or the robot of a description file.
 
     Args:
       root: "fixed" (base welded to the world), "free" (freejoint on the base)
@@ -327,6 +269,10 @@ def make_robot(
         of roots "fixed" and "free" (:mod:`flapjax.sim.tree`, the fast path
         of fixed-base sweeps and per-wing free flight). The two agree to
         round-off; the rigid one is cheaper per step and to compile.
+      description: a robot description (:class:`FlapperDescription` or the
+        path of its ``.toml``, docs/flapper_robots.md); default the seed
+        robot of ``assets/flapper.xml``. Its wing and wing mass are used
+        unless ``wing`` or ``wing_mass`` is given.
     """
     check_choice("root", root, flapper_model.ROOTS)
     check_choice("aero_model", aero_model, AERO_MODELS)
@@ -336,11 +282,17 @@ def make_robot(
                           "lengths and the integrator need a real floating type of at least 32 bits)")
     if root == "lumped" and aero_model == "wing":
         raise ConfigError("aero_model: 'wing' needs wings; the 'lumped' root has none (use 'fixed' or 'free')")
-    m = flapper_model.build(root, wing_mass=wing_mass)
+    if description is None:
+        m, names = flapper_model.build(root, wing_mass=wing_mass), description_model.SEED_NAMES
+    else:
+        description = resolve_description(description)
+        m, names = description_model.build(description, root, wing_mass=wing_mass), description.names
+        wing = description.wing if wing is None else wing
     if timestep is not None:
         check_range("timestep", timestep, 1e-6, 1e-2)
         m.opt.timestep = float(timestep)
-    return robot_from_mjmodel(m, root=root, aero_model=aero_model, wing=wing, dtype=dtype, backend=backend)
+    return robot_from_mjmodel(m, root=root, aero_model=aero_model, wing=wing, dtype=dtype, backend=backend,
+                              names=names)
 
 
 def default_params(
@@ -351,16 +303,31 @@ def default_params(
     plate: Sequence[float] = (0.0, 0.0),
     aero_options: aero.AeroOptions | None = None,
     averaged: CycleAveragedParams | None = None,
+    description: FlapperDescription | str | Path | None = None,
 ) -> FlapperParams:
     """Nominal parameters: hinge values from the MJCF, stops, stroke
     defaults and the calibrated ``lift_scale`` of the per-wing model from
     ``assets/flapper_params.json`` (written by
     ``identification/history/flapper_calibration.py``), averaged-model values from
     ``assets/flapper_cycle_averaged.json``. ``aero_options``, when given,
-    replaces the per-wing options whole (its own ``lift_scale`` included)."""
-    cfg = json.loads(PARAMS_PATH.read_text())
-    m = flapper_model.build("fixed")
-    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, flapper_model.PITCH_JOINTS[0])
+    replaces the per-wing options whole (its own ``lift_scale`` included).
+    With a ``description`` (docs/flapper_robots.md) the hinge, stops, stroke
+    and the wing file's options are the description's, and ``frequency``
+    must lie in its ``stroke.frequency_range``."""
+    if description is None:
+        cfg = json.loads(PARAMS_PATH.read_text())
+        m, pitch = flapper_model.build("fixed"), flapper_model.PITCH_JOINTS[0]
+        options = aero.AeroOptions(lift_scale=cfg.get("lift_scale", 1.0))
+    else:
+        description = resolve_description(description)
+        cfg = {**description.hinge, "amplitude": description.amplitude, "phase": description.phase}
+        m, pitch = description_model.build(description), description.names.feathering[0]
+        options = aero.AeroOptions() if description.aero_options is None else description.aero_options
+        lo, hi = description.frequency_range
+        if not lo <= as_float_array("frequency", frequency, ()) <= hi:
+            raise ConfigError(f"frequency: {float(frequency):g} Hz is outside the robot's stroke.frequency_range "
+                              f"[{lo:g}, {hi:g}] Hz ({description.source})")
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, pitch)
     hinge = FeatheringHinge(
         stiffness=float(np.ravel(m.jnt_stiffness[j])[0]),
         damping=float(m.dof_damping[m.jnt_dofadr[j]]),
@@ -377,7 +344,7 @@ def default_params(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
         plate=np.asarray(plate, dtype=float),
         hinge=hinge,
-        aero=aero.AeroOptions(lift_scale=cfg.get("lift_scale", 1.0)) if aero_options is None else aero_options,
+        aero=options if aero_options is None else aero_options,
         averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
     )
     if robot is not None:  # the robot's float type (make_robot(dtype=...)), so a rollout's carry keeps one type
