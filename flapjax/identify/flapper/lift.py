@@ -22,6 +22,7 @@ from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin, valid_rows
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.health import count_reasons
 from flapjax.validation import ConfigError
 
 
@@ -62,6 +63,7 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
     fitted = k_f * freqs**2
     mass, g = fl.robot_weight()
     fz, fitted, ratio = fz[valid], fitted[valid], fz[valid] / freqs[valid] ** 2
+    why = "; ".join(f"{text}: {n}" for text, n in count_reasons(sw.health if sw.health is not None else []).items())
     return StudyResult(
         name="lift",
         values={"k_f": jnp.asarray(k_f)},
@@ -84,7 +86,7 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
         data={"frequency": freqs[valid], "force_z": fz, "fitted": fitted},
         loss=res.loss,
         notes=(f"fixed-base sweep, {s['duration']} s runs, first {s['discard']} s discarded; "
-               f"{data.n_ignored} diverged world(s) ignored; fit stopped: {res.reason}"),
+               f"{data.n_ignored} diverged world(s) ignored{f' ({why})' if why else ''}; fit stopped: {res.reason}"),
         converged=res.converged,
         seconds=time.perf_counter() - t0,
     )

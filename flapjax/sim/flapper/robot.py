@@ -96,14 +96,19 @@ class FlapperState(eqx.Module):
       step: () integer step counter k; t = k dt [-].
       phase_offset: () accumulated stroke-phase correction of a varying
         frequency command [cycles].
-      healthy: () False once the world produced a non-finite state; it is
-        then frozen at its last finite state.
+      healthy: () False once the world turned unhealthy (non-finite state,
+        implausible speed, rate or aerodynamic force, non-finite
+        parameters); it is then frozen at its last healthy state.
+      health: () int32 OR of every step's health code, the reasons
+        (:mod:`flapjax.sim.flapper.health`; 0: healthy); None on a state
+        built without it.
     """
 
     data: Any
     step: Int[Array, ""]
     phase_offset: Scalar
     healthy: Bool[Array, ""]
+    health: Int[Array, ""] | None = None
 
 
 class FlapperRobot(eqx.Module):

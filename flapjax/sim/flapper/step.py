@@ -23,8 +23,8 @@ Per world and step (:func:`step`), top to bottom:
    :func:`advance_tree`): MJX's constraint-free step (the model has no
    constraint rows), the pure-JAX rigid body, or the pure-JAX fixed-base
    joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler;
-5. **guard**: a world whose state turns non-finite is frozen at its last
-   finite state and flagged (``healthy``).
+5. **guard** (:func:`flapjax.sim.flapper.health.guard`): a world that turns
+   unhealthy is frozen at its last healthy state, flagged, and says why.
 
 The backend's read and advance stages are a pair picked by the robot's
 ``dynamics`` (its backend and root, chosen once, by
@@ -54,6 +54,7 @@ from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
 from flapjax.control.stroke import advance_offset, phase_cycles, servo_setpoint, stroke_reference
 from flapjax.sim import backend, rigid, tree
+from flapjax.sim.flapper import health
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
 from flapjax.validation import ConfigError
@@ -408,12 +409,11 @@ def step(
         loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
-    healthy = state.healthy & backend.is_finite_state(d_new.qpos, d_new.qvel)  # 5. guard
+    healthy, code = health.guard(robot, params, state, d_new, base, loads.force_world, f_cmd)  # 5. guard
     new_state = FlapperState(
         data=backend.keep_good(healthy, d_new, state.data),
-        step=state.step + 1,
+        step=state.step + 1, healthy=healthy, health=code,
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
-        healthy=healthy,
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 

@@ -17,7 +17,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from flapjax.aero.cycle_averaged import PLATE_LIMIT
 from flapjax.programs import ProgramCache, tree_key
@@ -124,7 +124,8 @@ class CycleMean(eqx.Module):
       plate_range: (2,) peak-to-peak swing (max - min) of the plate joint
         angles (pitch_joint, roll_joint) over the window: how far the stroke
         plane nods about its set point [rad].
-      healthy: () the world stayed finite.
+      healthy: () the world stayed healthy (:mod:`flapjax.sim.flapper.health`).
+      health: () int32 reasons it did not (0: healthy; None: not recorded).
     """
 
     force: Float[Array, "3"]
@@ -136,6 +137,7 @@ class CycleMean(eqx.Module):
     plate_angle: Float[Array, "2"]
     plate_range: Float[Array, "2"]
     healthy: Bool[Array, ""]
+    health: Int[Array, ""] | None = None
 
 
 def cycle_mean(
@@ -147,7 +149,7 @@ def cycle_mean(
     _check_discard(n_steps, discard_steps)
     state = init_state(robot, params)
     final, trace = simulate(robot, params, state, n_steps, observe=_observe, checkpoint=checkpoint)
-    return summarize(robot, params.stroke.frequency, trace, final.healthy, n_steps, discard_steps)
+    return summarize(robot, params.stroke.frequency, trace, final.healthy, n_steps, discard_steps, final.health)
 
 
 def _check_discard(n_steps: int, discard_steps: int) -> None:
@@ -162,9 +164,10 @@ def _observe(_, dg) -> tuple:
 
 
 def summarize(robot: FlapperRobot, frequency: Scalar, trace: tuple, healthy: Bool[Array, ""], n_steps: int,
-              discard_steps: int) -> CycleMean:
+              discard_steps: int, health: Int[Array, ""] | None = None) -> CycleMean:
     """Whole-cycle means of one world's per-step record (:func:`_observe`,
-    leaves with a leading time axis of ``n_steps``) at ``frequency`` [Hz]."""
+    leaves with a leading time axis of ``n_steps``) at ``frequency`` [Hz];
+    ``healthy`` and ``health`` of its final state."""
     force, moment, lift, err, clip, plate = trace
     w = cycle_window(frequency, n_steps, discard_steps, robot.dt).astype(force.dtype)
     square_error, clipped = jnp.mean(err**2, axis=-1), jnp.mean(clip.astype(force.dtype), axis=-1)
@@ -180,8 +183,7 @@ def summarize(robot: FlapperRobot, frequency: Scalar, trace: tuple, healthy: Boo
         stroke_error_max=jnp.max(jnp.where(w[:, None] > 0, jnp.abs(err), 0.0)),
         clip_fraction=clipped,
         plate_angle=plate_angle,
-        plate_range=plate_range,
-        healthy=healthy,
+        plate_range=plate_range, healthy=healthy, health=health,
     )
 
 
@@ -205,8 +207,8 @@ def batched_cycle_mean(robot: FlapperRobot, params: FlapperParams, n_steps: int,
     if checkpoint:
         body = remat(body)
     final, trace = jax.lax.scan(body, state, None, length=int(n_steps))
-    per_world = lambda f, tr, ok: summarize(robot, f, tr, ok, n_steps, discard_steps)  # noqa: E731
-    return jax.vmap(per_world, in_axes=(0, 1, 0))(params.stroke.frequency, trace, final.healthy)
+    per_world = lambda f, tr, ok, code: summarize(robot, f, tr, ok, n_steps, discard_steps, code)  # noqa: E731
+    return jax.vmap(per_world, in_axes=(0, 1, 0, 0))(params.stroke.frequency, trace, final.healthy, final.health)
 
 
 #: XLA options of the sweep program on CPU (:data:`flapjax.sim.tree.CPU_COMPILER_OPTIONS`).
@@ -272,7 +274,8 @@ class SweepResult(eqx.Module):
       plate_angle: (n, 2) cycle-mean plate joint angles [rad].
       plate_range: (n, 2) peak-to-peak swing of the plate joint angles over
         the window [rad].
-      healthy: (n,) the world stayed finite.
+      healthy: (n,) the world stayed healthy; health: (n,) int32 reasons it
+        did not (:func:`flapjax.sim.flapper.health.count_reasons`; None: not recorded).
       duration: run length [s]; discard: discarded transient [s]; dt: timestep [s].
     """
 
@@ -291,6 +294,7 @@ class SweepResult(eqx.Module):
     duration: float = eqx.field(static=True)
     discard: float = eqx.field(static=True)
     dt: float = eqx.field(static=True)
+    health: Int[Array, "n"] | None = None
 
     @property
     def lift_per_f2(self) -> Float[Array, "n"]:
@@ -416,19 +420,9 @@ def sweep(
     out = map_in_chunks(program, batched, batch_size,
                         key=program_key("cycle_mean", robot, n_steps, discard_steps, per_world=batched))
     return SweepResult(
-        force=out.force,
-        moment=out.moment,
-        lift_total=out.lift_total,
-        frequency=batched.stroke.frequency,
-        amplitude=batched.stroke.amplitude,
-        plate=batched.plate,
-        stroke_error_rms=out.stroke_error_rms,
-        stroke_error_max=out.stroke_error_max,
-        clip_fraction=out.clip_fraction,
-        plate_angle=out.plate_angle,
-        plate_range=out.plate_range,
-        healthy=out.healthy,
-        duration=float(duration),
-        discard=float(discard),
-        dt=robot.dt,
+        force=out.force, moment=out.moment, lift_total=out.lift_total,
+        frequency=batched.stroke.frequency, amplitude=batched.stroke.amplitude, plate=batched.plate,
+        stroke_error_rms=out.stroke_error_rms, stroke_error_max=out.stroke_error_max,
+        clip_fraction=out.clip_fraction, plate_angle=out.plate_angle, plate_range=out.plate_range,
+        healthy=out.healthy, health=out.health, duration=float(duration), discard=float(discard), dt=robot.dt,
     )
