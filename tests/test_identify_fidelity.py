@@ -120,10 +120,13 @@ def test_manoeuvres_for_a_config_section():
                      "roll_joint step 0.05 rad", "frequency step 0.5 Hz"]
     assert fd.manoeuvres_for(s)[2].plate == (0.0, 0.02)
     assert len(fd.manoeuvres_for({"amplitudes": [0.05], "frequency_step": 0.0})) == 2
+    gusts = fd.manoeuvres_for({"amplitudes": [0.05], "frequency_step": 0.0, "gust": 0.5})[2:]
+    assert [m.gust for m in gusts] == [(0.5, 0.0, 0.0), (0.0, 0.5, 0.0)]
 
 
 @pytest.mark.parametrize("key, value", [("amplitudes", []), ("amplitudes", [0.5]), ("amplitudes", [True]),
-                                        ("horizon", 0.01), ("backend", "tree"), ("frequency_step", -1.0)])
+                                        ("horizon", 0.01), ("backend", "tree"), ("frequency_step", -1.0),
+                                        ("gust", "0.5"), ("gust", 50.0)])
 def test_bad_fidelity_settings_name_the_field(key, value):
     from flapjax.identify.flapper.config import default_config, validate_config
 

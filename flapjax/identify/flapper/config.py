@@ -99,11 +99,12 @@ DEFAULT_CONFIG: dict[str, Any] = {
     },
     # Open-loop +/- pairs flown by the free per-wing robot and by the identified
     # averaged model (flapjax.identify.flapper.fidelity): plate steps of each
-    # amplitude [rad] on each plate joint and a frequency step [Hz]; onset and
-    # horizon [s]; height [m].
+    # amplitude [rad] on each plate joint, a frequency step [Hz], a forward and
+    # a lateral gust [m/s]; onset and horizon [s]; height [m].
     "fidelity": {
         "amplitudes": [0.02, 0.05],
         "frequency_step": 0.5,
+        "gust": 0.5,
         "height": 0.5,
         "onset": 0.02,
         "horizon": 0.15,
@@ -311,6 +312,7 @@ def _check_fidelity(s: Mapping) -> None:
     for a in amplitudes:
         check_range("fidelity.amplitudes", a, 1e-6, 0.3)
     check_range("fidelity.frequency_step", s["frequency_step"], 0.0, 10.0)
+    check_range("fidelity.gust", s["gust"], 0.0, 5.0)
     check_range("fidelity.height", s["height"], 0.0, 100.0)
     check_range("fidelity.onset", s["onset"], 0.0, 1.0)
     check_range("fidelity.horizon", s["horizon"], 0.06, 2.0)

@@ -72,11 +72,15 @@ class Manoeuvre:
       plate: (2,) plate-command offset of (pitch_joint, roll_joint) [rad]
         held from the onset to the end; zero for none.
       frequency_step: flapping-frequency offset held from the onset [Hz].
+      gust: (3,) wind velocity held from the onset, world frame [m/s]: the
+        body moves through the air as if pushed, which exercises the
+        speed couplings (L_v, M_u) and the drag k_v.
     """
 
     name: str
     plate: tuple[float, float] = (0.0, 0.0)
     frequency_step: float = 0.0
+    gust: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 DEFAULT_MANOEUVRES: tuple[Manoeuvre, ...] = (
@@ -165,16 +169,19 @@ def cycle_mean(x: np.ndarray, width: int) -> np.ndarray:
 
 
 @eqx.filter_jit
-def _fly_pairs(robot, params, gains, hover_frequency, gravity, target, plates, frequency_steps, onset, n_steps):
-    def one(plate, df):
+def _fly_pairs(robot, params, gains, hover_frequency, gravity, target, plates, frequency_steps, gusts, onset,
+               n_steps):
+    after_onset = (jnp.arange(n_steps) * robot.dt >= onset).astype(gusts.dtype)[:, None]
+
+    def one(plate, df, gust):
         state = fl.init_state(robot, params, position=target, periodic=True)
         step = fl.PlateStep(offset=plate, start=onset, length=1e9)
         _, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
                                   record_every=RECORD_EVERY, checkpoint=False,
                                   hover_frequency=hover_frequency + df, gravity=gravity, plate_step=step,
-                                  record="first")
+                                  record="first", wind=after_onset * gust)
         return rec
-    return jax.vmap(one)(plates, frequency_steps)
+    return jax.vmap(one)(plates, frequency_steps, gusts)
 
 
 def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
@@ -187,9 +194,11 @@ def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres:
     signs = np.array([1.0, -1.0])
     plates = np.concatenate([np.outer(signs, m.plate) for m in manoeuvres])
     dfs = np.concatenate([signs * m.frequency_step for m in manoeuvres])
+    gusts = np.concatenate([np.outer(signs, m.gust) for m in manoeuvres])
     n_steps = int(round((onset + horizon) / robot.dt)) // RECORD_EVERY * RECORD_EVERY
     rec = _fly_pairs(robot, params, open_loop_gains(), jnp.asarray(hover_frequency), jnp.asarray(gravity),
-                     jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), onset, n_steps)
+                     jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), jnp.asarray(gusts),
+                     onset, n_steps)
     rec = jax.tree.map(np.asarray, rec)
     dt_record = robot.dt * RECORD_EVERY
     width = max(1, int(round(1.0 / (hover_frequency * dt_record))))
@@ -282,13 +291,18 @@ def fidelity_table(identified: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
 
 def manoeuvres_for(s) -> tuple[Manoeuvre, ...]:
     """The manoeuvres of a ``[fidelity]`` config section: a plate step on
-    each plate joint at each of ``amplitudes`` [rad], and a frequency step of
-    ``frequency_step`` [Hz] (none when 0)."""
+    each plate joint at each of ``amplitudes`` [rad], a frequency step of
+    ``frequency_step`` [Hz] and a forward and a lateral gust of ``gust``
+    [m/s] (none when 0)."""
     out = [Manoeuvre(f"{joint} step {a:g} rad", plate=(a, 0.0) if joint == "pitch_joint" else (0.0, a))
            for joint in ("pitch_joint", "roll_joint") for a in s["amplitudes"]]
     if float(s["frequency_step"]):
         out.append(Manoeuvre(f"frequency step {float(s['frequency_step']):g} Hz",
                              frequency_step=float(s["frequency_step"])))
+    if float(s.get("gust", 0.0)):
+        v = float(s["gust"])
+        out += [Manoeuvre(f"forward gust {v:g} m/s", gust=(v, 0.0, 0.0)),
+                Manoeuvre(f"lateral gust {v:g} m/s", gust=(0.0, v, 0.0))]
     return tuple(out)
 
 
@@ -346,5 +360,5 @@ if __name__ == "__main__":  # python -m flapjax.identify.flapper.fidelity out/id
     jax.config.update("jax_enable_x64", True)
     if len(sys.argv) != 2:
         raise SystemExit("usage: python -m flapjax.identify.flapper.fidelity <cycle_averaged.json>")
-    manoeuvres = DEFAULT_MANOEUVRES + (Manoeuvre("frequency step 0.5 Hz", frequency_step=0.5),)
+    manoeuvres = manoeuvres_for({"amplitudes": [0.02, 0.05], "frequency_step": 0.5, "gust": 0.5})
     _print_table(fidelity_table(CycleAveragedParams.from_json(sys.argv[1]), manoeuvres))
