@@ -72,6 +72,9 @@ def check_integrals(r: np.ndarray, z_cp: np.ndarray, z_rd: float, *, where: str 
     * ``r_(k+1) <= r_k`` and ``z_cp,(k+1) <= z_cp,k`` (``r_hat <= 1``);
     * Cauchy-Schwarz within each family: ``r11^2 <= r00 r22``,
       ``r22^2 <= r11 r33``, ``z_cp1^2 <= z_cp0 z_cp2``;
+    * Cauchy-Schwarz with the weight ``c_hat (1 - r_hat)``:
+      ``(r11 - r22)^2 <= (r00 - r11) (r22 - r33)`` (with the two above, the
+      whole Hausdorff condition on four moments of a chord on ``[0, 1]``);
     * across the families: ``r_kk^2 <= z_cp,k / (k + 1)`` (Cauchy-Schwarz
       of ``c_hat r^(k/2)`` and ``r^(k/2)``) and ``z_cp0^2 <= z_rd``.
 
@@ -85,6 +88,8 @@ def check_integrals(r: np.ndarray, z_cp: np.ndarray, z_rd: float, *, where: str 
         _le(f"{where}: {Z_KEYS[k + 1]}", z_cp[k + 1], z_cp[k], f"r_hat <= 1 ({Z_KEYS[k + 1]} <= {Z_KEYS[k]})")
     _le(f"{where}: r22", r[1] ** 2, r[0] * r[2], "Cauchy-Schwarz r11^2 <= r00 r22")
     _le(f"{where}: r33", r[2] ** 2, r[1] * r[3], "Cauchy-Schwarz r22^2 <= r11 r33")
+    _le(f"{where}: r33", (r[1] - r[2]) ** 2, (r[0] - r[1]) * (r[2] - r[3]),
+        "Cauchy-Schwarz with weight (1 - r_hat): (r11 - r22)^2 <= (r00 - r11) (r22 - r33)")
     _le(f"{where}: z_cp2", z_cp[1] ** 2, z_cp[0] * z_cp[2], "Cauchy-Schwarz z_cp1^2 <= z_cp0 z_cp2")
     for k in range(3):
         _le(f"{where}: {Z_KEYS[k]}", r[k] ** 2, z_cp[k] / (k + 1),

@@ -50,8 +50,8 @@ from flapjax.sim.flapper.description import (
     Channel,
     FlapperDescription,
     JointNames,
-    load_robot_description,
 )
+from flapjax.sim.flapper.description_model import load_robot_description
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper.robot import (
     AERO_MODELS,

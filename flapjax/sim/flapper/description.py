@@ -8,6 +8,7 @@ of each wing, the wing (a wing file or an inline table,
 stroke schedule and the control channels. Every key is checked; an error
 names the file and the field (``robot.toml: stroke.amplitude: must be a
 number, got bool True``). :mod:`flapjax.sim.flapper.description_model`
+reads the file (:func:`~flapjax.sim.flapper.description_model.load_robot_description`),
 compiles the named model and checks the names against it;
 :func:`flapjax.sim.flapper.make_robot` builds from a description.
 
@@ -27,7 +28,6 @@ from typing import Any, Mapping
 from flapjax import aero
 from flapjax.aero import wing_file
 from flapjax.aero.options import AeroOptions
-from flapjax.safe_io import read_settings
 from flapjax.sim.flapper.model import ASSETS
 from flapjax.validation import ConfigError, check_number
 
@@ -117,15 +117,17 @@ class FlapperDescription:
 
 
 def _table(obj: Any, where: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
-    """``obj`` as a table with only ``allowed`` keys and every ``required`` one."""
+    """``obj`` as a table with only ``allowed`` keys and every ``required``
+    one; ``where`` is ``"file:"`` for the top level, else the table's field."""
     if not isinstance(obj, Mapping):
-        raise ConfigError(f"{where}: must be a table, got {type(obj).__name__} {obj!r}")
+        raise ConfigError(f"{where.rstrip(':')}: must be a table, got {type(obj).__name__} {obj!r}")
+    at = (lambda k: f"{where} {k}") if where.endswith(":") else (lambda k: f"{where}.{k}")  # noqa: E731
     unknown = [k for k in obj if k not in allowed]
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {', '.join(allowed)})")
+        raise ConfigError(f"{at(unknown[0])}: unknown key (allowed: {', '.join(allowed)})")
     missing = [k for k in required if k not in obj]
     if missing:
-        raise ConfigError(f"{where}.{missing[0]}: missing (required: {', '.join(required)})")
+        raise ConfigError(f"{at(missing[0])}: missing (required: {', '.join(required)})")
     return obj
 
 
@@ -233,9 +235,10 @@ def description_from_dict(cfg: Mapping[str, Any], *, folder: str | Path = ".",
     """A :class:`FlapperDescription` from a parsed description (paths in it
     relative to ``folder``); :class:`ConfigError` naming ``source`` and the
     field. The names are not yet checked against the model
-    (:func:`load_robot_description` does that)."""
+    (:func:`flapjax.sim.flapper.description_model.load_robot_description`
+    does that)."""
     folder = Path(folder)
-    cfg = _table(cfg, source, _TOP, _TOP_REQUIRED)
+    cfg = _table(cfg, f"{source}:", _TOP, _TOP_REQUIRED)
     wing, options = _wing(cfg["wing"], folder, f"{source}: wing")
     wing_mass = None
     if "wing_mass" in cfg:
@@ -250,28 +253,3 @@ def description_from_dict(cfg: Mapping[str, Any], *, folder: str | Path = ".",
         wing=wing, aero_options=options, wing_mass=wing_mass, hinge=_hinge(cfg["hinge"], f"{source}: hinge"),
         amplitude=amplitude, phase=phase, frequency_range=frequency_range, channels=channels,
     )
-
-
-def load_robot_description(path: str | Path) -> FlapperDescription:
-    """Read and check the description file at ``path`` (``.toml``), and its
-    names against the model it names
-    (:func:`flapjax.sim.flapper.description_model.check_description`)."""
-    from flapjax.sim.flapper.description_model import check_description
-
-    path = Path(path)
-    if path.suffix.lower() != ".toml":
-        raise ConfigError(f"{path}: a robot description is a .toml file")
-    cfg = read_settings(path, what="robot description")
-    description = description_from_dict(cfg, folder=path.parent, source=str(path))
-    check_description(description)
-    return description
-
-
-def resolve_description(description: FlapperDescription | str | Path) -> FlapperDescription:
-    """A description as is, or loaded from its file (:func:`load_robot_description`)."""
-    if isinstance(description, FlapperDescription):
-        return description
-    if not isinstance(description, (str, Path)):
-        raise ConfigError(f"description: must be a FlapperDescription or the path of a .toml description, "
-                          f"got {type(description).__name__}")
-    return load_robot_description(description)

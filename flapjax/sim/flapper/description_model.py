@@ -1,6 +1,7 @@
-"""The MuJoCo side of a flapper description: compile the model it names,
-look up the bridge's indices by name, and check the model against the
-description and the wing.
+"""The MuJoCo side of a flapper description: read the file
+(:func:`load_robot_description`), compile the model it names, look up the
+bridge's indices by name, and check the model against the description and
+the wing.
 
 :func:`joint_indices` is the one name-to-index lookup of the flapper bridge
 (:func:`flapjax.sim.flapper.robot_from_mjmodel` goes through it with
@@ -18,13 +19,15 @@ robot cannot silently fly with the wrong arms.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 import mujoco
 import numpy as np
 
 from flapjax.sim.flapper import model as flapper_model
-from flapjax.sim.flapper.description import FlapperDescription, JointNames
+from flapjax.safe_io import read_settings
+from flapjax.sim.flapper.description import FlapperDescription, JointNames, description_from_dict
 from flapjax.validation import ConfigError, check_choice, check_positive
 
 #: The names of ``assets/flapper.xml``.
@@ -126,6 +129,17 @@ def check_plate_servo(m: mujoco.MjModel, plate_v: Sequence[int], plate_act: Sequ
 # ---------------------------------------------------------------------------
 
 
+def _spec_part(spec: mujoco.MjSpec, kind: str, name: str, field: str) -> Any:
+    """``spec.joint(name)`` or ``spec.body(name)``; :class:`ConfigError` naming ``field`` when absent."""
+    try:
+        part = getattr(spec, kind)(name)
+    except KeyError:
+        part = None
+    if part is None:
+        raise ConfigError(f"{field}: no {kind} named {name!r} in the model")
+    return part
+
+
 def _set_joint_value(joint: Any, attr: str, value: float) -> None:
     cur = np.array(getattr(joint, attr), dtype=float).ravel()
     if cur.size > 1:
@@ -140,16 +154,16 @@ def _set_wing_mass(spec: mujoco.MjSpec, names: JointNames, wing_mass: float) -> 
     (same shape, uniform density); the base takes the difference so the
     robot keeps its total mass."""
     check_positive("wing_mass", wing_mass)
-    full = spec.compile()
-    for joint in names.feathering:
-        body = spec.body(full.body(int(full.joint(joint).bodyid[0])).name)
+    base = _spec_part(spec, "body", names.base, "base")
+    for joint, side in zip(names.feathering, _SIDES):
+        body = _spec_part(spec, "joint", joint, f"wings.{side}.feathering").parent
         old = float(body.mass)
         inertia = np.asarray(body.inertia, dtype=float) * (float(wing_mass) / old)
         # A flat wing meets the triangle inequality with equality; keep the
         # scaled moments' round-off on the side MuJoCo accepts.
         body.inertia = np.minimum(inertia, [inertia[1] + inertia[2], inertia[0] + inertia[2], inertia[0] + inertia[1]])
         body.mass = float(wing_mass)
-        spec.body(names.base).mass = float(spec.body(names.base).mass) + (old - float(wing_mass))
+        base.mass = float(base.mass) + (old - float(wing_mass))
 
 
 def load_spec(description: FlapperDescription, *, wing_mass: float | None = None) -> mujoco.MjSpec:
@@ -159,12 +173,12 @@ def load_spec(description: FlapperDescription, *, wing_mass: float | None = None
     try:
         spec = mujoco.MjSpec.from_file(str(description.model))
     except (ValueError, mujoco.FatalError) as exc:
-        raise ConfigError(f"{description.source}: model: MuJoCo cannot read {str(description.model)!r} ({exc})") \
-            from None
+        raise ConfigError(f"model: MuJoCo cannot read {str(description.model)!r} ({exc})") from None
     for attr in ("stiffness", "damping"):
         if attr in description.hinge:
-            for joint in description.names.feathering:
-                _set_joint_value(spec.joint(joint), attr, float(description.hinge[attr]))
+            for joint, side in zip(description.names.feathering, _SIDES):
+                _set_joint_value(_spec_part(spec, "joint", joint, f"wings.{side}.feathering"), attr,
+                                 float(description.hinge[attr]))
     mass = description.wing_mass if wing_mass is None else wing_mass
     if mass is not None:
         _set_wing_mass(spec, description.names, mass)
@@ -204,7 +218,7 @@ def build(description: FlapperDescription, root: str = "fixed", *, wing_mass: fl
     if root == "fixed":
         return spec.compile()
     if root == "free":
-        spec.body(description.names.base).add_freejoint(name="root")
+        _spec_part(spec, "body", description.names.base, "base").add_freejoint(name="root")
         return spec.compile()
     return _collapse(load_spec(description), description.names.base, spec.compile()).compile()
 
@@ -251,8 +265,8 @@ def check_description(description: FlapperDescription) -> None:
     """Compile the description's model and refuse, naming the file and the
     field, names it lacks (joints, base body), joints without a servo, a
     base that already moves, and wings placed unlike the wing says."""
-    m = build(description, "fixed")
     try:
+        m = build(description, "fixed")
         idx = joint_indices(m, description.names)
     except ConfigError as exc:
         raise ConfigError(f"{description.source}: {exc}") from None
@@ -261,3 +275,26 @@ def check_description(description: FlapperDescription) -> None:
         raise ConfigError(f"{description.source}: base: body {description.names.base!r} must be a child of the "
                           "world without joints (the free root adds its freejoint)")
     _check_wing_frames(m, description, idx)
+
+
+def load_robot_description(path: str | Path) -> FlapperDescription:
+    """Read and check the description file at ``path`` (``.toml``), and its
+    names against the model it names
+    (:func:`check_description`)."""
+    path = Path(path)
+    if path.suffix.lower() != ".toml":
+        raise ConfigError(f"{path}: a robot description is a .toml file")
+    cfg = read_settings(path, what="robot description")
+    description = description_from_dict(cfg, folder=path.parent, source=str(path))
+    check_description(description)
+    return description
+
+
+def resolve_description(description: FlapperDescription | str | Path) -> FlapperDescription:
+    """A description as is, or loaded from its file (:func:`load_robot_description`)."""
+    if isinstance(description, FlapperDescription):
+        return description
+    if not isinstance(description, (str, Path)):
+        raise ConfigError(f"description: must be a FlapperDescription or the path of a .toml description, "
+                          f"got {type(description).__name__}")
+    return load_robot_description(description)

@@ -36,7 +36,8 @@ from flapjax.sim import tree
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper import description_model
 from flapjax.sim.flapper import model as flapper_model
-from flapjax.sim.flapper.description import MAX_AMPLITUDE, MAX_FREQUENCY, FlapperDescription, resolve_description
+from flapjax.sim.flapper.description import MAX_AMPLITUDE, MAX_FREQUENCY, FlapperDescription
+from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_range
 
 Scalar = Float[Array, ""]
