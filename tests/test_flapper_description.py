@@ -171,3 +171,19 @@ def test_a_description_that_moves_the_wing_root_is_refused(tmp_path):
     (tmp_path / "wing.json").write_text(json.dumps(wing))
     with pytest.raises(ConfigError, match=r"robot.toml: wings.left.stroke: joint 'left_stroke' sits"):
         flapper.load_robot_description(tmp_path / "robot.toml")
+
+
+def test_the_guide_runs_and_shows_the_seed_numbers(monkeypatch):
+    """docs/flapper_robots.md: its Python blocks run in order from the
+    repository root, and its sweep is the pinned regression sweep."""
+    import re
+
+    monkeypatch.chdir(REPO)
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "flapper_robots.md").read_text(), re.S)
+    assert len(blocks) == 3
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/flapper_robots.md", "exec"), namespace)
+    golden = json.loads((REPO / "tests" / "golden" / "regression.json").read_text())["sweep"]
+    np.testing.assert_allclose(np.asarray(namespace["res"].force), np.asarray(golden["force"]), rtol=1e-6, atol=1e-12)
+    assert np.linalg.norm(np.asarray(namespace["final"].data.qpos[:3]) - [0.0, 0.0, 0.5]) > 1e-5  # it flew
