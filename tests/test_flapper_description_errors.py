@@ -152,3 +152,35 @@ def test_the_integral_checks_accept_every_planform():
         wing_file.check_integrals(rr, np.asarray(g.z_cp), float(g.z_rd))
         slack.append((rr[0] - rr[1]) * (rr[2] - rr[3]) - (rr[1] - rr[2]) ** 2)
     assert min(slack) > -1e-12 and max(slack) > 1e-3
+
+
+def _link(name: str, mass: float, inertia: tuple, at: str = "0 0 0") -> str:
+    ixx, iyy, izz = inertia
+    return (f'<link name="{name}"><inertial><origin xyz="{at}"/><mass value="{mass}"/><inertia ixx="{ixx}" '
+            f'iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+
+
+def _joint(name: str, parent: str, child: str, axis: str, at: str = "0 0 0") -> str:
+    return (f'<joint name="{name}" type="continuous"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{at}"/><axis xyz="{axis}"/></joint>')
+
+
+def test_a_urdf_compiles_and_is_asked_for_its_servos(tmp_path):
+    """The seed robot's links and joints as a URDF: MuJoCo reads it and its
+    names are found, but a URDF cannot declare the position servos, which
+    the error asks for by joint."""
+    small, wing = (1e-10,) * 3, (6.625e-8, 5e-9, 6.125e-8)
+    parts = [_link("base", 0.02868, (4e-6, 4e-6, 2e-6)), _link("tilt", 1e-5, small),
+             _link("plate", 1e-3, (4e-8, 4e-8, 6e-8), "0 0 0.005"),
+             _joint("pitch_joint", "base", "tilt", "1 0 0", "0 0 0.002"), _joint("roll_joint", "tilt", "plate", "0 -1 0")]
+    for side, s in (("left", 1), ("right", -1)):
+        parts += [_link(f"{side}_arm", 1e-5, small), _link(f"{side}_wing", 1.5e-4, wing, f"0 {s * 0.035} -0.01"),
+                  _joint(f"{side}_stroke", "plate", f"{side}_arm", f"0 0 {s}", f"0 {s * 0.01395} 0.0189913"),
+                  _joint(f"{side}_pitch", f"{side}_arm", f"{side}_wing", "0 1 0")]
+    # fusestatic off: MuJoCo would otherwise merge the welded base into the world
+    (tmp_path / "robot.urdf").write_text('<robot name="flapper"><mujoco><compiler fusestatic="false"/></mujoco>'
+                                         + "".join(parts) + "</robot>")
+    path = _write(tmp_path, [('"package:flapper.xml"', '"robot.urdf"')], {})
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: wings.left.stroke: joint 'left_stroke' needs exactly one "
+                                                    "actuator (a <position> servo) on it, the model has 0")):
+        flapper.load_robot_description(path)
