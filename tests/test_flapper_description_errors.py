@@ -36,12 +36,14 @@ ROWS = [
      "channels[0] 'pitch'.joint: missing: a 'joint' channel must name the joint it sets"),
     ("channel to an unknown joint", [('joint = "roll_joint"', 'joint = "yaw_joint"')], {},
      "channels[1].joint: no joint named 'yaw_joint' in the model"),
-    ("channel to a joint without a servo", [('joint = "roll_joint"', 'joint = "left_pitch"')], {},
-     "channels[1].joint: joint 'left_pitch' needs exactly one actuator"),
     ("channel not supported yet", [('kind = "joint"\njoint = "roll_joint"', 'kind = "stroke_bias"')], {},
      "channels[1] 'roll'.kind: 'stroke_bias' is not supported yet"),
     ("channel of an unknown kind", [('kind = "joint"\njoint = "roll_joint"', 'kind = "thrust"')], {},
      "channels[1] 'roll'.kind: must be one of ['joint', 'stroke_plane'"),
+    ("joint in two roles", [('joint = "roll_joint"', 'joint = "left_stroke"')], {},
+     "channels[1].joint: joint 'left_stroke' is already wings.left.stroke (each joint has one role)"),
+    ("one joint on both wings", [('feathering = "right_pitch"', 'feathering = "left_pitch"')], {},
+     "wings.right.feathering: joint 'left_pitch' is already wings.left.feathering"),
     ("channel name twice", [('name = "roll"', 'name = "pitch"')], {}, "channels[1] 'pitch': the name is given twice"),
     ("one channel", [('[[channels]]\nname = "roll"\nkind = "joint"\njoint = "roll_joint"', '')], {},
      "channels: the step drives exactly 2 joint channels today"),
@@ -152,6 +154,20 @@ def test_the_integral_checks_accept_every_planform():
         wing_file.check_integrals(rr, np.asarray(g.z_cp), float(g.z_rd))
         slack.append((rr[0] - rr[1]) * (rr[2] - rr[3]) - (rr[1] - rr[2]) ** 2)
     assert min(slack) > -1e-12 and max(slack) > 1e-3
+
+
+@pytest.mark.parametrize("servo, field", [("roll_servo", "channels[1].joint: joint 'roll_joint'"),
+                                          ("right_stroke_servo", "wings.right.stroke: joint 'right_stroke'")])
+def test_a_joint_without_its_servo_is_named(tmp_path, servo, field):
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(str(flapper.MJCF_PATH))
+    spec.delete(spec.actuator(servo))
+    (tmp_path / "robot.xml").write_text(spec.to_xml())
+    path = _write(tmp_path, [('"package:flapper.xml"', '"robot.xml"')], {})
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: {field} needs exactly one actuator (a <position> servo) "
+                                                    "on it, the model has 0")):
+        flapper.load_robot_description(path)
 
 
 def _link(name: str, mass: float, inertia: tuple, at: str = "0 0 0") -> str:

@@ -145,7 +145,7 @@ def _model_path(value: Any, folder: Path, where: str) -> Path:
     else:
         path = folder / text
     if not path.is_file():
-        raise ConfigError(f"{where}: model file {str(path)!r} does not exist")
+        raise ConfigError(f"{where}: model file {str(path)!r} does not exist or is not a file")
     if path.suffix.lower() not in (".xml", ".urdf"):
         raise ConfigError(f"{where}: must be an MJCF (.xml) or URDF (.urdf) file, got {str(path)!r}")
     return path
@@ -156,7 +156,7 @@ def _wing(value: Any, folder: Path, where: str) -> tuple[aero.Wing, AeroOptions 
     if isinstance(value, str):
         path = folder / value
         if not path.is_file():
-            raise ConfigError(f"{where}: wing file {str(path)!r} does not exist")
+            raise ConfigError(f"{where}: wing file {str(path)!r} does not exist or is not a file")
         return aero.read_wing_file(path)
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: must be a wing file name or a table of wing-file keys, got "
@@ -224,8 +224,15 @@ def _channels(obj: Any, where: str) -> tuple[Channel, ...]:
 def _names(cfg: Mapping[str, Any], channels: tuple[Channel, ...], where: str) -> JointNames:
     wings = _table(cfg["wings"], f"{where}: wings", _WING_SIDES, _WING_SIDES)
     sides = [_table(wings[s], f"{where}: wings.{s}", _WING_KEYS, _WING_KEYS) for s in _WING_SIDES]
-    pick = lambda key: tuple(_name(w[key], f"{where}: wings.{s}.{key}")  # noqa: E731
-                             for w, s in zip(sides, _WING_SIDES))
+    fields = {f"wings.{s}.{k}": _name(w[k], f"{where}: wings.{s}.{k}")
+              for k in _WING_KEYS for w, s in zip(sides, _WING_SIDES)}
+    fields.update({f"channels[{i}].joint": c.joint for i, c in enumerate(channels)})
+    seen: dict[str, str] = {}
+    for field, joint in fields.items():
+        if joint in seen:
+            raise ConfigError(f"{where}: {field}: joint {joint!r} is already {seen[joint]} (each joint has one role)")
+        seen[joint] = field
+    pick = lambda key: tuple(fields[f"wings.{s}.{key}"] for s in _WING_SIDES)  # noqa: E731
     return JointNames(base=_name(cfg.get("base", "base"), f"{where}: base"), stroke=pick("stroke"),
                       feathering=pick("feathering"), plate=tuple(c.joint for c in channels))
 
