@@ -187,3 +187,19 @@ def test_the_guide_runs_and_shows_the_seed_numbers(monkeypatch):
     golden = json.loads((REPO / "tests" / "golden" / "regression.json").read_text())["sweep"]
     np.testing.assert_allclose(np.asarray(namespace["res"].force), np.asarray(golden["force"]), rtol=1e-6, atol=1e-12)
     assert np.linalg.norm(np.asarray(namespace["final"].data.qpos[:3]) - [0.0, 0.0, 0.5]) > 1e-5  # it flew
+
+
+def test_the_hinge_table_replaces_the_models_spring_and_damper(tmp_path):
+    """hinge.stiffness and hinge.damping reach the compiled joints and the
+    parameters; without them both keep the model's."""
+    shutil.copy(SEED.parent / "wing.json", tmp_path / "wing.json")
+    text = SEED.read_text().replace("stop_width = 0.0088227", "stop_width = 0.0088227\nstiffness = 4e-4\ndamping = 6e-6")
+    (tmp_path / "robot.toml").write_text(text)
+    desc = flapper.load_robot_description(tmp_path / "robot.toml")
+    m = description_model.build(desc, "free")
+    for joint in ("left_pitch", "right_pitch"):
+        assert np.ravel(m.joint(joint).stiffness)[0] == 4e-4 and m.dof_damping[m.joint(joint).dofadr[0]] == 6e-6
+    hinge = flapper.default_params(description=desc).hinge
+    assert (float(hinge.stiffness), float(hinge.damping)) == (4e-4, 6e-6)
+    seed_hinge = flapper.default_params().hinge
+    assert float(seed_hinge.stiffness) == 2.922e-4 and float(seed_hinge.damping) == 4.8e-6

@@ -62,7 +62,9 @@ class FlapperParams(eqx.Module):
     Attributes:
       stroke: stroke schedule (frequency [Hz], amplitude [rad], phase [rad],
         per-wing direction).
-      plate: (2,) commanded plate angles (pitch_joint, roll_joint) [rad].
+      plate: (2,) commanded plate angles (pitch_joint, roll_joint) [rad]:
+        the set points of the robot's two joint channels, in a
+        description's channel order.
       hinge: feathering hinge spring, damper and stops.
       aero: options of the per-wing model (scales, clips, coefficients).
       averaged: parameters of the cycle-averaged model.
