@@ -253,9 +253,7 @@ def group_shares(vec: np.ndarray, period: float) -> dict[str, float]:
     sweeps in one ``period`` [s] and a velocity as the distance it covers
     in one period in units of 1 cm (a conventional scale: 1 cm per
     wingbeat weighs as much as 1 rad)."""
-    w = np.ones(21)
-    w[9:] = period
-    w[9:12] = period / 0.01
+    w = np.r_[np.ones(9), np.full(3, period / 0.01), np.full(9, period)]
     e = np.abs(np.asarray(vec) * w) ** 2
     total = e.sum()
     return {name: float(e[a:b].sum() / total) for name, (a, b) in GROUPS.items()}
@@ -294,12 +292,9 @@ def jacobian_check(robot: FlapperRobot, params: FlapperParams, x: Float[Array, "
     differences of :func:`period_map` at each step size in ``steps`` (in
     the units of the perturbed entry); ``{step: error}``."""
     p = jax.jit(lambda y: period_map(robot, params, y, n_steps, phase=phase))
-    out = {}
-    for h in steps:
-        cols = [(p(x.at[j].add(h)) - p(x.at[j].add(-h))) / (2 * h) for j in range(21)]
-        fd = np.stack([np.asarray(c) for c in cols], axis=1)
-        out[h] = float(np.max(np.linalg.norm(fd - m, axis=0) / np.linalg.norm(m, axis=0)))
-    return out
+    fd = {h: np.stack([np.asarray(p(x.at[j].add(h)) - p(x.at[j].add(-h))) / (2 * h) for j in range(21)], axis=1)
+          for h in steps}
+    return {h: float(np.max(np.linalg.norm(d - m, axis=0) / np.linalg.norm(m, axis=0))) for h, d in fd.items()}
 
 
 def cycle_mean_attitude(robot: FlapperRobot, params: FlapperParams, state: FlapperState, n_steps: int,
@@ -318,8 +313,7 @@ def cycle_mean_attitude(robot: FlapperRobot, params: FlapperParams, state: Flapp
 
 
 def _print_modes(rows: list[dict]) -> None:
-    print("| multiplier | exponent [1/s] | parity | dominant groups (share) |")
-    print("|---|---|---|---|")
+    print("| multiplier | exponent [1/s] | parity | dominant groups (share) |\n|---|---|---|---|")
     for r in rows:
         if abs(r["multiplier"]) < 1e-6:
             continue
@@ -338,25 +332,51 @@ def _analyse(robot, params, x, n, phase, name, check=False) -> None:
               ", ".join(f"{h:g}: {e:.1e}" for h, e in errors.items()))
 
 
-def _main(timestep: float | None = None) -> None:
-    from flapjax.control import design
+def stop_fraction(robot: FlapperRobot, params: FlapperParams, x: Float[Array, "21"], n_steps: int, *,
+                  phase=0.0) -> float:
+    """Fraction of the period (``n_steps`` steps from ``x`` (21,) at ``phase``
+    [cycles]) that the left wing's feathering angle spends beyond the stop
+    angle ``theta_s`` [-]: it tells the hover orbits apart."""
+    start = full_state(robot, params, x, phase=phase)
+
+    def one(st, _):
+        return step(robot, params, st)[0], st.data.qpos[robot.pitch_q[0]]
+
+    _, theta = jax.lax.scan(one, start, None, length=n_steps)
+    return float(jnp.mean(jnp.abs(theta) > params.hinge.stop_angle))
+
+
+def _start(timestep, start_timestep):
     from flapjax.sim.flapper.robot import default_params, make_robot
 
-    jax.config.update("jax_enable_x64", True)
     robot = make_robot("free", "wing", backend="rigid", timestep=timestep)
     n = steps_per_period(robot, 42.2213)  # the default averaged model's hover frequency, whole steps
     params = default_params(robot, frequency=1.0 / (n * robot.dt))
     init = jax.jit(lambda p: init_state(robot, p, periodic=True))(params)
     x0, phase = reduced_state(robot, init), float(init.phase_offset)
     print(f"dt = {robot.dt:g} s, f = {1 / (n * robot.dt):.4f} Hz ({n} steps), start phase {phase:.4f} cycles")
-    trim = trim_orbit(robot, params, x0, n, phase=phase)
+    if start_timestep is None:
+        return robot, n, params, init, x0, x0, phase
+    other = _start(start_timestep, None)  # Newton starts from that timestep's trim (same period and phase)
+    guess = trim_orbit(other[0], other[2], other[4], other[1], phase=other[6])
+    print(f"Newton starts from the trim at dt = {start_timestep:g} s")
+    return robot, n, trim_params(params, guess), init, x0, guess.x, phase
+
+
+def _main(timestep: float | None = None, start_timestep: float | None = None) -> None:
+    from flapjax.control import design
+
+    jax.config.update("jax_enable_x64", True)
+    robot, n, params, init, x0, guess, phase = _start(timestep, start_timestep)
+    trim = trim_orbit(robot, params, guess, n, phase=phase)
     tp = trim_params(params, trim)
     print("trim residual (scaled RMS) per Gauss-Newton step:", " ".join(f"{r:.2e}" for r in np.asarray(trim.residual)))
-    print(f"trim plate {np.asarray(trim.plate).round(6)} rad, amplitude {float(trim.amplitude):.6f} rad (nominal 1.5)")
+    print(f"trim plate {np.asarray(trim.plate).round(6)} rad, amplitude {float(trim.amplitude):.6f} rad (nominal 1.5), "
+          f"feathering beyond the stop {stop_fraction(robot, tp, trim.x, n, phase=phase):.3f} of the wingbeat")
     print("trim - periodic start:", ", ".join(f"{k} {v:+.4g}" for k, v in zip(STATE_NAMES, np.asarray(trim.x - x0))
                                               if abs(v) > 1e-9))
     _analyse(robot, params, x0, n, phase, "local Jacobian at the periodic start (not an orbit)")
-    _analyse(robot, tp, trim.x, n, phase, "at the trim", check=timestep is None)
+    _analyse(robot, tp, trim.x, n, phase, "at the trim", check=timestep is None and start_timestep is None)
     for name, (st, p) in {"periodic start": (init, params),
                           "trim": (full_state(robot, tp, trim.x, phase=phase), tp)}.items():
         att = np.degrees(cycle_mean_attitude(robot, p, st, n, 13))
@@ -369,7 +389,7 @@ def _main(timestep: float | None = None) -> None:
               ", ".join(f"{e.real:+.2f}{e.imag:+.2f}j" for e in eig))
 
 
-if __name__ == "__main__":  # python -m flapjax.sim.flapper.floquet [timestep]
+if __name__ == "__main__":  # python -m flapjax.sim.flapper.floquet [timestep [start_timestep]]
     import sys
 
-    _main(float(sys.argv[1]) if len(sys.argv) > 1 else None)
+    _main(*(float(a) for a in sys.argv[1:3]))
