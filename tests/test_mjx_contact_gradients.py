@@ -77,7 +77,7 @@ def _score(d):
 PUSH = jnp.array([5.0, 16.0])
 
 
-@pytest.mark.slow  # three forward and one reverse compilation of the MJX step, ~35 s on 2 cores
+@pytest.mark.slow  # three forward and one reverse compilation of the MJX step: 12-40 s on 2 cores
 def test_fixed_iteration_step_is_mjx_step_and_reverse_mode_passes(pressed):
     m, far, d0 = pressed
     fixed = lambda push: _pushed(m, d0, push, lambda d: step_fixed_iterations(m, d, 3))  # noqa: E731
@@ -92,7 +92,7 @@ def test_fixed_iteration_step_is_mjx_step_and_reverse_mode_passes(pressed):
     _assert_matches(jax.jit(jax.grad(lambda push: _score(fixed(push))))(PUSH), _central_differences(loss, PUSH))
 
 
-@pytest.mark.slow  # tracing the step's JVP, ~10 s on 2 cores
+@pytest.mark.slow  # tracing the JVP of the step: 10-14 s on 2 cores
 def test_reverse_mode_through_mjx_step_fails_in_the_solver_loop(pressed):
     m, _, d0 = pressed
     with pytest.raises(ValueError, match=re.escape("Reverse-mode differentiation does not work for lax.while_loop")):
@@ -128,13 +128,13 @@ def _rollout_score(world: MultirotorWorld):
 REFERENCE = jnp.array([PRESSED_X + 0.06, 0.0, 0.5])
 
 
-@pytest.mark.slow  # two compilations of the full world step, ~12 s on 2 cores
+@pytest.mark.slow  # two compilations of the full world step: 6-12 s on 2 cores
 def test_forward_mode_through_a_world_rollout_in_contact_matches_finite_differences():
     score = _rollout_score(_world(3))
     _assert_matches(jax.jit(jax.jacfwd(score))(REFERENCE), _central_differences(score, REFERENCE))
 
 
-@pytest.mark.slow  # a reverse-mode compilation of the full world step, ~17 s on 2 cores
+@pytest.mark.slow  # a reverse-mode compilation of the full world step: 10-17 s on 2 cores
 def test_reverse_mode_through_a_one_iteration_world_in_contact_matches_finite_differences():
     score = _rollout_score(_world(1))
     _assert_matches(jax.jit(jax.grad(score))(REFERENCE), _central_differences(score, REFERENCE))
