@@ -35,8 +35,13 @@ Root = Literal["fixed", "free", "lumped"]
 
 
 def _wing_inertia(mass: float, span: float, chord: float) -> np.ndarray:
-    """Thin rectangular plate in the wing frame's Y-Z plane, about its centre [kg m^2]."""
-    return mass / 12.0 * np.array([span**2 + chord**2, chord**2, span**2])
+    """Thin rectangular plate in the wing frame's Y-Z plane, about its centre [kg m^2].
+
+    A thin plate sits on MuJoCo's triangle inequality (``I_x = I_y + I_z``
+    exactly); rounding can put ``I_x`` one ulp above the sum, which MuJoCo
+    refuses, so it is clamped to the sum."""
+    inertia = mass / 12.0 * np.array([span**2 + chord**2, chord**2, span**2])
+    return np.minimum(inertia, [inertia[1] + inertia[2], inertia[0] + inertia[2], inertia[0] + inertia[1]])
 
 
 def load_spec(
