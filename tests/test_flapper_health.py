@@ -177,3 +177,17 @@ def test_a_sweep_counts_its_unhealthy_worlds_by_reason(wing_robot):
     out = io.StringIO()
     print_sweep_table(rows[0], file=out)
     assert "unhealthy" not in out.getvalue()
+
+
+def test_a_state_built_without_reasons_still_gets_its_healthy_flag(lumped_robot):
+    """States built by hand (no ``health``) keep their structure through a
+    rollout, and the guard still flags them."""
+    robot = lumped_robot
+    params = fl.default_params(robot)
+    state = fl.init_state(robot, params, position=jnp.array([0.0, 0.0, 1.0]))
+    bare = fl.FlapperState(data=state.data, step=state.step, phase_offset=state.phase_offset, healthy=state.healthy)
+    fast = eqx.tree_at(lambda s: s.data.velocity, bare, jnp.array([1.1 * float(H.speed_bound(
+        robot, params, params.stroke.frequency)), 0.0, 0.0]))
+    calm, flagged = _run(robot, params, bare, 2), _run(robot, params, fast, 2)
+    assert calm.health is None and flagged.health is None
+    assert bool(calm.healthy) and not bool(flagged.healthy)
