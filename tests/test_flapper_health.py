@@ -167,7 +167,7 @@ def test_a_sweep_counts_its_unhealthy_worlds_by_reason(wing_robot):
     rows = []
     for lift_scale in (1.0, 1e3):
         params = fl.default_params(wing_robot, aero_options=aero.AeroOptions(lift_scale=lift_scale))
-        rows.append(fl.sweep([30.0], duration=0.01, discard=0.0, params=params, robot=wing_robot, batch_size=1))
+        rows.append(fl.sweep([30.0], duration=0.04, discard=0.0, params=params, robot=wing_robot, batch_size=1))
     assert [bool(r.healthy[0]) for r in rows] == [True, False]
     assert [int(r.health[0]) for r in rows] == [0, H.FORCE_BEYOND_WING]
     out = io.StringIO()
