@@ -127,9 +127,11 @@ def test_monodromy_is_the_jacobian_of_the_cycle_map():
     params = fl.default_params(robot, frequency=1.0 / (n * robot.dt), amplitude=0.5)
     x = fq.reduced_state(robot, fl.init_state(robot, params, periodic=False))
     m = np.asarray(fq.monodromy(robot, params, x, n))
-    errors = fq.jacobian_check(robot, params, x, m, n, steps=(1e-6,))
-    assert errors[1e-6] < 1e-5, errors
+    errors = fq.jacobian_check(robot, params, x, m, n, steps=(1e-4,))
+    assert errors[1e-4] < 2e-5, errors  # measured 2.4e-6 (1e-3: 2.4e-4, 1e-6: 8e-5, round-off)
     assert not np.allclose(m, np.eye(21), atol=1e-3)  # the map does something
+    swapped = m[:, [1, 0] + list(range(2, 21))]  # roll and pitch columns exchanged
+    assert fq.jacobian_check(robot, params, x, swapped, n, steps=(1e-4,))[1e-4] > 0.1
 
 
 @pytest.mark.slow
