@@ -28,8 +28,10 @@ not depend on it; the trim asks for zero displacement per period instead):
 15:21 joint rates in the order of 3:9 [rad/s]
 ====  ==================================================================
 
-``python -m flapjax.sim.flapper.floquet`` prints the trim, the exponents with
-their dominant states, and the finite-difference check of the monodromy.
+``python -m flapjax.sim.flapper.floquet [dt [dt_start]]`` prints the trim
+(Newton started from the periodic start, or from the trim at ``dt_start``:
+the robot has more than one hover orbit), the exponents with their
+dominant states, the finite-difference check and the open-loop drifts.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class Trim(eqx.Module):
       x: (21,) reduced state at the start phase (module docstring).
       plate: (2,) constant plate command (pitch_joint, roll_joint) [rad].
       amplitude: () stroke amplitude A that makes the mean lift the weight [rad].
-      residual: (n_iter + 1,) RMS of the scaled residual before each step and at the end [-].
+      residual: (k + 1,) RMS of the scaled residual (:func:`trim_residual`)
+        at the start and after each of the k Gauss-Newton steps taken.
     """
 
     x: Float[Array, "21"]
@@ -96,7 +99,8 @@ def rotvec_to_quat(theta: Float[Array, "3"]) -> Float[Array, "4"]:
     small = a2 < 1e-12
     a = jnp.sqrt(jnp.where(small, 1.0, a2))
     half_sinc = jnp.where(small, 0.5 - a2 / 48.0, jnp.sin(0.5 * a) / a)  # sin(a/2)/a, series for AD at 0
-    return jnp.concatenate([jnp.cos(0.5 * jnp.sqrt(a2 + 1e-300))[None], half_sinc * theta])
+    cos_half = jnp.where(small, 1.0 - a2 / 8.0, jnp.cos(0.5 * a))
+    return jnp.concatenate([cos_half[None], half_sinc * theta])
 
 
 def quat_to_rotvec(q: Float[Array, "4"]) -> Float[Array, "3"]:
