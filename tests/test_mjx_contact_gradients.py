@@ -30,9 +30,9 @@ FD_STEP = 1e-6
 REL = 1e-4
 
 
-def _world(iterations: int) -> MultirotorWorld:
+def _world(iterations: int, unrolled_solver: bool = False) -> MultirotorWorld:
     return MultirotorWorld(rotor.profile.quad_x(), dt=0.002, iterations=iterations, dtype=jnp.float64,
-                           sensor_noise=False)
+                           sensor_noise=False, unrolled_solver=unrolled_solver)
 
 
 def _central_differences(f, x, h=FD_STEP):
@@ -138,3 +138,18 @@ def test_forward_mode_through_a_world_rollout_in_contact_matches_finite_differen
 def test_reverse_mode_through_a_one_iteration_world_in_contact_matches_finite_differences():
     score = _rollout_score(_world(1))
     _assert_matches(jax.jit(jax.grad(score))(REFERENCE), _central_differences(score, REFERENCE))
+
+
+@pytest.mark.slow  # a reverse-mode compilation of the full world step with three unrolled solver iterations
+def test_reverse_mode_through_a_world_with_the_unrolled_solver_matches_finite_differences():
+    """``unrolled_solver=True``: the world's own rollout at three solver
+    iterations, in contact, differentiated in reverse mode; the same rollout
+    stepped by ``mjx.step`` gives the same score (its loop runs all three)."""
+    unrolled, looped = _rollout_score(_world(3, unrolled_solver=True)), _rollout_score(_world(3))
+    np.testing.assert_allclose(unrolled(REFERENCE), looped(REFERENCE), rtol=1e-9)
+    _assert_matches(jax.jit(jax.grad(unrolled))(REFERENCE), _central_differences(unrolled, REFERENCE))
+
+
+def test_unrolled_solver_takes_a_bool():
+    with pytest.raises(ConfigError, match="unrolled_solver"):
+        MultirotorWorld(rotor.profile.quad_x(), unrolled_solver="yes")

@@ -52,8 +52,14 @@ def advance_mjx(model: mjx.Model, data: mjx.Data, body: int, wrench_world: Float
     step (``mjx.step`` integrates last): read the state from ``qpos``/``qvel``
     (docs/mjx_notes.md, One-step lag).
     """
+    return mjx.step(model, with_body_wrench(data, body, wrench_world))
+
+
+def with_body_wrench(data: mjx.Data, body: int, wrench_world: Float[Array, "6"]) -> mjx.Data:
+    """``data`` with ``wrench_world`` (6,) ``[F; tau]`` [N, N m] as the only
+    applied body wrench, on ``body`` (``xfrc_applied``)."""
     xfrc = jnp.zeros_like(data.xfrc_applied).at[body].set(wrench_world.astype(data.xfrc_applied.dtype))
-    return mjx.step(model, data.replace(xfrc_applied=xfrc))
+    return data.replace(xfrc_applied=xfrc)
 
 
 def advance_mjx_smooth(model: mjx.Model, data: mjx.Data) -> mjx.Data:

@@ -26,6 +26,7 @@ from flapjax import scene as sc
 from flapjax.math import quat_z
 from flapjax.sim import backend, rigid
 from flapjax.sim.multirotor import model as mm
+from flapjax.sim.multirotor.gradient import step_fixed_iterations
 from flapjax.sim.multirotor.types import Prepared, WorldParams, WorldStructure
 
 
@@ -68,7 +69,11 @@ class MjxPhysics:
         """Next data, whether a contact force acts on the robot, and the total
         contact force on it (world frame) [N]."""
         dtype = prepared.params.profile.mass.dtype
-        new = backend.advance_mjx(prepared.model, data, world.ids.base, wrench_world)
+        if world.unrolled_solver:
+            new = step_fixed_iterations(prepared.model, backend.with_body_wrench(data, world.ids.base, wrench_world),
+                                        world.iterations)
+        else:
+            new = backend.advance_mjx(prepared.model, data, world.ids.base, wrench_world)
         if world.dtype is not None:
             new = cast(new, world.dtype)
         return new, jnp.any(new.qfrc_constraint[0:6] != 0), new.qfrc_constraint[0:3].astype(dtype)

@@ -14,8 +14,8 @@ exactly ``iterations`` one-iteration solves, each warm-started from the
 last: the same iterates as the while loop for MuJoCo's Newton solver (its
 search direction has no memory across iterations; the multirotor MJCF
 uses it), without the loop's early stop at ``opt.tolerance``, unrolled, so
-reverse mode passes. Use it in a ``lax.scan`` of your own; the
-:class:`flapjax.sim.multirotor.MultirotorWorld` rollout uses ``mjx.step``.
+reverse mode passes. ``MultirotorWorld(..., unrolled_solver=True)`` steps
+with it; use it in a ``lax.scan`` of your own for other MJX models.
 """
 
 from __future__ import annotations

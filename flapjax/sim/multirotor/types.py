@@ -151,6 +151,9 @@ class WorldStructure(Protocol):
       dt: () step [s].
       with_box: whether the scene has the pushable box.
       dtype: float dtype the state is cast to, or None to keep the profile's.
+      iterations: MJX solver iterations.
+      unrolled_solver: step with exactly ``iterations`` unrolled solver
+        iterations (reverse-mode differentiable through contacts).
     """
 
     model: Any
@@ -160,3 +163,5 @@ class WorldStructure(Protocol):
     dt: float
     with_box: bool
     dtype: Any
+    iterations: int
+    unrolled_solver: bool

@@ -41,8 +41,8 @@ from flapjax.sim.multirotor.backends import PHYSICS, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
-from flapjax.validation import (ConfigError, as_float_array, check_choice, check_int, check_number, check_positive,
-                                check_prng_key, check_shape, is_traced)
+from flapjax.validation import (ConfigError, as_float_array, check_bool, check_choice, check_int, check_number,
+                                check_positive, check_prng_key, check_shape, is_traced)
 
 #: Shortest step accepted [s] (a shorter one only burns compute: 1e-300 never ends).
 MIN_DT = 1e-6
@@ -66,6 +66,11 @@ class MultirotorWorld(eqx.Module):
       dt: step length [s].
       with_box: add a movable box object (free body) to the scene.
       iterations, ls_iterations: MJX solver iterations.
+      unrolled_solver: run exactly ``iterations`` solver iterations, unrolled
+        (:func:`flapjax.sim.multirotor.gradient.step_fixed_iterations`), so
+        reverse mode (``jax.grad``) passes through contacts at any
+        ``iterations``; the default ``mjx.step`` stops early at MuJoCo's
+        tolerance in a loop that only forward mode differentiates (static).
       dtype: cast the MJX model and data to this float dtype (e.g. float32
         while x64 is enabled); ``None`` keeps JAX's default.
       backend: "mjx" (MuJoCo MJX, contacts) or "rigid" (contact-free,
@@ -101,6 +106,8 @@ class MultirotorWorld(eqx.Module):
     backend: str = eqx.field(static=True)
     on_divergence: str = eqx.field(static=True)
     sensor_noise: bool = eqx.field(static=True)
+    iterations: int = eqx.field(static=True)
+    unrolled_solver: bool = eqx.field(static=True)
     xml: str = eqx.field(static=True)
     speed_bound: float = eqx.field(static=True)
     rate_bound: float = eqx.field(static=True)
@@ -110,7 +117,7 @@ class MultirotorWorld(eqx.Module):
     def __init__(self, profile: rotor.RotorProfile | str, *, options: rotor.ChainOptions = rotor.ChainOptions(),
                  dt: float = 0.002, with_box: bool = False, box_half_size=(0.05, 0.05, 0.05),
                  iterations: int = 3, ls_iterations: int = 6, dtype=None, backend: str = "mjx",
-                 on_divergence: str = "freeze", sensor_noise: bool = True):
+                 on_divergence: str = "freeze", sensor_noise: bool = True, unrolled_solver: bool = False):
         profile = rotor.resolve_profile(profile, field="profile")
         dt = check_number("dt", dt, MIN_DT, None)  # a list or 1e-300 is refused, not stepped forever
         if with_box:
@@ -131,6 +138,8 @@ class MultirotorWorld(eqx.Module):
         self.backend = backend
         self.on_divergence = on_divergence
         self.sensor_noise = bool(sensor_noise)
+        self.iterations = int(iterations)
+        self.unrolled_solver = check_bool("unrolled_solver", unrolled_solver)
         if any(is_traced(x) for x in (profile.positions, profile.radius, profile.thrust_max, profile.mass)):
             self.speed_bound, self.rate_bound = np.inf, np.inf  # no value to derive them from
         else:
