@@ -77,7 +77,9 @@ residuals.moments.r2_pitch residuals.moments.r2_roll residuals.moments.reference
 residuals.moments.rms_residual settings settings.damping settings.damping.armature
 settings.damping.axes settings.damping.discard settings.damping.duration settings.damping.frequency
 settings.damping.learning_rate settings.damping.max_steps settings.damping.optimizer
-settings.damping.rates settings.damping.speeds settings.damping.start_factor settings.lift
+settings.damping.rates settings.damping.speeds settings.damping.start_factor settings.fidelity
+settings.fidelity.amplitudes settings.fidelity.backend settings.fidelity.frequency_step settings.fidelity.gust
+settings.fidelity.height settings.fidelity.horizon settings.fidelity.onset settings.lift
 settings.lift.discard settings.lift.duration settings.lift.frequencies settings.lift.learning_rate
 settings.lift.max_steps settings.lift.optimizer settings.lift.start_factor settings.moments
 settings.moments.discard settings.moments.duration settings.moments.frequencies
