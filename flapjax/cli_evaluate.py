@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from typing import List, NoReturn, Optional
 
 import typer
@@ -19,8 +20,15 @@ def exit_on_error(exc: BaseException) -> NoReturn:
     if isinstance(exc, (typer.Exit, typer.Abort, SystemExit)):
         raise exc
     if isinstance(exc, KeyboardInterrupt):
+        # Leave at once: an ordinary exit tears down XLA's thread pools while a
+        # worker may still run a compiled step, which can abort the process
+        # ("pure virtual method called", exit -6) instead of ending with 130.
+        # The output folder's lock and partial files were released by the
+        # ``with`` blocks the interrupt unwound through.
         typer.secho("interrupted", err=True, fg=typer.colors.RED)
-        raise typer.Exit(code=130) from None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     if isinstance(exc, (ConfigError, UnicodeDecodeError)):
         message, code = str(exc), 2
     elif isinstance(exc, OSError):

@@ -63,3 +63,23 @@ def test_killed_identification_resumes_from_finished_studies(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert set(results["identified"]) >= {"k_f", "k_roll", "k_pitch"}
     assert json.loads(first.read_text()) == saved
+
+
+@pytest.mark.slow  # an identification run in a subprocess, interrupted three times over
+def test_ctrl_c_ends_identify_with_130_and_a_resumable_folder(tmp_path):
+    """SIGINT (Ctrl-C) mid-run: exit code 130 and one line, never an abort of
+    the process (an ordinary exit could tear XLA's threads down under a
+    running step)."""
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY)
+    for attempt in range(3):
+        out = tmp_path / f"out{attempt}"
+        proc = subprocess.Popen(_identify(cfg, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while not (out / "studies").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5 * attempt)  # at the start, while compiling, while stepping
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, (proc.returncode, err[-2000:])
+        assert "interrupted" in err and "Traceback" not in err and "pure virtual" not in err
