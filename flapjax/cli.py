@@ -16,7 +16,7 @@ from typing import List, Optional
 
 import typer
 
-from flapjax.cli_evaluate import exit_on_error
+from flapjax.cli_evaluate import end_on_ctrl_c, exit_on_error
 from flapjax.safe_io import output_folder
 from flapjax.validation import ConfigError, check_choice
 
@@ -43,6 +43,7 @@ def main() -> None:
     from flapjax.cache import enable_compilation_cache, prefer_fast_cpu_compile
     from flapjax.devices import command_setup
 
+    end_on_ctrl_c()
     prefer_fast_cpu_compile()
     try:  # one JAX device per core (before JAX starts; FLAPJAX_CORES=1 opts out)
         typer.echo(command_setup(), err=True)

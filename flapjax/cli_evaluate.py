@@ -12,6 +12,26 @@ import typer
 from flapjax.validation import ConfigError, loads_json
 
 
+def end_on_ctrl_c() -> None:
+    """Make Ctrl-C (SIGINT) end the command at once with exit code 130 and
+    one line. Python's own KeyboardInterrupt can land inside a callback that
+    swallows it (JAX's garbage-collection hook prints "Exception ignored"
+    and the run goes on), and an ordinary exit tears XLA's thread pools
+    down under a running step, which can abort the process ("pure virtual
+    method called"). Files are written atomically, so none is left half
+    written; the output folder's lock is an OS lock, released with the
+    process."""
+    import signal
+
+    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, handler)
+
+
 def exit_on_error(exc: BaseException) -> NoReturn:
     """End a command on ``exc`` with a one-line message instead of a
     traceback: exit code 2 for bad input (:class:`ConfigError`, a file that
