@@ -195,17 +195,7 @@ def _collapse(spec: mujoco.MjSpec, base: str, full: mujoco.MjModel) -> mujoco.Mj
     body = spec.body(base)
     for child in list(body.bodies):
         spec.delete(child)
-    body.add_freejoint(name="root")
-    body.mass = mass
-    body.ipos = com - base_pos
-    principal, axes = np.linalg.eigh(inertia)
-    if np.linalg.det(axes) < 0:
-        axes[:, 0] = -axes[:, 0]
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, axes.ravel())
-    body.inertia = principal
-    body.iquat = quat
-    body.explicitinertial = True
+    flapper_model.set_lumped_body(body, mass, com - base_pos, inertia)
     return spec
 
 

@@ -133,16 +133,22 @@ def build(
     for act in list(lumped.actuators):
         lumped.delete(act)
     lumped.delete(lumped.body("plate"))
-    base = lumped.body("base")
-    base.add_freejoint(name="root")
-    base.mass = mass
-    base.ipos = com - base_pos
+    set_lumped_body(lumped.body("base"), mass, com - base_pos, inertia)
+    return lumped.compile()
+
+
+def set_lumped_body(body: mujoco.MjsBody, mass: float, com: np.ndarray, inertia: np.ndarray) -> None:
+    """Make ``body`` a free rigid body of ``mass`` [kg] with its centre of
+    mass at ``com`` (3,) [m, body frame] and the (3, 3) ``inertia`` [kg m^2]
+    about it (principal axes as the inertial frame): the lumped robot."""
+    body.add_freejoint(name="root")
+    body.mass = mass
+    body.ipos = com
     principal, axes = np.linalg.eigh(inertia)
     if np.linalg.det(axes) < 0:
         axes[:, 0] = -axes[:, 0]
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, axes.ravel())
-    base.inertia = principal
-    base.iquat = quat
-    base.explicitinertial = True
-    return lumped.compile()
+    body.inertia = principal
+    body.iquat = quat
+    body.explicitinertial = True
