@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Sequence
 
 import equinox as eqx
@@ -39,6 +40,7 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.hover import HoverGains
+from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError
 
@@ -312,10 +314,6 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
     ``height``, ``onset``, ``horizon``, ``backend``), as a study result:
     metrics ``fidelity_passed`` and, per manoeuvre, each signal's score
     beside the null model's; data: the paired cycle-mean responses."""
-    import time
-
-    from flapjax.identify.results import StudyResult
-
     s, t0 = cfg["fidelity"], time.perf_counter()
     mass, g = fl.robot_weight()
     model = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
