@@ -74,15 +74,26 @@ def advance_offset(offset: Scalar, frequency_command: Scalar, frequency: Scalar,
 
 
 def stroke_reference(
-    schedule: StrokeSchedule, cycles: Scalar, frequency: Scalar | None = None
+    schedule: StrokeSchedule,
+    cycles: Scalar,
+    frequency: Scalar | None = None,
+    *,
+    bias: Float[Array, "2"] | None = None,
+    amplitude_scale: Float[Array, "2"] | None = None,
 ) -> tuple[Float[Array, "2"], Float[Array, "2"], Float[Array, "2"]]:
-    """Reference stroke of both wings at phase ``cycles``.
+    """Reference stroke of both wings at phase ``cycles``:
+    ``psi = d A k sin(2 pi cycles + phi0) + b``.
 
     Args:
       schedule: amplitude, phase offset and per-wing direction.
       cycles: () phase 2 pi f t / (2 pi) wrapped to [0, 1) [cycles].
       frequency: () instantaneous frequency for the rates [Hz]; defaults to
         ``schedule.frequency``.
+      bias: (2,) stroke offset b of the (left, right) wing [rad] (a stroke-bias
+        channel); None: no offset (and no operation).
+      amplitude_scale: (2,) factor k on the amplitude of the (left, right)
+        wing [-] (an amplitude-difference channel: ``(1 + u, 1 - u)``);
+        None: 1 (and no operation).
 
     Returns:
       ``(psi, psi_dot, psi_ddot)``, each (2,) for (left, right) [rad],
@@ -92,7 +103,11 @@ def stroke_reference(
     omega = 2.0 * jnp.pi * f
     arg = 2.0 * jnp.pi * cycles + schedule.phase
     d_a = schedule.direction * schedule.amplitude
+    if amplitude_scale is not None:
+        d_a = d_a * amplitude_scale
     psi = d_a * jnp.sin(arg)
+    if bias is not None:
+        psi = psi + bias
     psi_dot = d_a * omega * jnp.cos(arg)
     psi_ddot = -d_a * omega**2 * jnp.sin(arg)
     return psi, psi_dot, psi_ddot

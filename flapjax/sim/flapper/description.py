@@ -12,10 +12,11 @@ reads the file (:func:`~flapjax.sim.flapper.description_model.load_robot_descrip
 compiles the named model and checks the names against it;
 :func:`flapjax.sim.flapper.make_robot` builds from a description.
 
-Channel kinds: ``"joint"`` (the set point of a servo-held joint, today's
-plate angles) drives the robot; ``"stroke_plane"``, ``"stroke_bias"``,
-``"amplitude_difference"`` and ``"frequency"`` are part of the schema and
-refused with an error naming the channel until the step supports them.
+Channel kinds (:mod:`flapjax.sim.flapper.channels`): ``"joint"`` (the set
+point of a servo-held joint, the seed's plate angles), ``"stroke_bias"``,
+``"amplitude_difference"`` and ``"frequency"`` drive the robot;
+``"stroke_plane"`` is part of the schema and refused with an error naming
+the channel until the bridge has stroke-plane joints.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Mapping
 from flapjax import aero
 from flapjax.aero import wing_file
 from flapjax.aero.options import AeroOptions
+from flapjax.sim.flapper import channels as flapper_channels
 from flapjax.sim.flapper.model import ASSETS
 from flapjax.validation import ConfigError, check_number
 
@@ -37,11 +39,9 @@ MAX_FREQUENCY = 1000.0
 MAX_AMPLITUDE = math.pi
 #: Prefix of a ``model`` path inside flapjax's own assets (``package:flapper.xml``).
 PACKAGE_PREFIX = "package:"
-#: Channel kinds of the schema; only ``"joint"`` reaches the robot today.
-CHANNEL_KINDS = ("joint", "stroke_plane", "stroke_bias", "amplitude_difference", "frequency")
-SUPPORTED_KINDS = ("joint",)
-#: Joint channels the step drives (``FlapperParams.plate`` has shape (2,)).
-JOINT_CHANNELS = 2
+#: Channel kinds of the schema, and those the step drives.
+CHANNEL_KINDS = flapper_channels.KINDS
+SUPPORTED_KINDS = flapper_channels.SUPPORTED
 
 _TOP = ("name", "model", "base", "wing", "wing_mass", "wings", "hinge", "stroke", "channels")
 _TOP_REQUIRED = ("model", "wing", "wings", "hinge", "stroke", "channels")
@@ -63,12 +63,14 @@ class JointNames:
       feathering: (left, right) passive feathering joints theta; the wing body
         is the body each one moves.
       plate: the servo-held joints of the joint channels, in channel order.
+      channel_kinds: the kind of every channel, in channel order.
     """
 
     base: str
     stroke: tuple[str, str]
     feathering: tuple[str, str]
     plate: tuple[str, ...]
+    channel_kinds: tuple[str, ...] = flapper_channels.SEED_KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,30 +196,40 @@ def _hinge(obj: Any, where: str) -> dict[str, float]:
     return out
 
 
+def _channel(item: Any, i: int, out: list[Channel], where: str) -> Channel:
+    """One ``[[channels]]`` table, checked against the channels before it."""
+    at = f"{where}[{i}]"
+    c = _table(item, at, _CHANNEL_KEYS, ("name", "kind"))
+    name = _name(c["name"], f"{at}.name")
+    at = f"{where}[{i}] {name!r}"
+    if name in (ch.name for ch in out):
+        raise ConfigError(f"{at}: the name is given twice")
+    kind = c["kind"]
+    if kind not in CHANNEL_KINDS:
+        raise ConfigError(f"{at}.kind: must be one of {list(CHANNEL_KINDS)}, got {kind!r}")
+    if kind not in SUPPORTED_KINDS:
+        raise ConfigError(f"{at}.kind: {kind!r} is not supported yet: the per-wing bridge has no stroke-plane "
+                          f"joints (supported: {list(SUPPORTED_KINDS)})")
+    if kind == "joint":
+        if "joint" not in c:
+            raise ConfigError(f"{at}.joint: missing: a 'joint' channel must name the joint it sets")
+        return Channel(name=name, kind=kind, joint=_name(c["joint"], f"{at}.joint"))
+    if "joint" in c:
+        raise ConfigError(f"{at}.joint: a {kind!r} channel moves the stroke, not a joint (only 'joint' "
+                          "channels name one)")
+    twin = [ch.name for ch in out if ch.kind == kind]
+    if twin:
+        raise ConfigError(f"{at}.kind: {kind!r} is already channel {twin[0]!r} (one channel of each stroke kind)")
+    return Channel(name=name, kind=kind)
+
+
 def _channels(obj: Any, where: str) -> tuple[Channel, ...]:
     """The ``[[channels]]`` list; an unsupported kind is refused by name."""
     if not isinstance(obj, list) or not obj:
-        raise ConfigError(f"{where}: must be a list of [[channels]] tables, got {obj!r}")
+        raise ConfigError(f"{where}: must be a non-empty list of [[channels]] tables, got {obj!r}")
     out: list[Channel] = []
     for i, item in enumerate(obj):
-        at = f"{where}[{i}]"
-        c = _table(item, at, _CHANNEL_KEYS, ("name", "kind"))
-        name = _name(c["name"], f"{at}.name")
-        at = f"{where}[{i}] {name!r}"
-        if name in (ch.name for ch in out):
-            raise ConfigError(f"{at}: the name is given twice")
-        kind = c["kind"]
-        if kind not in CHANNEL_KINDS:
-            raise ConfigError(f"{at}.kind: must be one of {list(CHANNEL_KINDS)}, got {kind!r}")
-        if kind not in SUPPORTED_KINDS:
-            raise ConfigError(f"{at}.kind: {kind!r} is not supported yet: only 'joint' channels (a servo-held "
-                              "joint's set point) reach the robot today")
-        if "joint" not in c:
-            raise ConfigError(f"{at}.joint: missing: a 'joint' channel must name the joint it sets")
-        out.append(Channel(name=name, kind=kind, joint=_name(c["joint"], f"{at}.joint")))
-    if len(out) != JOINT_CHANNELS:
-        raise ConfigError(f"{where}: the step drives exactly {JOINT_CHANNELS} joint channels today (the plate's "
-                          f"set points), got {len(out)}")
+        out.append(_channel(item, i, out, where))
     return tuple(out)
 
 
@@ -226,7 +238,7 @@ def _names(cfg: Mapping[str, Any], channels: tuple[Channel, ...], where: str) ->
     sides = [_table(wings[s], f"{where}: wings.{s}", _WING_KEYS, _WING_KEYS) for s in _WING_SIDES]
     fields = {f"wings.{s}.{k}": _name(w[k], f"{where}: wings.{s}.{k}")
               for k in _WING_KEYS for w, s in zip(sides, _WING_SIDES)}
-    fields.update({f"channels[{i}].joint": c.joint for i, c in enumerate(channels)})
+    fields.update({f"channels[{i}].joint": c.joint for i, c in enumerate(channels) if c.kind == "joint"})
     seen: dict[str, str] = {}
     for field, joint in fields.items():
         if joint in seen:
@@ -234,7 +246,8 @@ def _names(cfg: Mapping[str, Any], channels: tuple[Channel, ...], where: str) ->
         seen[joint] = field
     pick = lambda key: tuple(fields[f"wings.{s}.{key}"] for s in _WING_SIDES)  # noqa: E731
     return JointNames(base=_name(cfg.get("base", "base"), f"{where}: base"), stroke=pick("stroke"),
-                      feathering=pick("feathering"), plate=tuple(c.joint for c in channels))
+                      feathering=pick("feathering"), plate=tuple(c.joint for c in channels if c.kind == "joint"),
+                      channel_kinds=tuple(c.kind for c in channels))
 
 
 def description_from_dict(cfg: Mapping[str, Any], *, folder: str | Path = ".",

@@ -27,6 +27,7 @@ import numpy as np
 
 from flapjax.sim.flapper import model as flapper_model
 from flapjax.safe_io import read_settings
+from flapjax.sim.flapper.channels import joint_slots
 from flapjax.sim.flapper.description import FlapperDescription, JointNames, description_from_dict
 from flapjax.validation import ConfigError, check_choice, check_positive
 
@@ -61,9 +62,10 @@ def joint_indices(m: mujoco.MjModel, names: JointNames = SEED_NAMES) -> dict[str
     J, B = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_BODY
     sj = [_id(m, J, n, f"wings.{s}.stroke") for n, s in zip(names.stroke, _SIDES)]
     pj = [_id(m, J, n, f"wings.{s}.feathering") for n, s in zip(names.feathering, _SIDES)]
-    qj = [_id(m, J, n, f"channels[{i}].joint") for i, n in enumerate(names.plate)]
+    slots = joint_slots(names.channel_kinds)
+    qj = [_id(m, J, n, f"channels[{i}].joint") for i, n in zip(slots, names.plate)]
     for j, field in [*zip(sj + pj, [f"wings.{s}.{k}" for k in ("stroke", "feathering") for s in _SIDES]),
-                     *((j, f"channels[{i}].joint") for i, j in enumerate(qj))]:
+                     *((j, f"channels[{i}].joint") for i, j in zip(slots, qj))]:
         if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
             raise ConfigError(f"{field}: joint {m.joint(j).name!r} must be a hinge")
     plates = {int(m.body_parentid[m.jnt_bodyid[j]]) for j in sj}
@@ -82,7 +84,7 @@ def joint_indices(m: mujoco.MjModel, names: JointNames = SEED_NAMES) -> dict[str
         plate_q=tuple(int(m.jnt_qposadr[j]) for j in qj),
         plate_v=tuple(int(m.jnt_dofadr[j]) for j in qj),
         stroke_act=tuple(servo_of(m, j, f"wings.{s}.stroke") for j, s in zip(sj, _SIDES)),
-        plate_act=tuple(servo_of(m, j, f"channels[{i}].joint") for i, j in enumerate(qj)),
+        plate_act=tuple(servo_of(m, j, f"channels[{i}].joint") for i, j in zip(slots, qj)),
         plate_root=int(m.body_rootid[plate]),
     )
 

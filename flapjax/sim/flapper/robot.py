@@ -28,13 +28,14 @@ from jaxtyping import Array, Bool, Float, Int
 from mujoco import mjx
 
 from flapjax import aero
-from flapjax.aero.cycle_averaged import PLATE_LIMIT, CycleAveragedParams
+from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.aero.hinge import FeatheringHinge
 from flapjax.control.stroke import StrokeSchedule
 from flapjax.sim import rigid
 from flapjax.sim import tree
 from flapjax.sim.backend import BACKENDS
 from flapjax.sim.flapper import description_model
+from flapjax.sim.flapper.channels import SEED_KINDS, check_values
 from flapjax.sim.flapper import model as flapper_model
 from flapjax.sim.flapper.description import MAX_AMPLITUDE, MAX_FREQUENCY, FlapperDescription
 from flapjax.sim.flapper.description_model import resolve_description
@@ -62,9 +63,9 @@ class FlapperParams(eqx.Module):
     Attributes:
       stroke: stroke schedule (frequency [Hz], amplitude [rad], phase [rad],
         per-wing direction).
-      plate: (2,) commanded plate angles (pitch_joint, roll_joint) [rad]:
-        the set points of the robot's two joint channels, in a
-        description's channel order.
+      plate: (nc,) the robot's control-channel values, one per channel in
+        its description's order (:mod:`flapjax.sim.flapper.channels`); the
+        seed robot's are its two plate angles (pitch_joint, roll_joint) [rad].
       hinge: feathering hinge spring, damper and stops.
       aero: options of the per-wing model (scales, clips, coefficients).
       averaged: parameters of the cycle-averaged model.
@@ -82,7 +83,9 @@ class FlapperCommand(eqx.Module):
 
     Attributes:
       frequency: () flapping frequency f [Hz].
-      plate: (2,) plate angles (pitch_joint, roll_joint) [rad].
+      plate: (nc,) control-channel values in channel order
+        (:mod:`flapjax.sim.flapper.channels`); the seed robot's plate angles
+        (pitch_joint, roll_joint) [rad].
     """
 
     frequency: Scalar
@@ -140,6 +143,7 @@ class FlapperRobot(eqx.Module):
         integrator of :mod:`flapjax.sim.rigid` on the lumped root, the
         joint tree of :mod:`flapjax.sim.tree` on the fixed and free roots) (static).
       rigid_body: mass properties of the lumped body for the rigid backend.
+      channel_kinds: kind of each control channel, in channel order (static).
     """
 
     model: mjx.Model
@@ -166,6 +170,7 @@ class FlapperRobot(eqx.Module):
     plate_root: int = eqx.field(static=True)
     backend: str = eqx.field(static=True, default="mjx")
     rigid_body: Any = None
+    channel_kinds: tuple = eqx.field(static=True, default=SEED_KINDS)
 
     @property
     def has_wings(self) -> bool:
@@ -217,6 +222,9 @@ def robot_from_mjmodel(
       names: the joint and body names (a description's ``names``).
     """
     wing = aero.Wing.flapsim() if wing is None else wing
+    if aero_model == "averaged" and names.channel_kinds != SEED_KINDS:
+        raise ConfigError(f"aero_model: 'averaged' drives two joint channels (the plate's), this robot's channels "
+                          f"are {list(names.channel_kinds)}: use aero_model='wing'")
     base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, names.base)
     free_q = free_v = -1
     if root in ("free", "lumped"):
@@ -246,7 +254,8 @@ def robot_from_mjmodel(
     return FlapperRobot(
         model=mx, wing=wing, root=root, aero_model=aero_model, dt=float(m.opt.timestep),
         stroke_inertia=stroke_inertia, base_body=int(base), free_q=free_q, free_v=free_v,
-        base_root=int(m.body_rootid[base]), backend=backend, rigid_body=body, **idx,
+        base_root=int(m.body_rootid[base]), backend=backend, rigid_body=body, channel_kinds=names.channel_kinds,
+        **idx,
     )
 
 
@@ -308,7 +317,7 @@ def default_params(
     *,
     frequency: float = 30.0,
     amplitude: float | None = None,
-    plate: Sequence[float] = (0.0, 0.0),
+    plate: Sequence[float] | None = None,
     aero_options: aero.AeroOptions | None = None,
     averaged: CycleAveragedParams | None = None,
     description: FlapperDescription | str | Path | None = None,
@@ -321,7 +330,9 @@ def default_params(
     replaces the per-wing options whole (its own ``lift_scale`` included).
     With a ``description`` (docs/flapper_robots.md) the hinge, stops, stroke
     and the wing file's options are the description's, and ``frequency``
-    must lie in its ``stroke.frequency_range``."""
+    must lie in its ``stroke.frequency_range``. ``plate``: the channel
+    values (nc,) (default zeros), each within its kind's bound
+    (:data:`flapjax.sim.flapper.channels.LIMITS`)."""
     if description is None:
         cfg = json.loads(PARAMS_PATH.read_text())
         m, pitch = flapper_model.build("fixed"), flapper_model.PITCH_JOINTS[0]
@@ -347,7 +358,9 @@ def default_params(
     as_float_array("frequency", frequency, ())  # one world; batch with jax.vmap or flapper.sweep_params
     check_range("frequency", frequency, 0.0, MAX_FREQUENCY)
     check_range("amplitude", as_float_array("amplitude", amp, ()), 0.0, MAX_AMPLITUDE)
-    check_range("plate", as_float_array("plate", plate, (2,)), -PLATE_LIMIT, PLATE_LIMIT)
+    kinds = description.names.channel_kinds if description is not None else (
+        robot.channel_kinds if robot is not None else SEED_KINDS)
+    plate = check_values("plate", np.zeros(len(kinds)) if plate is None else plate, kinds, amplitude=amp)
     params = FlapperParams(
         stroke=StrokeSchedule(frequency=frequency, amplitude=amp, phase=cfg["phase"], direction=(1.0, 1.0)),
         plate=np.asarray(plate, dtype=float),

@@ -15,6 +15,7 @@ from mujoco import mjx
 
 from flapjax.control.stroke import stroke_reference
 from flapjax.sim import rigid
+from flapjax.sim.flapper.channels import joint_setpoints
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.flapper.step import step
 from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
@@ -201,5 +202,5 @@ def _init_mjx(robot, params, position, quat, velocity, angular_velocity) -> mjx.
             psi, psi_dot = jnp.zeros_like(psi), jnp.zeros_like(psi_dot)
         qpos = qpos.at[jnp.array(robot.stroke_q)].set(psi)
         qvel = qvel.at[jnp.array(robot.stroke_v)].set(psi_dot)
-        qpos = qpos.at[jnp.array(robot.plate_q)].set(params.plate)
+        qpos = qpos.at[np.asarray(robot.plate_q, dtype=int)].set(joint_setpoints(robot.channel_kinds, params.plate))
     return d.replace(qpos=qpos, qvel=qvel)

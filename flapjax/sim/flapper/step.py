@@ -52,9 +52,10 @@ from mujoco import mjx
 from flapjax import aero
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
-from flapjax.control.stroke import advance_offset, phase_cycles, servo_setpoint, stroke_reference
+from flapjax.control.stroke import advance_offset, servo_setpoint
 from flapjax.sim import backend, rigid, tree
 from flapjax.sim.flapper import health
+from flapjax.sim.flapper.channels import StrokeTargets, frequency_command, joint_setpoints, stroke_targets
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
 from flapjax.validation import ConfigError
@@ -129,15 +130,6 @@ class Joints(eqx.Module):
     stroke: Vec2
     pitch: Vec2
     plate: Vec2
-
-
-class StrokeTargets(eqx.Module):
-    """Stroke references of both wings: psi_ref [rad], psi_dot_ref [rad/s],
-    psi_ddot_ref [rad/s^2], each (2,) (zeros for the averaged model: the wings are held)."""
-
-    angle: Vec2
-    rate: Vec2
-    acceleration: Vec2
 
 
 class AeroWrench(eqx.Module):
@@ -224,18 +216,7 @@ def read_joints(robot: FlapperRobot, qpos: Float[Array, " nq"], command: Flapper
         zeros2 = jnp.zeros((2,), dtype=qpos.dtype)
         return Joints(stroke=zeros2, pitch=zeros2, plate=jnp.asarray(command.plate, dtype=qpos.dtype))
     return Joints(stroke=qpos[jnp.array(robot.stroke_q)], pitch=qpos[jnp.array(robot.pitch_q)],
-                  plate=qpos[jnp.array(robot.plate_q)])
-
-
-def stroke_targets(robot: FlapperRobot, params: FlapperParams, state: FlapperState, f_cmd: Scalar) -> StrokeTargets:
-    """Stroke reference at this step's phase (integer step counter plus the
-    accumulated offset of a varying frequency); zeros for the averaged model."""
-    if robot.aero_model == "averaged":
-        zeros2 = jnp.zeros((2,), dtype=f_cmd.dtype)
-        return StrokeTargets(angle=zeros2, rate=zeros2, acceleration=zeros2)
-    cycles = phase_cycles(params.stroke.frequency, state.step, robot.dt, state.phase_offset)
-    psi, psi_dot, psi_ddot = stroke_reference(params.stroke, cycles, f_cmd)
-    return StrokeTargets(angle=psi, rate=psi_dot, acceleration=psi_ddot)
+                  plate=qpos[np.asarray(robot.plate_q, dtype=int)])
 
 
 # ---------------------------------------------------------------------------
@@ -323,7 +304,8 @@ def servo(robot: FlapperRobot, params: FlapperParams, m: mjx.Model, ref: StrokeT
     # Position servo kp (u - psi) whose velocity gain is the joint damping kv.
     u = servo_setpoint(ref.angle, ref.rate, ref.acceleration, kp=m.actuator_gainprm[sa, 0], kv=m.dof_damping[sv],
                        inertia=robot.stroke_inertia)
-    ctrl = ctrl.at[sa].set(u).at[np.array(robot.plate_act)].set(jnp.asarray(command.plate, dtype=dtype))
+    ctrl = ctrl.at[sa].set(u).at[np.asarray(robot.plate_act, dtype=int)].set(
+        joint_setpoints(robot.channel_kinds, command.plate, dtype))
     qfrc = qfrc.at[np.array(robot.pitch_v)].set(stop_torque(params.hinge, joints.pitch))
     return Actuation(ctrl=ctrl, qfrc=qfrc)
 
@@ -400,9 +382,9 @@ def step(
     stages = STAGES[robot.dynamics]
     m = model_for(robot, params)
     d, base, frames = stages.read(robot, m, state.data)  # 1. read state
-    f_cmd = jnp.asarray(command.frequency, dtype=d.qpos.dtype)
+    f_cmd = frequency_command(robot, command.frequency, command.plate, d.qpos.dtype)
     joints = read_joints(robot, d.qpos, command)
-    ref = stroke_targets(robot, params, state, f_cmd)
+    ref = stroke_targets(robot, params, state, f_cmd, command.plate)
     if robot.aero_model == "wing":  # 2. aerodynamic wrench
         loads = wing_aero(robot, params, d, wind)
     else:

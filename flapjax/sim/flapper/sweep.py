@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from flapjax.aero.cycle_averaged import PLATE_LIMIT
 from flapjax.programs import ProgramCache, tree_key
+from flapjax.sim.flapper.channels import SEED_KINDS, check_values
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
@@ -306,19 +306,21 @@ def sweep_params(
     frequencies,
     *,
     amplitude=None,
-    plate=(0.0, 0.0),
+    plate=None,
     params: FlapperParams | None = None,
     robot: FlapperRobot | None = None,
 ) -> FlapperParams:
     """Per-world parameters with a leading world axis: frequency (n,),
-    amplitude () or (n,), plate (2,) or (n, 2); the rest of ``params``
-    (default :func:`default_params`) shared by every world."""
+    amplitude () or (n,), plate (the channel values: (nc,) or (n, nc),
+    default zeros); the rest of ``params`` (default :func:`default_params`)
+    shared by every world."""
     freqs = as_float_array("frequencies", np.atleast_1d(np.asarray(frequencies, dtype=float)), (None,))
     if freqs.size == 0:
         raise ConfigError("frequencies: need at least one frequency [Hz], got an empty list")
     n = freqs.shape[0]
     amp = None if amplitude is None else np.asarray(amplitude, dtype=float)
-    plate_a = np.asarray(plate, dtype=float)
+    kinds = SEED_KINDS if robot is None else robot.channel_kinds
+    plate_a = np.zeros(len(kinds)) if plate is None else np.asarray(plate, dtype=float)
     if amp is not None and amp.ndim == 1:
         n = max(n, amp.shape[0])
     if plate_a.ndim == 2:
@@ -337,8 +339,7 @@ def sweep_params(
     base = params if params is not None else default_params(robot)
     amps = fit("amplitude", base.stroke.amplitude if amp is None else amp, ())
     check_positive("amplitude", amps, allow_zero=True)
-    plates = fit("plate", plate_a, (2,))
-    check_range("plate", plates, -PLATE_LIMIT, PLATE_LIMIT)
+    plates = check_values("plate", fit("plate", plate_a, (len(kinds),)), kinds, amplitude=amps)
     batched = jax.tree.map(lambda x: to_device(np.broadcast_to(np.asarray(x), (n,) + np.shape(x))), base)
     return eqx.tree_at(
         lambda p: (p.stroke.frequency, p.stroke.amplitude, p.plate),
@@ -385,7 +386,7 @@ def sweep(
     *,
     duration: float = 0.6,
     discard: float = 0.3,
-    plate=(0.0, 0.0),
+    plate=None,
     amplitude=None,
     params: FlapperParams | None = None,
     robot: FlapperRobot | None = None,
@@ -401,7 +402,8 @@ def sweep(
     Args:
       frequencies: (n,) flapping frequencies [Hz].
       duration: run length [s]; discard: transient dropped before averaging [s].
-      plate: (2,) or (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      plate: (nc,) or (n, nc) control-channel values (the seed's plate
+        angles (pitch_joint, roll_joint) [rad]); default zeros.
       amplitude: () or (n,) stroke amplitude [rad]; default from the params.
       params: shared parameters (hinge, aero options, ...).
       robot: a fixed-base robot; default ``make_robot("fixed", "wing",
