@@ -52,7 +52,7 @@ SUPPORTED = ("joint", "stroke_bias", "amplitude_difference", "frequency")
 SEED_KINDS = ("joint", "joint")
 #: Largest |value| of each kind: [rad], [rad], [-], [Hz].
 LIMITS = {"joint": PLATE_LIMIT, "stroke_bias": 0.5, "amplitude_difference": 0.5, "frequency": 100.0}
-UNITS = {"joint": "rad", "stroke_bias": "rad", "amplitude_difference": "-", "frequency": "Hz"}
+UNITS = {"joint": "rad", "stroke_bias": "rad", "amplitude_difference": "(a fraction of A)", "frequency": "Hz"}
 
 
 def joint_slots(kinds: Sequence[str]) -> tuple[int, ...]:
@@ -136,7 +136,7 @@ def check_values(name: str, values, kinds: Sequence[str], *, amplitude: float | 
         col = arr[..., i]
         if not np.all(np.isfinite(col)) or np.any(np.abs(col) > LIMITS[kind]):
             raise ConfigError(f"{name}: must lie in [-{LIMITS[kind]:g}, {LIMITS[kind]:g}] {UNITS[kind]} at channel "
-                              f"{i} (a {kind!r} channel), got {col.tolist()}")
+                              f"{i} (kind {kind!r}), got {col.tolist()}")
     ib, iu = slot(kinds, "stroke_bias"), slot(kinds, "amplitude_difference")
     if amplitude is not None and (ib is not None or iu is not None):
         b = 0.0 if ib is None else np.abs(arr[..., ib])
