@@ -59,7 +59,7 @@ from flapjax.evaluate_plot import plot_report
 from flapjax.files import lock_output_dir, to_jsonable, write_json
 from flapjax.programs import ProgramCache
 from flapjax.safe_io import atomic_write, available_memory, check_output_file
-from flapjax.validation import ConfigError, check_choice, check_int
+from flapjax.validation import ConfigError, check_bool, check_choice, check_int
 
 #: Working memory of a step relative to the batch's state (XLA temporaries).
 STATE_WORKING_FACTOR = 4
@@ -276,6 +276,7 @@ def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: 
     """
     check_int("n_worlds", n_worlds, 1)
     check_int("video", video, 0)
+    check_bool("randomize", randomize)  # "no" would be truthy
     check_int("seed", seed, -(2**63), 2**63 - 1)  # a larger seed overflows the key
     if noise_seed is not None:
         check_int("noise_seed", noise_seed, -(2**63), 2**63 - 1)

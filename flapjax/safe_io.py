@@ -48,8 +48,8 @@ import numpy as np
 from flapjax.validation import ConfigError
 
 __all__ = ["DEFAULT_INPUT_LIMIT_MB", "atomic_write", "available_memory", "check_fit_memory", "check_input_file",
-           "check_output_file", "input_limit", "load_npz", "output_folder", "read_bytes", "read_settings",
-           "read_text", "save_figure", "write_text"]
+           "check_output_file", "format_size", "input_limit", "load_npz", "output_folder", "read_bytes",
+           "read_settings", "read_text", "save_figure", "table_memory_limit", "write_text"]
 
 #: Largest input file read by default [MiB] (``FLAPJAX_MAX_INPUT_MB`` overrides).
 DEFAULT_INPUT_LIMIT_MB = 256
@@ -70,6 +70,17 @@ def input_limit() -> int:
     if not (math.isfinite(mb) and mb > 0):
         raise ConfigError(f"{LIMIT_ENV}: must be a positive number of MiB, got {text!r}")
     return int(mb * 2**20)
+
+
+def table_memory_limit() -> int:
+    """Largest memory a parsed input table may take [bytes]: 4 times
+    :func:`input_limit` (1 GiB by default)."""
+    return 4 * input_limit()
+
+
+def format_size(n: float) -> str:
+    """``n`` bytes in KiB, MiB or GiB (one decimal)."""
+    return _size(n)
 
 
 def _size(n: float) -> str:

@@ -33,6 +33,9 @@ Scalar = Float[Array, ""]
 NEAR_VERTICAL = 0.7071067811865476
 _EPS = 1e-9
 MAX_PITCH = 0.7853981633974483
+#: Largest distance of a ground or wall plane from the origin read from a file [m]
+#: (a finite wall farther away is a typo; +inf says "no wall").
+MAX_EXTENT = 1e4
 
 
 class Scene(eqx.Module):

@@ -77,6 +77,13 @@ def _big_csv(tmp_path: Path) -> Path:
     return path
 
 
+def _long_csv(tmp_path: Path) -> Path:
+    """A small file whose rows would take 10.3 MiB once parsed (20002 lines x 2 cells x 270 bytes)."""
+    path = tmp_path / "long.csv"
+    path.write_text("time_s,frequency_hz\n" + "0.1,100\n" * 20_000)
+    return path
+
+
 READ_CASES = [
     ("npz member decompressing beyond the limit", _zip_bomb, None,
      r"bomb\.npz: the \.npz archive would decompress to 320\.0 MiB \(member 'time_s\.npy'"),
@@ -86,6 +93,9 @@ READ_CASES = [
     ("a folder", lambda tmp: tmp, None, r"cannot read the data file: it is a folder"),
     ("a file above FLAPJAX_MAX_INPUT_MB", _big_csv, {"FLAPJAX_MAX_INPUT_MB": "0.05"},
      r"big\.csv: the data file is 156\.3 KiB, above the input limit of 51\.2 KiB \(set FLAPJAX_MAX_INPUT_MB"),
+    ("a CSV whose parsed rows would pass the table limit", _long_csv, {"FLAPJAX_MAX_INPUT_MB": "0.5"},
+     r"long\.csv: 20002 lines of 2 columns: parsing the CSV table needs about 10\.3 MiB, above the 2\.0 MiB "
+     r"allowed for a table"),
 ]
 
 
@@ -339,6 +349,19 @@ STRICT_CASES = [
      r"hover\.csv: line 1: scene\.ground_z_m must be a number, written as a plain decimal .* got '2_0'"),
     ("scene comment key twice", lambda t: _scene(t, comment="# scene.ground_z_m = 0\n# scene.ground_z_m = 1\n"),
      r"hover\.csv: line 2: scene\.ground_z_m is given twice"),
+    ("task randomization offset 1e9 m", lambda t: _task(**{"randomization.wall_x": [-1e9, 1e9]}),
+     r"wall_x: must lie in \[-10, 10\]"),
+    ("task mass_scale up to 1e9", lambda t: _task(**{"randomization.mass_scale": [0.9, 1e9]}),
+     r"mass_scale: must lie in \[0\.001, 10\]"),
+    ("task residual_scale 1e9 m", lambda t: _task(residual_scale=(1e9, 0.25, 2.0, 0.2)),
+     r"residual_scale\[0\] \(position\): must lie in \[0, 1\]"),
+    ("profile time_constant 1e9 s", lambda t: _profile(t, rotors=[{**r, "time_constant": 1e9} for r in
+                                                                  _quad_dict()["rotors"]]),
+     r"time_constant: must lie in \[-inf, 10\]"),
+    ("profile ee_radius 1e6 m", lambda t: _profile(t, ee_radius=1e6), r"ee_radius: must lie in \[-inf, 1\]"),
+    ("profile defaults not a table", lambda t: _profile(t, defaults=5), r"quad\.json\.defaults: expected a table"),
+    ("scene sidecar 1e300 m", lambda t: _scene(t, sidecar='{"ground_z_m": 1e300}'),
+     r"hover\.scene\.json: sidecar: scene\.ground_z_m must lie within \+-10000 m"),
 ]
 
 
@@ -388,6 +411,13 @@ def _reset(key=None, **kwargs):
     return w.reset(w.default_params(), jax.random.key(0) if key is None else key, np.zeros(3), **kwargs)
 
 
+def _reset_at(position):
+    import jax
+
+    w = _world()
+    return w.reset(w.default_params(), jax.random.key(0), np.asarray(position, dtype=float))
+
+
 def _step_without_reference():
     import jax
 
@@ -431,6 +461,11 @@ TRACEBACK_CASES = [
     ("evaluate seed 1e20", lambda: _evaluate(seed=99999999999999999999), r"seed: must be an integer in \[-9223"),
     ("evaluate --ablate X --disable X", lambda: _evaluate(ablate=("drag",), disabled_effects=("drag",)),
      r"ablate: 'drag' is also disabled"),
+    ("reset at NaN", lambda: _reset_at([math.nan, 0.0, 0.0]), r"position: must be finite"),
+    ("reset 1e9 m away", lambda: _reset_at([1e9, 0.0, 0.0]), r"position: must lie in \[-10000, 10000\]"),
+    ("box half size 1e6 m", lambda: _world(backend="mjx", with_box=True, box_half_size=(1e6, 0.05, 0.05)),
+     r"box_half_size: must lie in \[-inf, 10\]"),
+    ("evaluate randomize 'no'", lambda: _evaluate(randomize="no"), r"randomize: must be true or false, got str 'no'"),
 ]
 
 
@@ -559,3 +594,35 @@ def test_a_fifo_config_or_profile_is_refused_without_opening_it(what, load, mess
             load(tmp_path / "pipe.toml")
     finally:
         signal.alarm(0)
+
+
+def test_results_file_and_scene_sidecar_that_are_not_files_are_refused_in_bounded_time_and_memory(tmp_path):
+    """A task's ``chain_coefficients`` on a device, and a log's scene
+    sidecar that is a FIFO or a folder: refused by name (a device was read
+    without end, a FIFO or a folder skipped as if absent)."""
+    (tmp_path / "fifo").mkdir()
+    (tmp_path / "dir").mkdir()
+    for sub in ("fifo", "dir"):
+        (tmp_path / sub / "hover.csv").write_text("time_s\n0.0\n")
+    os.mkfifo(tmp_path / "fifo" / "hover.scene.json")
+    (tmp_path / "dir" / "hover.scene.json").mkdir()
+    proc = _child(f"""
+        import json
+        from flapjax.identify.multirotor.log import read_scene
+        from flapjax.tasks.config import TaskConfig
+        from flapjax.validation import ConfigError
+        out = []
+        for call in (lambda: TaskConfig(chain_coefficients="/dev/zero"),
+                     lambda: read_scene({str(tmp_path / 'fifo' / 'hover.csv')!r}),
+                     lambda: read_scene({str(tmp_path / 'dir' / 'hover.csv')!r})):
+            try:
+                out.append("OK " + repr(call()))
+            except ConfigError as exc:
+                out.append("ERROR " + str(exc))
+        print(json.dumps(out))
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    device, fifo, folder = json.loads(proc.stdout.splitlines()[-1])
+    assert re.search(r"chain_coefficients: /dev/zero: cannot read the results file: it is a device", device), device
+    assert re.search(r"hover\.scene\.json: cannot read the scene sidecar: it is a FIFO", fifo), fifo
+    assert re.search(r"hover\.scene\.json: cannot read the scene sidecar: it is a folder", folder), folder

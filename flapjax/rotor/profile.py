@@ -142,8 +142,9 @@ class RotorProfile(eqx.Module):
         return self.positions.shape[0]
 
 
-#: Most rotors a profile may have (a larger count is a typo, not an airframe).
-MAX_ROTORS = 64
+#: Most rotors a profile may have (a larger count is a typo, not an airframe), slowest rotor
+#: time constant [s] and largest end-effector radius [m] accepted.
+MAX_ROTORS, MAX_TIME_CONSTANT, MAX_EE_RADIUS = 64, 10.0, 1.0
 
 
 def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -176,8 +177,9 @@ def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
             f"thrust_max[{i}]: must be > thrust_min[{i}] = {out['thrust_min'][i]:g} N (limits in order), got {out['thrust_max'][i]:g} N"
         )
     check_range("torque_coeff", out["torque_coeff"], 0.0, None)
-    for key in ("radius", "time_constant", "rate_limit"):
+    for key, hi in (("radius", None), ("time_constant", MAX_TIME_CONSTANT), ("rate_limit", None)):
         check_positive(key, out[key])
+        check_range(key, out[key], None, hi)
     out["mass"] = as_float_array("mass", v["mass"], ())
     check_positive("mass", out["mass"])
     out["inertia"] = as_float_array("inertia", v["inertia"], (3,))
@@ -189,6 +191,7 @@ def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
     out["ee_position"] = as_float_array("ee_position", v["ee_position"], (3,))
     out["ee_radius"] = as_float_array("ee_radius", v["ee_radius"], ())
     check_positive("ee_radius", out["ee_radius"])
+    check_range("ee_radius", out["ee_radius"], None, MAX_EE_RADIUS)
     return out
 
 
@@ -295,11 +298,9 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
 
     Each rotor table holds ``position``, ``axis``, ``spin``, ``thrust_min``,
     ``thrust_max``, ``torque_coeff``, ``radius``, ``time_constant`` and
-    ``rate_limit``; a ``defaults`` table may give any of those for every rotor.
-    A ``chain`` table (identified chain coefficients, read by
-    :func:`flapjax.identify.multirotor.load_chain_params`) is allowed and
-    not part of the profile. Errors name the field, e.g. ``rotors[2].axis``.
-    """
+    ``rate_limit``; a ``defaults`` table may give any of those for every rotor. A ``chain`` table (identified
+    chain coefficients, :func:`flapjax.identify.multirotor.load_chain_params`) is allowed and not part of the
+    profile. Errors name the field, e.g. ``rotors[2].axis``."""
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"{source}: expected a table, got {type(cfg).__name__}")
     unknown = set(cfg) - set(_BODY_KEYS) - {"rotors", "defaults", "chain"}
@@ -310,7 +311,9 @@ def profile_from_dict(cfg: Mapping[str, Any], *, source: str = "profile",
         raise ConfigError(f"{source}.rotors: expected a non-empty list of rotor tables, got {rotors!r}")
     if len(rotors) > MAX_ROTORS:
         raise ConfigError(f"{source}.rotors: at most {MAX_ROTORS} rotors, got {len(rotors)}")
-    defaults = dict(cfg.get("defaults", {}))
+    defaults = cfg.get("defaults", {})
+    if not isinstance(defaults, Mapping):
+        raise ConfigError(f"{source}.defaults: expected a table of rotor values, got {defaults!r}")
     bad = set(defaults) - set(_ROTOR_KEYS)
     if bad:
         raise ConfigError(f"{source}.defaults: unknown keys {sorted(bad)}; allowed {list(_ROTOR_KEYS)}")
@@ -380,21 +383,18 @@ PROFILE_SUFFIXES = (".toml", ".json")
 
 
 def load_profile(path: str | pathlib.Path, *, allow_infeasible: bool = False) -> RotorProfile:
-    """Load and validate a profile from a ``.toml`` or ``.json`` file
-    (``allow_infeasible``: see :class:`RotorProfile`)."""
+    """Load and validate a profile from a ``.toml`` or ``.json`` file (``allow_infeasible``: :class:`RotorProfile`)."""
     path = pathlib.Path(path)
     suffix = path.suffix.lower()
     if suffix not in PROFILE_SUFFIXES:
         raise ConfigError(f"path: profile files must end in .toml or .json, got {str(path)!r}")
-    cfg = read_settings(path, what="profile")  # a regular file within the input limit; strict JSON
-    cfg = {"name": path.stem, **cfg}
+    cfg = {"name": path.stem, **read_settings(path, what="profile")}  # a regular file within the input limit
     return profile_from_dict(cfg, source=path.name, allow_infeasible=allow_infeasible)
 
 
 def resolve_profile(robot: "str | pathlib.Path | RotorProfile", *, field: str = "robot") -> RotorProfile:
-    """A profile from a preset name (``quad_x``, ``hexa``, ``hexa_tilted``),
-    a profile file (``.toml`` / ``.json``, :func:`load_profile`) or a
-    profile (returned as is); errors name ``field``."""
+    """A profile from a preset name (``quad_x``, ``hexa``, ``hexa_tilted``), a profile file (``.toml`` /
+    ``.json``, :func:`load_profile`) or a profile (returned as is); errors name ``field``."""
     if isinstance(robot, RotorProfile):
         return robot
     if not isinstance(robot, (str, pathlib.Path)):

@@ -12,11 +12,13 @@ Ranges are ``(lo, hi)`` tuples; ``*_scale`` ranges multiply the nominal value.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Mapping
 
 from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.rotor.chain import ChainOptions
 from flapjax.rotor.profile import PROFILE_SUFFIXES
+from flapjax.safe_io import check_input_file
 from flapjax.validation import (ConfigError, as_float_array, check_bool, check_choice, check_int, check_number,
                                 check_range)
 
@@ -41,6 +43,10 @@ NOISE_STD_MAX = dict(sensor_position_std=1.0, sensor_velocity_std=10.0, sensor_a
                      sensor_rate_std=10.0, command_thrust_std=100.0)
 #: Smallest physics step [s] (a smaller one only burns compute: 1e-300 never ends).
 MIN_PHYSICS_DT = 1e-6
+#: Randomization bounds: offsets [m], factors on a nominal value [-], near-wall coefficients [-].
+MAX_OFFSET, MAX_SCALE, MAX_PROXIMITY_COEFF = 10.0, 10.0, 1.0
+#: Largest residual_scale: end-effector position [m], velocity [m/s], force [N], yaw [rad].
+MAX_RESIDUAL_SCALE = (1.0, 10.0, 100.0, 3.141592653589793)
 #: Largest substeps, episode_length and solver iteration counts accepted.
 MAX_COUNTS = dict(substeps=1000, episode_length=10_000_000, solver_iterations=1000, solver_ls_iterations=1000)
 
@@ -138,10 +144,12 @@ class RandomizationConfig:
         as_float_array("colour_jitter", self.colour_jitter, ())
         check_range("colour_jitter", self.colour_jitter, 0.0, 1.0)
         object.__setattr__(self, "colour_jitter", float(self.colour_jitter))
-        bounds = dict(wall_pitch=(-0.7853981633974483, 0.7853981633974483), friction_scale=(1e-3, None),
-                      object_yaw=(-3.141592653589793, 3.141592653589793), mass_scale=(1e-3, None),
-                      inertia_scale=(1e-3, None), thrust_scale=(1e-3, None), torque_scale=(0.0, None),
-                      time_constant_scale=(1e-3, None), wall_thrust_coeff=(0.0, None), wall_lateral_coeff=(0.0, None))
+        off, scale, coeff = (-MAX_OFFSET, MAX_OFFSET), (1e-3, MAX_SCALE), (0.0, MAX_PROXIMITY_COEFF)
+        bounds = dict(wall_pitch=(-0.7853981633974483, 0.7853981633974483), friction_scale=scale,
+                      object_yaw=(-3.141592653589793, 3.141592653589793), mass_scale=scale, inertia_scale=scale,
+                      thrust_scale=scale, torque_scale=(0.0, MAX_SCALE), time_constant_scale=scale,
+                      wall_thrust_coeff=coeff, wall_lateral_coeff=coeff, wall_x=off, object_position=off,
+                      start_position=off, goal_position=off)
         for f in dataclasses.fields(self):
             if f.name in ("enabled", "texture", "colour_jitter"):
                 continue
@@ -210,7 +218,8 @@ class TaskConfig:
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("backend", self.backend, TASK_BACKENDS)
         scale = as_float_array("residual_scale", self.residual_scale, (4,))
-        check_range("residual_scale", scale, 0.0, None)
+        for i, (part, hi) in enumerate(zip(("position", "velocity", "force", "yaw"), MAX_RESIDUAL_SCALE)):
+            check_range(f"residual_scale[{i}] ({part})", scale[i], 0.0, hi)
         object.__setattr__(self, "residual_scale", tuple(float(x) for x in scale))
         object.__setattr__(self, "disabled_effects", tuple(self.disabled_effects))
         for e in self.disabled_effects:
@@ -258,8 +267,10 @@ class TaskConfig:
         from flapjax.rotor.chain import ChainParams
 
         if self.chain_coefficients is not None:
+            _check_results_file(self.chain_coefficients)
             return coefficients.chain_params_from_results(self.chain_coefficients)
         if self.robot_is_file:
+            _check_results_file(coefficients.chain_results_path(self.robot))
             return coefficients.load_chain_params(self.robot)
         return ChainParams()
 
@@ -310,6 +321,15 @@ def replace_config(config, overrides: Mapping[str, Any] | None = None, **kwargs)
         elif key == "disabled_effects" and isinstance(value, str):
             flat[key] = (value,)
     return dataclasses.replace(config, **flat)
+
+
+def _check_results_file(path: str | os.PathLike | None) -> None:
+    """Refuse, without opening it, a results file that is there but is a
+    device (``/dev/zero`` never ends), a FIFO, a folder or above the input
+    limit (:func:`flapjax.safe_io.check_input_file`); a missing one is left
+    to the reader, which says so."""
+    if path is not None and os.path.lexists(path):
+        check_input_file(path, what="results file")
 
 
 def config_to_dict(config) -> dict[str, Any]:

@@ -198,6 +198,8 @@ def _scene_value(path: Path | str, key: str, value: Any, where: str) -> float:
         raise DataError(f"{path}: {where}: {exc}") from None
     if v == -math.inf:
         raise DataError(f"{path}: {where}: scene.wall_x_m must be a finite distance or +inf (no wall), got -inf")
+    if math.isfinite(v) and abs(v) > sc.MAX_EXTENT:
+        raise DataError(f"{path}: {where}: scene.{key} must lie within +-{sc.MAX_EXTENT:g} m, got {v:g}")
     if key == "wall_pitch_rad" and abs(v) > sc.MAX_PITCH:
         raise DataError(f"{path}: {where}: scene.wall_pitch_rad must be within +-{sc.MAX_PITCH:.4f} rad, got {v:g}")
     return v
@@ -214,7 +216,7 @@ def read_scene(path: str | Path, scene: Mapping[str, Any] | None = None) -> dict
     p = Path(path)
     out = dict(SCENE_KEYS)
     side = sidecar_path(p)
-    if side.is_file():
+    if side.exists() or side.is_symlink():  # a FIFO, a folder or a dangling link there is named, not skipped
         try:
             data = loads_json(safe_io.read_text(side, what="scene sidecar"), where=str(side),
                               allow_infinity=True)  # wall_x_m = Infinity: no wall (json.dumps writes inf so)

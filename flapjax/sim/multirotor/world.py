@@ -42,10 +42,12 @@ from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldS
 from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
 from flapjax.validation import (ConfigError, as_float_array, check_bool, check_choice, check_int, check_number,
-                                check_positive, check_prng_key, check_shape, is_traced)
+                                check_positive, check_prng_key, check_range, check_shape, is_traced)
 
 #: Shortest step accepted [s] (a shorter one only burns compute: 1e-300 never ends).
 MIN_DT = 1e-6
+#: Largest start coordinate [m] and box half size [m] accepted (beyond, float32 positions lose the millimetre).
+MAX_POSITION, MAX_BOX_HALF_SIZE = 1e4, 10.0
 
 
 class MultirotorWorld(eqx.Module):
@@ -122,6 +124,7 @@ class MultirotorWorld(eqx.Module):
         dt = check_number("dt", dt, MIN_DT, None)  # a list or 1e-300 is refused, not stepped forever
         if with_box:
             check_positive("box_half_size", as_float_array("box_half_size", box_half_size, (3,)))
+            check_range("box_half_size", box_half_size, None, MAX_BOX_HALF_SIZE)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
         check_int("iterations", iterations, 1)
@@ -207,6 +210,7 @@ class MultirotorWorld(eqx.Module):
             params = params.params
         check_prng_key("key", key)
         check_shape("position", position, (3,))
+        check_range("position", position, -MAX_POSITION, MAX_POSITION)  # NaN or 1e9 m: refused, not flown
         if not is_traced(yaw):
             as_float_array("yaw", yaw)  # "north" is refused naming yaw
         if jnp.ndim(yaw) != 0:
