@@ -180,13 +180,15 @@ def test_the_guide_runs_and_shows_the_seed_numbers(monkeypatch):
 
     monkeypatch.chdir(REPO)
     blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "flapper_robots.md").read_text(), re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, "docs/flapper_robots.md", "exec"), namespace)
     golden = json.loads((REPO / "tests" / "golden" / "regression.json").read_text())["sweep"]
     np.testing.assert_allclose(np.asarray(namespace["res"].force), np.asarray(golden["force"]), rtol=1e-6, atol=1e-12)
     assert np.linalg.norm(np.asarray(namespace["final"].data.qpos[:3]) - [0.0, 0.0, 0.5]) > 1e-5  # it flew
+    steer = np.asarray(namespace["steer"].moment)  # the second robot pitches (+y) and rolls (+x) as the guide says
+    assert steer[1, 1] > 100 * abs(steer[0, 1]) and steer[2, 0] > 100 * abs(steer[0, 0])
 
 
 def test_the_hinge_table_replaces_the_models_spring_and_damper(tmp_path):

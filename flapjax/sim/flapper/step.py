@@ -54,7 +54,7 @@ from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
 from flapjax.control.stroke import advance_offset, servo_setpoint
 from flapjax.sim import backend, rigid, tree
-from flapjax.sim.flapper import health
+from flapjax.sim.flapper import health, plate_motion
 from flapjax.sim.flapper.channels import StrokeTargets, frequency_command, joint_setpoints, stroke_targets
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
@@ -83,7 +83,7 @@ class FlapperDiagnostics(eqx.Module):
       stroke_reference: (2,) servo targets [rad].
       stroke_error: (2,) psi - psi_ref [rad].
       pitch: (2,) feathering angles theta [rad].
-      plate: (2,) plate joint angles (or the command on the lumped body) [rad].
+      plate: (nj,) joint-channel angles (the seed's plates; the command on the lumped body) [rad].
       frequency: () commanded frequency [Hz].
     """
 
@@ -124,7 +124,7 @@ class Joints(eqx.Module):
     """Joint angles at the start of the step (zeros and the command on the lumped body).
 
     Attributes:
-      stroke: (2,) psi [rad]; pitch: (2,) theta [rad]; plate: (2,) plate angles [rad].
+      stroke: (2,) psi [rad]; pitch: (2,) theta [rad]; plate: (nj,) joint-channel angles [rad].
     """
 
     stroke: Vec2
@@ -267,12 +267,13 @@ def wing_aero(robot: FlapperRobot, params: FlapperParams, d: mjx.Data,
 
 
 def averaged_aero(robot: FlapperRobot, params: FlapperParams, base: BaseFrame, f_cmd: Scalar, plate: Vec2,
-                  wind: Float[Array, "3"] | None = None) -> AeroWrench:
+                  wind: Float[Array, "3"] | None = None, plate_rate: Vec2 | None = None) -> AeroWrench:
     """Cycle-averaged wrench on the base body (seed section 10); its drag
-    and speed couplings see the velocity relative to ``wind`` (3,) [m/s]."""
+    and speed couplings see the velocity relative to ``wind`` (3,) [m/s];
+    ``plate_rate`` (2,) [rad/s] drives the stroke-plane damping."""
     v_air = base.v_com if wind is None else base.v_com - jnp.asarray(wind, dtype=base.v_com.dtype)
     avg = cycle_averaged_wrench(params.averaged, frequency=f_cmd, plate=plate, rot_world_body=base.rot_world_body,
-                                v_world=v_air, w_body=base.w_body)
+                                v_world=v_air, w_body=base.w_body, plate_rate=plate_rate)
     dtype = base.origin.dtype
     xfrc = jnp.zeros((robot.model.nbody, 6), dtype=dtype).at[robot.base_body].set(avg.wrench)
     return AeroWrench(
@@ -355,7 +356,7 @@ STAGES = {"mjx": Backend(read_mjx, advance_mjx), "rigid_body": Backend(read_rigi
 
 
 def command_from_params(params: FlapperParams) -> FlapperCommand:
-    """Open-loop command: the schedule's frequency and the plate angles."""
+    """Open-loop command: the schedule's frequency and the channel values (the seed's plate angles)."""
     return FlapperCommand(frequency=params.stroke.frequency, plate=params.plate)
 
 
@@ -388,14 +389,19 @@ def step(
     if robot.aero_model == "wing":  # 2. aerodynamic wrench
         loads = wing_aero(robot, params, d, wind)
     else:
-        loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind)
+        turn = plate_motion.plate_change(state.last_plate, joints.plate)
+        loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind,
+                              None if state.last_plate is None else turn / robot.dt)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
+    if robot.aero_model != "wing" and state.last_plate is not None:
+        d_new = plate_motion.turn_back(robot, params.averaged, d_new, turn)
     healthy, code = health.guard(robot, params, state, d_new, base, loads.force_world, f_cmd)  # 5. guard
     new_state = FlapperState(
         data=backend.keep_good(healthy, d_new, state.data),
         step=state.step + 1, healthy=healthy, health=code,
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
+        last_plate=None if state.last_plate is None else joints.plate.astype(state.last_plate.dtype),
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 
