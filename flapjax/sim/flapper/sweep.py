@@ -267,12 +267,12 @@ class SweepResult(eqx.Module):
       lift_total: (n,) cycle-mean |F_N,L| + |F_N,R| [N].
       frequency: (n,) flapping frequency [Hz].
       amplitude: (n,) stroke amplitude [rad].
-      plate: (n, 2) plate angles (pitch_joint, roll_joint) [rad].
+      plate: (n, nc) control-channel values (the seed's plate angles) [rad].
       stroke_error_rms: (n,) RMS stroke tracking error [rad].
       stroke_error_max: (n,) max stroke tracking error [rad].
       clip_fraction: (n,) fraction of wing-steps at the force clip [-].
-      plate_angle: (n, 2) cycle-mean plate joint angles [rad].
-      plate_range: (n, 2) peak-to-peak swing of the plate joint angles over
+      plate_angle: (n, nj) cycle-mean joint-channel angles [rad].
+      plate_range: (n, nj) peak-to-peak swing of the joint-channel angles over
         the window [rad].
       healthy: (n,) the world stayed healthy; health: (n,) int32 reasons it
         did not (:func:`flapjax.sim.flapper.health.count_reasons`; None: not recorded).
@@ -394,8 +394,8 @@ def sweep(
 ) -> SweepResult:
     """Fixed-base sweep: one world per row, cycle-mean force and moment.
 
-    Frequencies, amplitudes and plate angles broadcast against each other
-    (scalars / (2,) plate shared, or one value per world). Worlds run in
+    Frequencies, amplitudes and channel values broadcast against each other
+    (scalars / (nc,) values shared, or one value per world). Worlds run in
     chunks of ``batch_size`` through one compiled program (:func:`sweep_program`), so any
     number of rows reuses the same compilation (the last chunk is padded).
 
