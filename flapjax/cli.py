@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -26,6 +27,22 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def one_line_warnings() -> None:
+    """Show flapjax's own warnings (an unflyable airframe, a partial cycle)
+    as one line ``warning: <message>`` on stderr: the source line where
+    Python found them is a library's internals, not the user's input.
+    Other warnings go to the ``warnings.showwarning`` installed before."""
+    show = warnings.showwarning
+
+    def hook(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.split(".")[0] == "flapjax":
+            typer.echo(f"warning: {message}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = hook
 
 
 @app.callback()
@@ -44,6 +61,7 @@ def main() -> None:
     from flapjax.devices import command_setup
 
     end_on_ctrl_c()
+    one_line_warnings()
     prefer_fast_cpu_compile()
     try:  # one JAX device per core (before JAX starts; FLAPJAX_CORES=1 opts out)
         typer.echo(command_setup(), err=True)

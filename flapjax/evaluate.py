@@ -22,7 +22,10 @@ Health: a world that turned unhealthy (non-finite state, command, thrust or
 margin; speed or body rate beyond the profile's bounds; see
 :mod:`flapjax.sim.multirotor.step`) is frozen and counted in
 ``unhealthy_worlds``; the control margins are reported over the healthy
-worlds, with ``non_finite_margins`` counting the others.
+worlds, with ``non_finite_margins`` counting the others. An airframe that
+cannot hold a hover on its own (:class:`~flapjax.rotor.flyable.UnflyableWarning`:
+one rotor, all spins alike, a rotor thrusting down) still runs, and the
+report keeps the reasons under ``airframe_warnings`` (empty when none).
 
 Uncertainty: the success rate comes with its Wilson 95 % interval
 (``success_rate_ci95``), each task metric with its standard error and a
@@ -45,11 +48,13 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+import warnings
 from typing import Callable, Sequence
 
 import jax
 import numpy as np
 
+from flapjax.rotor.flyable import UnflyableWarning
 from flapjax.tasks import registry
 from flapjax.tasks.actions import resolve_controller, world_keys
 from flapjax.tasks.adapters import require
@@ -296,6 +301,17 @@ def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: 
             lock.release()
 
 
+def _make_noting_airframe(task: str, overrides: dict) -> tuple[TaskEnv, list[str]]:
+    """The task's environment and what :class:`~flapjax.rotor.flyable.UnflyableWarning`
+    said about its airframe (shown as usual, and kept for the report)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = registry.make(task, overrides=overrides)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return env, sorted({str(w.message) for w in caught if issubclass(w.category, UnflyableWarning)})
+
+
 def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, noise, disabled_effects, ablate,
               overrides, progress, controller, video=0) -> dict:
     ov = dict(overrides or {})
@@ -304,7 +320,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     if noise is not None:
         ov["noise"] = noise
     ov["disabled_effects"] = tuple(disabled_effects)
-    env = registry.make(task, overrides=ov)
+    env, airframe = _make_noting_airframe(task, ov)
     if ablate is None:
         ablate = tuple(e for e in (("ground_effect",) if task == "near_ground" else ())
                        if e not in env.config.disabled_effects)
@@ -321,6 +337,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
         noise=cfg["noise"], randomization=cfg["randomization"], disabled_effects=list(env.config.disabled_effects),
         config=cfg, primary_metric=env.primary_metric,
         controller="reference" if controller is None else getattr(controller, "__name__", "custom"),
+        airframe_warnings=airframe,
         jax=dict(version=jax.__version__, backend=jax.default_backend(),
                  x64=bool(jax.config.read("jax_enable_x64"))),
     )

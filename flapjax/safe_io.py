@@ -265,6 +265,8 @@ def check_output_file(path: str | Path) -> Path:
         st = os.lstat(path)
     except FileNotFoundError:
         return path
+    except NotADirectoryError:
+        raise ConfigError(f"{path}: cannot write the result: {str(path.parent)!r} is not a folder") from None
     if stat.S_ISLNK(st.st_mode):
         raise ConfigError(f"{path}: is a symbolic link; flapjax does not write through links (remove it or "
                           "choose another output folder)")

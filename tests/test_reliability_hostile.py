@@ -191,6 +191,9 @@ WRITE_CASES = [
      r"--out: the output folder is empty text"),
     ("evaluate --out ' '", lambda tmp: ["evaluate", "--task", "near_ground", "--out", " "],
      r"out_dir: the output folder is empty text"),
+    ("identify --data --out /dev/null", lambda tmp: ["identify", "--data", str(ROOT / "identification/data/"
+                                                                            "stand_sample.csv"), "--out", "/dev/null"],
+     r"/dev/null/summary\.txt: cannot write the result: '/dev/null' is not a folder"),
 ]
 
 
@@ -626,3 +629,27 @@ def test_results_file_and_scene_sidecar_that_are_not_files_are_refused_in_bounde
     assert re.search(r"chain_coefficients: /dev/zero: cannot read the results file: it is a device", device), device
     assert re.search(r"hover\.scene\.json: cannot read the scene sidecar: it is a FIFO", fifo), fifo
     assert re.search(r"hover\.scene\.json: cannot read the scene sidecar: it is a folder", folder), folder
+
+
+def test_an_unflyable_airframe_is_kept_in_the_report_and_warned_in_one_line(tmp_path, capsys, monkeypatch):
+    import warnings
+
+    from flapjax import cli
+    from flapjax.evaluate import _make_noting_airframe
+    from flapjax.rotor.flyable import UnflyableWarning
+
+    robot = _write(tmp_path, "spins.json", json.dumps(_quad_dict(rotors=[{**r, "spin": 1.0} for r in
+                                                                          _quad_dict()["rotors"]])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, said = _make_noting_airframe("near_ground", {"robot": str(robot), "backend": "rigid"})
+        _, nominal = _make_noting_airframe("near_ground", {"backend": "rigid"})
+    assert len(said) == 1 and re.search(r"rotors: 4 rotor\(s\) with spins \[1\.0, 1\.0, 1\.0, 1\.0\]", said[0]), said
+    assert nominal == []
+    before = []
+    monkeypatch.setattr(warnings, "showwarning", lambda message, category, *rest: before.append(str(message)))
+    cli.one_line_warnings()
+    warnings.showwarning(UnflyableWarning("rotors: one rotor"), UnflyableWarning, "/site-packages/equinox/x.py", 233)
+    warnings.showwarning(UserWarning("from a library"), UserWarning, "/site-packages/lib.py", 7)
+    assert capsys.readouterr().err == "warning: rotors: one rotor\n"
+    assert before == ["from a library"]
