@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import jax
 import mujoco
@@ -144,3 +145,38 @@ def test_mjx_and_the_pure_jax_tree_fly_the_steered_robot_alike(description):
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-9, atol=1e-15)
     assert abs(out[0][0][4]) > 1e-3  # the channels turned the body (quaternion x, y away from level)
+
+
+def _planform_config(outline, **extra) -> dict:
+    """The insect description with its wing given inline as an outline."""
+    from flapjax.safe_io import read_settings
+
+    cfg = read_settings(DESCRIPTION, what="robot description")
+    wing = {"planform": [list(map(float, v)) if len(v) == 2 else list(v) for v in outline], "air_density": 1.225, "shoulder_half_width": 0.0015,
+            "stroke_plane_offset": 0.003, **extra}
+    cfg.update(model=str(INSECT / "insect.xml"), wing=wing)
+    return cfg
+
+
+def test_an_inline_planform_gives_the_wing_files_wing():
+    from flapjax.sim.flapper.description import description_from_dict
+
+    d = description_from_dict(_planform_config(OUTLINE, options={"lift_scale": 1.0}), source="robot.toml")
+    want, options = aero.read_wing_file(INSECT / "wing.json")
+    for got_leaf, want_leaf in zip(jax.tree.leaves(d.wing), jax.tree.leaves(want)):
+        np.testing.assert_allclose(got_leaf, want_leaf, rtol=1e-12)
+    assert d.aero_options == options
+
+
+@pytest.mark.parametrize("outline, extra, message", [
+    (OUTLINE[[0, 1, 3, 2, 4, 5, 6, 7, 8]], {}, "robot.toml: wing.planform: is not simple: edge"),
+    (OUTLINE, {"r22": 0.3}, "robot.toml: wing.r22: unknown key"),
+    ([[0.0, 0.0], [0.015]], {}, "robot.toml: wing.planform: must be a list of [r, y] vertices in m"),
+    (OUTLINE, {"air_density": -1.0}, "robot.toml: wing: air_density: must be > 0"),
+], ids=["self-intersecting", "a wing-file integral beside it", "a vertex of one number", "negative air density"])
+def test_a_bad_planform_gives_one_clear_error(outline, extra, message):
+    from flapjax.sim.flapper.description import description_from_dict
+    from flapjax.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
+        description_from_dict(_planform_config(outline, **extra), source="robot.toml")

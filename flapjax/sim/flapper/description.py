@@ -4,7 +4,8 @@ flapping-wing robot, read into a :class:`FlapperDescription`
 
 It names the MJCF (or URDF) of the robot, the stroke and feathering joints
 of each wing, the wing (a wing file or an inline table,
-:mod:`flapjax.aero.wing_file`), the wing mass, the feathering stops, the
+:mod:`flapjax.aero.wing_file`, or an outline whose integrals
+:meth:`flapjax.aero.WingGeometry.from_planform` computes), the wing mass, the feathering stops, the
 stroke schedule and the control channels. Every key is checked; an error
 names the file and the field (``robot.toml: stroke.amplitude: must be a
 number, got bool True``). :mod:`flapjax.sim.flapper.description_model`
@@ -51,6 +52,7 @@ _HINGE_KEYS = ("stop_angle", "stop_stiffness", "stop_width", "stiffness", "dampi
 _HINGE_REQUIRED = ("stop_angle", "stop_stiffness", "stop_width")
 _STROKE_KEYS = ("amplitude", "phase", "frequency_range")
 _CHANNEL_KEYS = ("name", "kind", "joint")
+_PLANFORM_KEYS = ("planform", "air_density", "shoulder_half_width", "stroke_plane_offset", "options")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,12 +165,39 @@ def _wing(value: Any, folder: Path, where: str) -> tuple[aero.Wing, AeroOptions 
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: must be a wing file name or a table of wing-file keys, got "
                           f"{type(value).__name__} {value!r}")
+    if "planform" in value:
+        return _planform_wing(value, where)
     v, options = wing_file.wing_values({"version": wing_file.VERSION, **value}, where=where)
     geometry = aero.WingGeometry(span=v["wing_length"], mean_chord=v["mean_chord"],
                                  r=[v[k] for k in wing_file.R_KEYS], z_cp=[v[k] for k in wing_file.Z_KEYS],
                                  z_rd=v["z_rd"])
     return aero.Wing(geometry=geometry, rho=v["air_density"], shoulder_half_width=v["shoulder_half_width"],
                      stroke_plane_offset=v["stroke_plane_offset"]), options
+
+
+def _planform_wing(value: Mapping[str, Any], where: str) -> tuple[aero.Wing, AeroOptions | None]:
+    """The wing of an inline ``[wing]`` table with a ``planform``: outline
+    vertices ``[[r, y], ...]`` [m] (:meth:`aero.WingGeometry.from_planform`:
+    r spanwise from the root, y chordwise with the leading edge at the
+    larger y) and the wing file's air, shoulder and options keys."""
+    table = _table(value, where, _PLANFORM_KEYS, _PLANFORM_KEYS[:4])
+    outline = table["planform"]
+    if not isinstance(outline, list) or not all(isinstance(p, list) and len(p) == 2 for p in outline):
+        raise ConfigError(f"{where}.planform: must be a list of [r, y] vertices in m, got {outline!r}")
+    vertices = [[check_number(f"{where}.planform[{i}][{j}]", x) for j, x in enumerate(p)]
+                for i, p in enumerate(outline)]
+    try:
+        geometry = aero.WingGeometry.from_planform(vertices)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.planform: {str(exc).removeprefix('polygon: ')}") from None
+    # The outline's integrals are consistent by construction; the wing-file
+    # reader checks the other keys, given a rectangle's exact integrals.
+    rectangle = dict(zip((*wing_file.R_KEYS, *wing_file.Z_KEYS, "z_rd"), (1.0, 0.5, 1 / 3, 0.25, 1.0, 0.5, 1 / 3, 1.0)))
+    v, options = wing_file.wing_values({"version": wing_file.VERSION, "wing_length": 1.0, "mean_chord": 1.0,
+                                        **rectangle, **{k: table[k] for k in table if k != "planform"}}, where=where)
+    wing = aero.Wing(geometry=geometry, rho=v["air_density"], shoulder_half_width=v["shoulder_half_width"],
+                     stroke_plane_offset=v["stroke_plane_offset"])
+    return wing, options
 
 
 def _stroke(obj: Any, where: str) -> tuple[float, float, tuple[float, float]]:
