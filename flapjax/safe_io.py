@@ -48,8 +48,8 @@ import numpy as np
 from flapjax.validation import ConfigError
 
 __all__ = ["DEFAULT_INPUT_LIMIT_MB", "atomic_write", "available_memory", "check_fit_memory", "check_input_file",
-           "check_output_file", "format_size", "input_limit", "load_npz", "output_folder", "read_bytes",
-           "read_settings", "read_text", "save_figure", "table_memory_limit", "write_text"]
+           "check_output_file", "format_size", "host_available_memory", "input_limit", "load_npz", "output_folder",
+           "read_bytes", "read_settings", "read_text", "save_figure", "table_memory_limit", "write_text"]
 
 #: Largest input file read by default [MiB] (``FLAPJAX_MAX_INPUT_MB`` overrides).
 DEFAULT_INPUT_LIMIT_MB = 256
@@ -223,6 +223,12 @@ def available_memory() -> int | None:
             return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
     except Exception:  # pragma: no cover - backends without memory stats
         pass
+    return host_available_memory()
+
+
+def host_available_memory() -> int | None:
+    """Bytes of host memory available (``MemAvailable``), without starting
+    JAX (None when unknown): what parsing a file may take."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

@@ -56,7 +56,7 @@ def check_parse_memory(path: Path, text: str) -> None:
     n_cols = head.count(",") + 1
     need = n_lines * n_cols * PARSE_BYTES_PER_CELL
     limit = safe_io.table_memory_limit()
-    free = safe_io.available_memory()
+    free = safe_io.host_available_memory()
     if need > limit or (free is not None and need > 0.5 * free):
         raise DataError(f"{path}: {n_lines} lines of {n_cols} columns: parsing the CSV table needs about "
                         f"{safe_io.format_size(need)}, above the {safe_io.format_size(limit)} allowed for a table "
