@@ -30,7 +30,7 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from benchmarks import common as C  # noqa: E402
-from benchmarks.throughput import CPU_WORLDS, n_steps_for  # noqa: E402
+from benchmarks.throughput import default_worlds, n_steps_for  # noqa: E402
 
 VENV = C.ROOT / ".venv-crazyflow"
 WORKER = C.ROOT / "baselines" / "crazyflow_worker.py"
@@ -63,7 +63,7 @@ def ensure_venv() -> tuple[bool, str]:
 
 
 def run(quick: bool, worlds=None, repeats=None) -> dict:
-    worlds = list(worlds or CPU_WORLDS)
+    worlds = list(worlds or default_worlds(quick, "cpu"))
     repeats = repeats or (3 if quick else 5)
     ok, msg = ensure_venv()
     C.log(msg)

@@ -128,14 +128,17 @@ def measure_case(label: str, loss, params, n_steps: int, n_worlds: int, repeats:
 
 
 def identification_cases(quick: bool):
-    """``(label, objective, params, n_params)`` of the identification losses."""
+    """``(label, objective, params, n_params)`` of the identification losses
+    (``quick``: 0.3 s rollouts, and without the MJX robot's reference cases,
+    whose reverse-mode programs take the longest to compile of the section)."""
     freqs = sorted(fl.SEED_SWEEP)
     duration, discard = (0.3, 0.15) if quick else (0.6, 0.3)
     target = jnp.asarray([fl.SEED_SWEEP[f] for f in freqs])
     cases = []
     # The identification's fixed-base robot (the pure-JAX joint tree), then
     # the MJX robot as a reference (no goal: the identification does not use it).
-    for suffix, robot in (("", None), ("_mjx_robot", fl.make_robot("fixed", "wing"))):
+    robots = (("", None),) if quick else (("", None), ("_mjx_robot", fl.make_robot("fixed", "wing")))
+    for suffix, robot in robots:
         rollout = P.LiftRollout.make(freqs, duration=duration, discard=discard, robot=robot)
         nominal = P.nominal_physical(rollout.robot)
 

@@ -123,6 +123,27 @@ def section_gradient(g) -> list[str]:
                    "compile fwd / ckpt / no ckpt [s]", "all grads finite", "goal <= 4x"], rows)
 
 
+def duration_text(run: dict) -> str:
+    """The paragraph on how long ``--quick`` took and what it leaves out."""
+    from benchmarks.baseline_flapsim import QUICK_BASELINE_SUBSET
+    from benchmarks.throughput import CPU_WORLDS, QUICK_CPU_WORLDS, WORKLOADS
+
+    per = ", ".join(f"{name} {sec:.0f} s" for name, sec in run.get("section_s", {}).items())
+    worlds = lambda ws: ", ".join(str(n) for n in ws)  # noqa: E731
+    return (f"**Duration of `--quick`.** The sections took {run['wall_s']:.0f} s in all ({per}; each section's "
+            "time is that of the run that last produced its results). Most of it is compilation. To stay well "
+            f"under 10 minutes, `--quick` on a CPU runs the throughput and crazyflow sections at {worlds(QUICK_CPU_WORLDS)} "
+            f"worlds ({len(WORKLOADS) * len(QUICK_CPU_WORLDS)} throughput programs; the full run: {worlds(CPU_WORLDS)}, "
+            f"{len(WORKLOADS) * len(CPU_WORLDS)} programs), times the serial FlapSim-style baseline on "
+            f"{QUICK_BASELINE_SUBSET} of the 64 frequencies and scales it linearly (the loop is serial), and leaves "
+            "the MJX robot's reference cases out of the identification gradients; it also leaves out the scaling "
+            "section (`--only scaling` measures it; the report keeps its last results), and its kernel share takes "
+            "the full step's time from the throughput section, which has just timed the same program. "
+            "`--skip crazyflow` or `--only ...` shorten a rerun. In `--quick` the MJX multirotor runs 25 k "
+            "world-steps per timed call (at least 20 steps), the free flapper 100 k, the rigid backend and "
+            "crazyflow 1 M, the others 200 k.")
+
+
 def section_identification_gradient(g) -> list[str]:
     cases = (g or {}).get("identification", [])
     if not cases:
@@ -137,8 +158,8 @@ def section_identification_gradient(g) -> list[str]:
     return ["Identification losses, each with the gradient mode the fit uses (`flapjax.identify.fit.value_and_grad`, "
             "`auto`: forward mode for up to 8 parameters, the value from the same pass) beside reverse mode. "
             "`physical_*`: cycle-mean F_z of fixed-base per-wing worlds at 20/30/40 Hz through the rollout the "
-            "identification runs, on the pure-JAX joint tree (`*_mjx_robot`: the same through the MJX robot, a "
-            "reference) (steps = physics steps summed over the worlds); `lift_k_f`, `moments_*`: the averaged model's "
+            "identification runs, on the pure-JAX joint tree (`*_mjx_robot`, full run only: the same through the "
+            "MJX robot, a reference) (steps = physics steps summed over the worlds); `lift_k_f`, `moments_*`: the averaged model's "
             "closed-form prediction on the sweep's measurements (no rollout is differentiated).", "",
             *_table(["loss", "parameters", "steps", "forward [ms]", "gradient as fitted [ms]", "ratio",
                      "reverse [ms]", "ratio", "compile fwd / fitted / reverse [s]", "goal <= 3x"], rows)]
@@ -474,14 +495,7 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                 + "No entry point in the retrace table recompiled when called again with new parameter values of "
                   "the same shapes.", ""]
     if run:
-        out += [f"**Duration of `--quick`.** The sections took {run['wall_s']:.0f} s in all. Most of it is "
-                "compilation: the throughput section alone compiles 25 programs (5 workloads x 5 world counts), "
-                "crazyflow 10 more; `--skip crazyflow` or `--only ...` shorten a rerun. A plain `--quick` run leaves "
-                "out the scaling section (`--only scaling` measures it; the report keeps its last results), "
-                "and its kernel share takes the full step's time from the throughput section, which has just "
-                "timed the same program. In `--quick` the "
-                "MJX multirotor runs 25 k world-steps per timed call (at least 20 steps), the free flapper 100 k, the "
-                "rigid backend and crazyflow 1 M, the others 200 k.", ""]
+        out += [duration_text(run), ""]
     if sc:
         rows = [r for r in sc["rows"] if "speedup" in r]
         if rows:

@@ -113,7 +113,8 @@ def machine_peak(repeats: int) -> dict:
     return out
 
 
-def _cost(compiled) -> dict:
+def cost_analysis(compiled) -> dict:
+    """XLA's flops, transcendentals and bytes accessed of a compiled program."""
     ca = compiled.cost_analysis()
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
     return {k: float(ca.get(k, 0.0) or 0.0) for k in ("flops", "transcendentals", "bytes accessed")}
@@ -138,14 +139,38 @@ def sharded_rate(wl, repeats: int) -> float:
     return res["steps_per_s"]
 
 
+def _throughput_row(name: str, n: int, k: int) -> dict | None:
+    """The throughput section's row of the same program (workload, worlds,
+    steps, JAX version), if it recorded XLA's counts."""
+    import jax
+
+    path = C.RESULTS / "throughput.json"
+    if not path.exists():
+        return None
+    tp = json.loads(path.read_text())
+    if tp.get("env", {}).get("jax") != jax.__version__:
+        return None
+    return next((r for r in tp["rows"] if r["workload"] == name and r["n_worlds"] == n and r["n_steps"] == k
+                 and "cost" in r and "ops" in r), None)
+
+
 def measure_workload(name: str, n: int, quick: bool, repeats: int, peak: dict) -> dict:
     from benchmarks import workloads as W
     from benchmarks.throughput import n_steps_for
 
     k = n_steps_for(n, quick, name)
     wl = W.PREPARED_BUILDERS.get(name, W.BUILDERS[name])(n, k)  # multirotors: prepared before timing
-    res = C.measure(wl.fn, wl.args, world_steps=wl.world_steps, repeats=repeats)
-    per = {key: v / n for key, v in _cost(res["_compiled"]).items()}
+    # --quick takes the one-device time and XLA's counts of a program the
+    # throughput section has just compiled and timed (the flappers: the same
+    # builder, worlds and steps), and compiles only the sharded one here.
+    tp = _throughput_row(name, n, k) if quick and name not in W.PREPARED_BUILDERS else None
+    if tp is not None:
+        C.log(f"{name}: one-device time and XLA counts from the throughput section (same program)")
+        res, counts, ops = dict(steps_per_s=tp["steps_per_s"], compile_s=tp["compile_s"]), tp["cost"], tp["ops"]
+    else:
+        res = C.measure(wl.fn, wl.args, world_steps=wl.world_steps, repeats=repeats)
+        counts, ops = cost_analysis(res["_compiled"]), op_counts(res["_compiled"])
+    per = {key: v / n for key, v in counts.items()}
     rate1 = res["steps_per_s"]
     rate_all = sharded_rate(wl, repeats)
     flops, nbytes = per["flops"], per["bytes accessed"]
@@ -157,7 +182,8 @@ def measure_workload(name: str, n: int, quick: bool, repeats: int, peak: dict) -
                peak_fraction_one_core=flops * rate1 / peak["one"]["flops_per_s"],
                peak_fraction_all_cores=flops * rate_all / peak["all"]["flops_per_s"],
                bytes_per_s_one_device=nbytes * rate1, bandwidth_fraction_one_core=nbytes * rate1 / peak["one"]["bytes_per_s"],
-               step_time_us_one_device=n / rate1 * 1e6, compile_s=res["compile_s"], ops=op_counts(res["_compiled"]))
+               step_time_us_one_device=n / rate1 * 1e6, compile_s=res["compile_s"], ops=ops,
+               one_device_from="throughput" if tp is not None else "this section")
     row["gpu_bound_steps_per_s"] = min(GPU["fp32_flops"] / flops, GPU["bytes_per_s"] / nbytes)
     row["gpu_bound_by"] = "bandwidth" if GPU["bytes_per_s"] / nbytes < GPU["fp32_flops"] / flops else "flops"
     C.log(f"{name:24s} n={n} {flops:8.0f} flop/ws {nbytes:8.0f} B/ws  1 dev {C.fmt_rate(rate1)}/s "
