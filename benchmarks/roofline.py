@@ -46,7 +46,7 @@ from benchmarks import common as C  # noqa: E402
 # benchmarks.report can import table() without starting either.
 
 WORKLOADS = ("flapper_fixed_wing", "flapper_free_averaged", "multirotor_rigid", "multirotor_rigid_exact",
-             "multirotor_mjx")
+             "multirotor_mjx", "multirotor_mjx_contact")
 # Published figures, NVIDIA H100 SXM5 datasheet (nvidia.com/en-us/data-center/h100): FP32 67 TFLOP/s
 # (non-tensor), HBM3 3.35 TB/s.
 GPU = dict(name="NVIDIA H100 SXM (datasheet)", fp32_flops=67e12, bytes_per_s=3.35e12,

@@ -266,6 +266,7 @@ def multirotor_rigid(n_worlds: int, n_steps: int, *, sensor_noise: bool = True, 
 # two host devices cannot run at once, see flapjax.sim.sharding).
 PREPARED_BUILDERS: dict[str, Callable[..., Workload]] = {
     "multirotor_mjx": lambda n, k: multirotor(n, k, prepared=True),
+    "multirotor_mjx_contact": lambda n, k: multirotor(n, k, in_contact=True, prepared=True),
     "multirotor_rigid": lambda n, k: multirotor_rigid(n, k, prepared=True),
     "multirotor_rigid_exact": lambda n, k: multirotor_rigid(n, k, sensor_noise=False, prepared=True),
 }
