@@ -123,6 +123,21 @@ def section_gradient(g) -> list[str]:
                    "compile fwd / ckpt / no ckpt [s]", "all grads finite", "goal <= 4x"], rows)
 
 
+# A per-kernel profile of the rigid step, taken outside the suite (jax.profiler
+# trace of the compiled program, 4096 worlds, one device, 2026-12-04).
+RIGID_PROFILE = (
+    "Where the rigid step's time goes (`jax.profiler` trace of the compiled step with sensor noise, 4096 worlds, "
+    "one device, the lowest fifth of each kernel's durations summed to filter out other load: about 2.1-2.3 ms per "
+    "step over some 110 fusions): the counter-based draws (Threefry over 16 lanes and the inverse error function) "
+    "about 14 %, the concatenation of thrusts and lateral wall forces that feeds the rotor-wrench product about "
+    "10 %, some 20 batched 3 x 3, 4 x 3 and 6 x 16 products about a quarter, 13 sums and minima over 3 or 4 "
+    "entries (norms, the control margin, the health checks) about a seventh, and about a hundred small "
+    "elementwise kernels the rest. Writing the products and sums out term by term does not help on XLA:CPU: it "
+    "then fuses the upstream chain into every component of each result (and into every select of the divergence "
+    "guard) and the step got slower in A/B runs; the draws are near the vector units' speed and cannot change "
+    "without changing the random streams.")
+
+
 def duration_text(run: dict) -> str:
     """The paragraph on how long ``--quick`` took and what it leaves out."""
     from benchmarks.baseline_flapsim import QUICK_BASELINE_SUBSET
@@ -486,7 +501,7 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                     "step over whole vector lanes (`flapjax.rng`), and the rigid step applies a closed-form inverse "
                     "inertia instead of a linear solve. Drawing sensor noise (12 normals and a noisy attitude per "
                     f"step) made the step {100 * (1 - r_ / e_):.0f} % slower here; the airframes differ too (a 27 g Crazyflie vs the "
-                    "1.6 kg X-quad with arm), which does not change the cost of a step.", ""]
+                    "1.6 kg X-quad with arm), which does not change the cost of a step. " + RIGID_PROFILE, ""]
     if tp:
         slow = sorted({LABELS.get(r["workload"], r["workload"]) for r in tp["rows"] if r["compile_s"] >= 20.0})
         out += ["**Compile time.** "

@@ -280,13 +280,14 @@ def table(rf: dict | None, labels: dict[str, str]) -> list[str]:
 
 
 def _why_slow(rf: dict) -> list[str]:
-    """One line per workload below 5 % of the one-core peak: what the
-    compiled program's counts say about where the time goes."""
+    """One line per workload below 5 % of the one-core or the all-core peak:
+    what the compiled program's counts say about where the time goes."""
     pk = rf["peak"]["one"]
     out = []
     for r in rf["rows"]:
         frac = r["gflops_one_device"] * 1e9 / pk["flops_per_s"]
-        if frac >= 0.05:
+        frac_all = r.get("peak_fraction_all_cores", float("nan"))
+        if frac >= 0.05 and not frac_all < 0.05:
             continue
         ops = r["ops"]
         bw = r["bytes_per_world_step"] * r["steps_per_s_one_device"] / pk["bytes_per_s"]
@@ -295,7 +296,7 @@ def _why_slow(rf: dict) -> list[str]:
         bound = ("so by XLA's count it is bandwidth- (or cache-) bound" if bw > 0.5 else
                  "so neither the counted flops nor the counted bytes bound it")
         out.append(
-            f"- **{r['workload']}** ({_pct(frac)} of one core): XLA's bytes move at {_pct(bw)} of the copy bandwidth, "
+            f"- **{r['workload']}** ({_pct(frac)} of one core, {_pct(frac_all)} of all cores): XLA's bytes move at {_pct(bw)} of the copy bandwidth, "
             f"{bound}. One step of {r['n_worlds']} worlds takes "
             f"{r['step_time_us_one_device']:.0f} us over about {kernels} kernels ({ops['fusion']} fusions, "
             f"{ops['scatter']} scatters, {ops['gather']} gathers, {ops['custom-call']} library calls, "
