@@ -361,6 +361,7 @@ STRICT_CASES = [
     ("profile time_constant 1e9 s", lambda t: _profile(t, rotors=[{**r, "time_constant": 1e9} for r in
                                                                   _quad_dict()["rotors"]]),
      r"time_constant: must lie in \[-inf, 10\]"),
+    ("profile mass 1e-300 kg", lambda t: _profile(t, mass=1e-300), r"quad\.json\.mass: must lie in \[0\.0001, inf\]"),
     ("profile ee_radius 1e6 m", lambda t: _profile(t, ee_radius=1e6), r"ee_radius: must lie in \[-inf, 1\]"),
     ("profile defaults not a table", lambda t: _profile(t, defaults=5), r"quad\.json\.defaults: expected a table"),
     ("scene sidecar 1e300 m", lambda t: _scene(t, sidecar='{"ground_z_m": 1e300}'),

@@ -142,9 +142,8 @@ class RotorProfile(eqx.Module):
         return self.positions.shape[0]
 
 
-#: Most rotors a profile may have (a larger count is a typo, not an airframe), slowest rotor
-#: time constant [s] and largest end-effector radius [m] accepted.
-MAX_ROTORS, MAX_TIME_CONSTANT, MAX_EE_RADIUS = 64, 10.0, 1.0
+#: Most rotors (more is a typo), slowest time constant [s], largest end-effector radius [m], least mass [kg].
+MAX_ROTORS, MAX_TIME_CONSTANT, MAX_EE_RADIUS, MIN_MASS = 64, 10.0, 1.0, 1e-4
 
 
 def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -182,6 +181,7 @@ def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
         check_range(key, out[key], None, hi)
     out["mass"] = as_float_array("mass", v["mass"], ())
     check_positive("mass", out["mass"])
+    check_range("mass", out["mass"], MIN_MASS, None)  # 1e-300 kg is named, not found through the inertia
     out["inertia"] = as_float_array("inertia", v["inertia"], (3,))
     check_positive("inertia", out["inertia"])
     inertia_matrix("inertia", out["inertia"])  # a physical body: the triangle inequality
