@@ -83,8 +83,22 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def _nonfinite_as_null(x: Any) -> Any:
+    """``x`` with every NaN or infinite float replaced by None (JSON has no
+    NaN: written as ``NaN`` it would be a file that no strict reader,
+    :func:`read_json` included, reads back)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, Mapping):
+        return {k: _nonfinite_as_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_nonfinite_as_null(v) for v in x]
+    return x
+
+
 def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
-    """Write ``obj`` as JSON: a uniquely named temporary file in the same
+    """Write ``obj`` as JSON (a NaN or infinite float as ``null``, as
+    :func:`to_jsonable` writes it): a uniquely named temporary file in the same
     folder, flushed to disk, then renamed over ``path`` under a lock
     (:func:`flapjax.safe_io.atomic_write`: a symbolic link or a special file
     at ``path`` is refused, an ``OSError`` names ``path``); the file gets
@@ -94,7 +108,7 @@ def write_json(path: str | Path, obj: Any, *, indent: int = 1) -> None:
     concurrent writers (threads or processes) never share a temporary file.
     """
     path = Path(path)
-    text = json.dumps(obj, indent=indent)
+    text = json.dumps(_nonfinite_as_null(obj), indent=indent, allow_nan=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -222,6 +222,14 @@ def test_results_json_through_a_link_is_refused(tmp_path):
     assert (tmp_path / "victim.txt").read_text() == "precious"
 
 
+def test_a_result_holding_nan_is_written_as_json_that_reads_back(tmp_path):
+    from flapjax.files import read_json, write_json
+
+    write_json(tmp_path / "r.json", {"r2": float("nan"), "std": [1.0, float("inf")], "n": 3})
+    assert "NaN" not in (tmp_path / "r.json").read_text()
+    assert read_json(tmp_path / "r.json") == {"r2": None, "std": [1.0, None], "n": 3}
+
+
 def test_a_full_disk_names_the_file_and_leaves_no_temporary(tmp_path):
     proc = _child(f"""
         from flapjax.files import write_json
@@ -362,6 +370,9 @@ STRICT_CASES = [
                                                                   _quad_dict()["rotors"]]),
      r"time_constant: must lie in \[-inf, 10\]"),
     ("profile mass 1e-300 kg", lambda t: _profile(t, mass=1e-300), r"quad\.json\.mass: must lie in \[0\.0001, inf\]"),
+    ("profile torque_coeff 1e6 m", lambda t: _profile(t, rotors=[{**r, "torque_coeff": 1e6} for r in
+                                                                 _quad_dict()["rotors"]]),
+     r"torque_coeff: must lie in \[0, 1\]"),
     ("profile ee_radius 1e6 m", lambda t: _profile(t, ee_radius=1e6), r"ee_radius: must lie in \[-inf, 1\]"),
     ("profile defaults not a table", lambda t: _profile(t, defaults=5), r"quad\.json\.defaults: expected a table"),
     ("scene sidecar 1e300 m", lambda t: _scene(t, sidecar='{"ground_z_m": 1e300}'),
@@ -465,6 +476,7 @@ TRACEBACK_CASES = [
     ("evaluate seed 1e20", lambda: _evaluate(seed=99999999999999999999), r"seed: must be an integer in \[-9223"),
     ("evaluate --ablate X --disable X", lambda: _evaluate(ablate=("drag",), disabled_effects=("drag",)),
      r"ablate: 'drag' is also disabled"),
+    ("world solver iterations 1e9", lambda: _world(iterations=10**9), r"iterations: must be an integer in \[1, 1000\]"),
     ("reset at NaN", lambda: _reset_at([math.nan, 0.0, 0.0]), r"position: must be finite"),
     ("reset 1e9 m away", lambda: _reset_at([1e9, 0.0, 0.0]), r"position: must lie in \[-10000, 10000\]"),
     ("box half size 1e6 m", lambda: _world(backend="mjx", with_box=True, box_half_size=(1e6, 0.05, 0.05)),

@@ -142,8 +142,8 @@ class RotorProfile(eqx.Module):
         return self.positions.shape[0]
 
 
-#: Most rotors (more is a typo), slowest time constant [s], largest end-effector radius [m], least mass [kg].
-MAX_ROTORS, MAX_TIME_CONSTANT, MAX_EE_RADIUS, MIN_MASS = 64, 10.0, 1.0, 1e-4
+#: Bounds: rotors (more is a typo), time constant [s], end-effector radius [m], mass [kg], kappa [m].
+MAX_ROTORS, MAX_TIME_CONSTANT, MAX_EE_RADIUS, MIN_MASS, MAX_TORQUE_COEFF = 64, 10.0, 1.0, 1e-4, 1.0
 
 
 def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -175,7 +175,7 @@ def _validate(v: dict[str, Any]) -> dict[str, np.ndarray]:
         raise ConfigError(
             f"thrust_max[{i}]: must be > thrust_min[{i}] = {out['thrust_min'][i]:g} N (limits in order), got {out['thrust_max'][i]:g} N"
         )
-    check_range("torque_coeff", out["torque_coeff"], 0.0, None)
+    check_range("torque_coeff", out["torque_coeff"], 0.0, MAX_TORQUE_COEFF)
     for key, hi in (("radius", None), ("time_constant", MAX_TIME_CONSTANT), ("rate_limit", None)):
         check_positive(key, out[key])
         check_range(key, out[key], None, hi)

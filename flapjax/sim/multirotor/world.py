@@ -46,8 +46,8 @@ from flapjax.validation import (ConfigError, as_float_array, check_bool, check_c
 
 #: Shortest step accepted [s] (a shorter one only burns compute: 1e-300 never ends).
 MIN_DT = 1e-6
-#: Largest start coordinate [m] and box half size [m] accepted (beyond, float32 positions lose the millimetre).
-MAX_POSITION, MAX_BOX_HALF_SIZE = 1e4, 10.0
+#: Largest start coordinate [m] and box half size [m] (beyond, float32 loses the millimetre); most solver iterations.
+MAX_POSITION, MAX_BOX_HALF_SIZE, MAX_SOLVER_ITERATIONS = 1e4, 10.0, 1000
 
 
 class MultirotorWorld(eqx.Module):
@@ -127,8 +127,8 @@ class MultirotorWorld(eqx.Module):
             check_range("box_half_size", box_half_size, None, MAX_BOX_HALF_SIZE)
         check_choice("backend", backend, BACKENDS)
         check_choice("on_divergence", on_divergence, ("freeze", "reset"))
-        check_int("iterations", iterations, 1)
-        check_int("ls_iterations", ls_iterations, 1)
+        check_int("iterations", iterations, 1, MAX_SOLVER_ITERATIONS)  # 1e9 would never finish a step
+        check_int("ls_iterations", ls_iterations, 1, MAX_SOLVER_ITERATIONS)
         _check_step_length(profile, float(dt))
         if backend == "rigid" and with_box:
             raise ConfigError("with_box: the rigid backend has no contacts, so it cannot push a box; use backend='mjx'")
