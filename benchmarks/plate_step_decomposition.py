@@ -36,7 +36,7 @@ import scipy.linalg as sl
 jax.config.update("jax_enable_x64", True)
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, linearize_hover  # noqa: E402
-from flapjax.identify.flapper import fidelity as fd  # noqa: E402
+from flapjax.identify.flapper import free_flights as ff  # noqa: E402
 from flapjax.sim import flapper as fl  # noqa: E402
 from flapjax.sim.flapper.robot import AVERAGED_PATH  # noqa: E402
 from flapjax.sim.flapper.step import simulate  # noqa: E402
@@ -61,17 +61,17 @@ def _at(flights: dict, name: str, axis: int, amplitude: float) -> np.ndarray:
 
 def step_pieces(model: CycleAveragedParams, amplitude: float) -> dict[str, dict[str, np.ndarray]]:
     """Rows 1-4: per joint, per piece, the response per radian at ``TIMES_MS``."""
-    man = [fd.Manoeuvre(j, plate=(amplitude, 0.0) if j == "pitch_joint" else (0.0, amplitude)) for j in AXIS]
+    man = [ff.Manoeuvre(j, plate=(amplitude, 0.0) if j == "pitch_joint" else (0.0, amplitude)) for j in AXIS]
     f_h = float(jnp.sqrt(model.mass * model.gravity / model.lift_coefficient))
     kw = dict(hover_frequency=f_h, gravity=float(model.gravity), height=0.5, onset=ONSET, horizon=HORIZON)
     robot = fl.make_robot("free", "wing", backend="rigid", timestep=DT)
     params = fl.default_params(robot, frequency=f_h, averaged=model)
     off = eqx.tree_at(lambda q: (q.aero.lift_scale, q.aero.moment_scale), params, (jnp.asarray(1e-9), jnp.asarray(0.0)))
     still = eqx.tree_at(lambda q: q.stroke.amplitude, off, 1e-6 * jnp.ones_like(params.stroke.amplitude))
-    runs = {"whole robot": fd.fly_manoeuvres(robot, params, man, **kw),
-            "aerodynamics off": fd.fly_manoeuvres(robot, off, man, **kw),
-            "aerodynamics off, wings still": fd.fly_manoeuvres(robot, still, man, **kw),
-            "cycle-averaged model": fd.averaged_flights(model, man, height=0.5, onset=ONSET, horizon=HORIZON)}
+    runs = {"whole robot": ff.fly_manoeuvres(robot, params, man, **kw),
+            "aerodynamics off": ff.fly_manoeuvres(robot, off, man, **kw),
+            "aerodynamics off, wings still": ff.fly_manoeuvres(robot, still, man, **kw),
+            "cycle-averaged model": ff.averaged_flights(model, man, height=0.5, onset=ONSET, horizon=HORIZON)}
     return {j: {k: _at(r, j, AXIS[j], amplitude) for k, r in runs.items()} for j in AXIS}
 
 

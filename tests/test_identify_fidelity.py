@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from flapjax.identify.flapper import fidelity as fd
+from flapjax.identify.flapper import free_flights as ff
 from flapjax.validation import ConfigError
 
 WINGBEAT = 1.0 / 42.0
@@ -95,13 +96,13 @@ def test_bad_shapes_and_short_windows_are_refused():
 def test_cycle_mean_removes_a_wingbeat_harmonic():
     t = np.arange(200) * 1e-3
     x = 0.3 * t + np.sin(2 * np.pi * 50.0 * t)  # 50 Hz: 20 samples a period
-    m = fd.cycle_mean(x[None], 20)[0]
+    m = ff.cycle_mean(x[None], 20)[0]
     t_mid = t[:-19] + 0.5 * 19e-3
     np.testing.assert_allclose(m, 0.3 * t_mid, atol=1e-12)
 
 
 def test_score_flights_scores_each_manoeuvre_on_the_axis_that_moves():
-    m = fd.Manoeuvre("roll_joint step", plate=(0.0, 0.05))
+    m = ff.Manoeuvre("roll_joint step", plate=(0.0, 0.05))
     ref_tilt = np.stack([0.1 * _response(), _response()], axis=1)
     reference = {"time": T, "onset": ONSET, "wingbeat": WINGBEAT,
                  m.name: {"tilt": ref_tilt, "tilt_rate": np.gradient(ref_tilt, T, axis=0),
@@ -151,7 +152,7 @@ def test_the_fidelity_study_scores_the_identified_model_against_the_robot(tmp_pa
     from flapjax.sim import flapper as fl
 
     cfg = {"fidelity": {"amplitudes": [0.05], "frequency_step": 0.0, "height": 0.5, "onset": 0.02,
-                        "horizon": 0.06, "backend": "rigid"}}
+                        "horizon": 0.06, "timestep": 1e-4, "phases": 1, "backend": "rigid"}}
     with jax.enable_x64(True):
         res = fd.study_fidelity(cfg, CycleAveragedParams.from_json(fl.AVERAGED_PATH))
     m = res.metrics

@@ -50,6 +50,8 @@ _FIELDS = (
     "rate_damping",
     "roll_speed_coupling",
     "pitch_speed_coupling",
+    "plate_reaction",
+    "stroke_plane_damping",
     "reference_frequency",
     "mass",
     "gravity",
@@ -73,6 +75,15 @@ class CycleAveragedParams(eqx.Module):
         v_B,y [N m s/m] (> 0: drag above the centre of mass); default 0.
       pitch_speed_coupling: () M_u, body pitch moment per body forward speed
         v_B,x [N m s/m] (< 0: drag above the centre of mass); default 0.
+      plate_reaction: (2,) kappa per plate joint (pitch_joint, roll_joint)
+        [rad/rad]: the body turns back by kappa times the plate's turn, the
+        plate's and wings' inertial reaction (angular momentum kept); 0 to
+        1, default 0.
+      stroke_plane_damping: (2,) D_s per plate joint [N m s/rad]: the
+        flapping wings resist the turning of their stroke plane, so a plate
+        turning at rate delta' about its joint axis pushes the body with
+        -D_s delta' about that axis; default 0 (docs/physics.md,
+        Decomposition of the plate-step response).
       reference_frequency: () f_ref of lambda_f = (f / f_ref)^2 [Hz].
       mass: () m, the rigid body the model flies [kg].
       gravity: () g [m/s^2].
@@ -85,6 +96,8 @@ class CycleAveragedParams(eqx.Module):
     rate_damping: Float[Array, "3"] = eqx.field(converter=_as_array, default=(2e-4, 2e-4, 1e-4))
     roll_speed_coupling: Scalar = eqx.field(converter=_as_array, default=0.0)
     pitch_speed_coupling: Scalar = eqx.field(converter=_as_array, default=0.0)
+    plate_reaction: Float[Array, "2"] = eqx.field(converter=_as_array, default=(0.0, 0.0))
+    stroke_plane_damping: Float[Array, "2"] = eqx.field(converter=_as_array, default=(0.0, 0.0))
     reference_frequency: Scalar = eqx.field(converter=_as_array, default=42.0)
     mass: Scalar = eqx.field(converter=_as_array, default=0.03)
     gravity: Scalar = eqx.field(converter=_as_array, default=9.81)
@@ -101,6 +114,19 @@ class CycleAveragedParams(eqx.Module):
             value = getattr(self, name)
             if jnp.shape(value) != () and not isinstance(value, jax.core.Tracer):
                 raise ConfigError(f"CycleAveragedParams.{name}: expected a scalar, got shape {jnp.shape(value)}")
+        for name in ("plate_reaction", "stroke_plane_damping"):
+            value = getattr(self, name)
+            if jnp.shape(value)[-1:] != (2,):
+                raise ConfigError(f"CycleAveragedParams.{name}: expected shape (2,) (pitch_joint, roll_joint), "
+                                  f"got shape {jnp.shape(value)}")
+        if not isinstance(self.plate_reaction, jax.core.Tracer):
+            kappa = np.asarray(self.plate_reaction)
+            if not (np.all(np.isfinite(kappa)) and np.all(np.abs(kappa) < 1.0)):
+                raise ConfigError(f"CycleAveragedParams.plate_reaction: must lie in (-1, 1), got {kappa.tolist()}")
+        if not isinstance(self.stroke_plane_damping, jax.core.Tracer):
+            if not np.all(np.isfinite(np.asarray(self.stroke_plane_damping))):
+                raise ConfigError("CycleAveragedParams.stroke_plane_damping: must be finite, got "
+                                  f"{np.asarray(self.stroke_plane_damping).tolist()}")
         check_positive("CycleAveragedParams.reference_frequency", self.reference_frequency)
         check_positive("CycleAveragedParams.mass", self.mass)
         check_positive("CycleAveragedParams.gravity", self.gravity, allow_zero=True)
@@ -126,7 +152,7 @@ class CycleAveragedParams(eqx.Module):
         kwargs = {}
         for name in _FIELDS:
             if name in values:
-                shape = (3,) if name == "rate_damping" else ()
+                shape = {"rate_damping": (3,), "plate_reaction": (2,), "stroke_plane_damping": (2,)}.get(name, ())
                 kwargs[name] = as_float_array(f"CycleAveragedParams.{name}", values[name], shape)
         return cls(**kwargs)
 
@@ -186,6 +212,7 @@ def cycle_averaged_wrench(
     rot_world_body: Float[Array, "3 3"],
     v_world: Float[Array, "3"],
     w_body: Float[Array, "3"],
+    plate_rate: Float[Array, "2"] | None = None,
 ) -> CycleAveragedLoads:
     """Cycle-averaged wrench (seed section 10); no batch axis.
 
@@ -197,6 +224,9 @@ def cycle_averaged_wrench(
       rot_world_body: (3, 3) R_WB, body to world.
       v_world: (3,) centre-of-mass velocity, world frame [m/s].
       w_body: (3,) body angular velocity, body frame [rad/s].
+      plate_rate: (2,) plate joint rates ``(delta_p', delta_r')`` [rad/s]
+        for the stroke-plane damping (:func:`stroke_plane_torque`); None:
+        no such term (the same operations as before it existed).
 
     The speed-to-moment coupling uses the body-frame velocity
     ``v_B = R_WB^T v_W``. With the drag above the centre of mass, a body
@@ -218,6 +248,8 @@ def cycle_averaged_wrench(
     coupling = jnp.stack([params.roll_speed_coupling * v_body[1], params.pitch_speed_coupling * v_body[0],
                           jnp.zeros_like(v_body[0])])
     torque_body = lam * control - params.rate_damping * w_body + coupling
+    if plate_rate is not None:
+        torque_body = torque_body + stroke_plane_torque(params, plate_rate)
     torque_world = rot_world_body @ torque_body
     return CycleAveragedLoads(
         wrench=jnp.concatenate([force_world, torque_world]),
@@ -228,6 +260,24 @@ def cycle_averaged_wrench(
         thrust_direction_body=n_body,
         moment_scale=lam,
     )
+
+
+#: Body-frame axes the plate joints turn about: pitch_joint +x, roll_joint -y.
+PLATE_AXES = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+def stroke_plane_torque(params: CycleAveragedParams, plate_rate: Float[Array, "2"]) -> Float[Array, "3"]:
+    """Body torque of the stroke-plane damping, ``-sum_j D_s,j delta_j' a_j``
+    with ``a_j`` the joint axes (:data:`PLATE_AXES`); no batch axis.
+
+    Args:
+      plate_rate: (2,) ``(delta_p', delta_r')`` [rad/s].
+    Returns: (3,) torque, body frame [N m].
+    """
+    plate_rate = jnp.asarray(plate_rate)
+    if jnp.shape(plate_rate) != (2,):
+        raise ConfigError(f"plate_rate: expected shape (2,) (pitch_joint, roll_joint), got shape {jnp.shape(plate_rate)}")
+    return -(params.stroke_plane_damping * plate_rate) @ jnp.asarray(PLATE_AXES, dtype=plate_rate.dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -33,13 +33,17 @@ from flapjax.identify.fit import (
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.flapper.results import PHYSICAL_UNITS
 from flapjax.safe_io import read_settings
+from flapjax.identify.flapper.fidelity import check_fidelity_settings
+from flapjax.identify.flapper.plate_motion import check_plate_motion_settings
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
-STUDIES = ("lift", "moments", "damping", "physical", "validation", "fidelity")
+STUDIES = ("lift", "moments", "damping", "physical", "plate_motion", "validation", "fidelity")
+#: Studies a run leaves out unless asked (``--study`` or ``[run] studies``).
+OPTIONAL_STUDIES = ("plate_motion",)
 
 DEFAULT_CONFIG: dict[str, Any] = {
-    "run": {"studies": list(STUDIES), "float64": True, "batch_size": 8, "plots": True},
+    "run": {"studies": [s for s in STUDIES if s not in OPTIONAL_STUDIES], "float64": True, "batch_size": 8, "plots": True},
     "lift": {
         "frequencies": [20.0, 25.0, 30.0, 35.0, 40.0, 45.0],
         "duration": 0.6,
@@ -108,6 +112,19 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "height": 0.5,
         "onset": 0.02,
         "horizon": 0.15,
+        "timestep": 5e-5,
+        "phases": 2,
+        "backend": "rigid",
+    },
+    # Free per-wing plate pulses for the plate-motion fit (identify/flapper/plate_motion.py); SI units.
+    "plate_motion": {
+        "amplitude": 0.03,
+        "pulse_wingbeats": 2.0,
+        "height": 0.5,
+        "onset": 0.02,
+        "horizon": 0.15,
+        "timestep": 5e-5,
+        "phases": 2,
         "backend": "rigid",
     },
 }
@@ -207,8 +224,7 @@ def _check_run(run: Mapping) -> None:
     """Check the [run] settings."""
     if not isinstance(run["studies"], list) or not run["studies"]:
         raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
-    for s in run["studies"]:
-        check_choice("run.studies", s, STUDIES)
+    [check_choice("run.studies", s, STUDIES) for s in run["studies"]]
     if len(set(run["studies"])) < len(run["studies"]):
         raise ConfigError(f"run.studies: a study is given twice, got {run['studies']!r}")
     check_int("run.batch_size", run["batch_size"], 1)
@@ -304,21 +320,6 @@ def _check_validation(s: Mapping) -> None:
     check_range("validation.max_position_rms", s["max_position_rms"], 0.0, 10.0)
 
 
-def _check_fidelity(s: Mapping) -> None:
-    """Check the [fidelity] settings."""
-    amplitudes = as_float_array("fidelity.amplitudes", s["amplitudes"])
-    if amplitudes.ndim != 1 or amplitudes.size == 0:
-        raise ConfigError(f"fidelity.amplitudes: expected a non-empty list of plate steps [rad], got {s['amplitudes']!r}")
-    for a in amplitudes:
-        check_range("fidelity.amplitudes", a, 1e-6, 0.3)
-    check_range("fidelity.frequency_step", s["frequency_step"], 0.0, 10.0)
-    check_range("fidelity.gust", s["gust"], 0.0, 5.0)
-    check_range("fidelity.height", s["height"], 0.0, 100.0)
-    check_range("fidelity.onset", s["onset"], 0.0, 1.0)
-    check_range("fidelity.horizon", s["horizon"], 0.06, 2.0)
-    check_choice("fidelity.backend", s["backend"], ("rigid", "mjx"))
-
-
 def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
     _check_run(cfg["run"])
@@ -327,7 +328,8 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     _check_damping(cfg["damping"])
     _check_physical(cfg["physical"])
     _check_validation(cfg["validation"])
-    _check_fidelity(cfg["fidelity"])
+    check_fidelity_settings(cfg["fidelity"])
+    check_plate_motion_settings(cfg["plate_motion"])
     return cfg
 
 

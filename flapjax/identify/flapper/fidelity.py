@@ -19,6 +19,12 @@ Per manoeuvre, on the axis the per-wing robot moves most:
 - the sign of the first extreme after ``settle`` seconds;
 - the peak time difference, against one wingbeat.
 
+The per-wing robot's answer to a turning plate depends on the stroke
+phase at which it turns; the averaged model stands for the mean over the
+wingbeat, so each manoeuvre is flown at ``phases`` onsets spread over half a
+wingbeat (the period of that dependence) and the responses are averaged
+(:mod:`flapjax.identify.flapper.free_flights`).
+
 A model passes a manoeuvre when NRMSE <= 0.3, 0.8 <= peak ratio <= 1.25,
 the first extremes agree in sign and the peaks lie within one wingbeat. A
 model that predicts nothing scores NRMSE 1 and peak ratio 0: it fails by
@@ -39,12 +45,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.control.hover import HoverGains
+from flapjax.identify.flapper.free_flights import (
+    DEFAULT_MANOEUVRES,
+    Manoeuvre,
+    averaged_flights,
+    check_free_flights,
+    per_wing_flights,
+)
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
-from flapjax.validation import ConfigError
-
-RECORD_EVERY = 5  # steps between recorded samples
+from flapjax.validation import ConfigError, as_float_array, check_range
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,46 +75,27 @@ class ResponseThresholds:
     significance: float = 0.1
 
 
-@dataclasses.dataclass(frozen=True)
-class Manoeuvre:
-    """One open-loop +/- pair.
-
-    Attributes:
-      name: label in reports.
-      plate: (2,) plate-command offset of (pitch_joint, roll_joint) [rad]
-        held from the onset to the end; zero for none.
-      frequency_step: flapping-frequency offset held from the onset [Hz].
-      gust: (3,) wind velocity held from the onset, world frame [m/s]: the
-        body moves through the air as if pushed, which exercises the
-        speed couplings (L_v, M_u) and the drag k_v.
-    """
-
-    name: str
-    plate: tuple[float, float] = (0.0, 0.0)
-    frequency_step: float = 0.0
-    gust: tuple[float, float, float] = (0.0, 0.0, 0.0)
-
-
-DEFAULT_MANOEUVRES: tuple[Manoeuvre, ...] = (
-    Manoeuvre("pitch_joint step 0.02 rad", plate=(0.02, 0.0)),
-    Manoeuvre("pitch_joint step 0.05 rad", plate=(0.05, 0.0)),
-    Manoeuvre("roll_joint step 0.02 rad", plate=(0.0, 0.02)),
-    Manoeuvre("roll_joint step 0.05 rad", plate=(0.0, 0.05)),
-)
-
-
 def first_extreme(x: np.ndarray, *, significance: float = 0.1) -> float:
-    """The first local extreme of ``x`` (T,) whose magnitude reaches
-    ``significance`` times the largest magnitude; the last sample when the
-    signal only grows. Returns the signed value."""
+    """The first extreme of ``x`` (T,) that stands out: a running maximum
+    (minimum) of magnitude at least ``significance`` times the largest
+    magnitude, from which the signal then retreats by at least that much (a
+    prominence, so the ripple of a cycle mean is not an extreme); the first
+    sample counts as one when the signal falls (rises) away from it. The
+    sample of largest magnitude when no extreme stands out (a signal that
+    only grows). Returns the signed value."""
     x = np.asarray(x, dtype=float)
     if x.size == 0:
         raise ConfigError("response: empty signal")
     floor = significance * float(np.max(np.abs(x)))
-    for i in range(1, x.size - 1):
-        if abs(x[i]) >= floor and (x[i] - x[i - 1]) * (x[i + 1] - x[i]) <= 0.0 and x[i] != x[i - 1]:
-            return float(x[i])
-    return float(x[-1])
+    hi = lo = 0
+    for j in range(1, x.size):
+        hi = j if x[j] > x[hi] else hi
+        lo = j if x[j] < x[lo] else lo
+        if x[hi] - x[j] >= floor and abs(x[hi]) >= floor and floor > 0:
+            return float(x[hi])
+        if x[j] - x[lo] >= floor and abs(x[lo]) >= floor and floor > 0:
+            return float(x[lo])
+    return float(x[int(np.argmax(np.abs(x)))])
 
 
 def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarray, *, onset: float,
@@ -154,68 +145,15 @@ def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarr
     }
 
 
-def open_loop_gains() -> HoverGains:
-    """Every feedback gain zero: the command is the hover frequency (with
-    its tilt feed-forward) plus the manoeuvre's offsets."""
-    zero = 0.0
-    return HoverGains(altitude_p=zero, altitude_i=zero, altitude_d=zero, position_p=zero, position_d=zero,
-                      attitude_p=zero, attitude_d=zero)
-
-
-def cycle_mean(x: np.ndarray, width: int) -> np.ndarray:
-    """Centred moving average over ``width`` samples along axis 1 of
-    ``x`` (worlds, T, ...); 'valid' part only, so (worlds, T - width + 1, ...)."""
-    x = np.asarray(x, dtype=float)
-    c = np.cumsum(np.concatenate([np.zeros_like(x[:, :1]), x], axis=1), axis=1)
-    return (c[:, width:] - c[:, :-width]) / width
-
-
-@eqx.filter_jit
-def _fly_pairs(robot, params, gains, hover_frequency, gravity, target, plates, frequency_steps, gusts, onset,
-               n_steps):
-    after_onset = (jnp.arange(n_steps) * robot.dt >= onset).astype(gusts.dtype)[:, None]
-
-    def one(plate, df, gust):
-        state = fl.init_state(robot, params, position=target, periodic=True)
-        step = fl.PlateStep(offset=plate, start=onset, length=1e9)
-        _, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
-                                  record_every=RECORD_EVERY, checkpoint=False,
-                                  hover_frequency=hover_frequency + df, gravity=gravity, plate_step=step,
-                                  record="first", wind=after_onset * gust)
-        return rec
-    return jax.vmap(one)(plates, frequency_steps, gusts)
-
-
-def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
-                   hover_frequency: float, gravity: float, height: float = 0.5, onset: float = 0.02,
-                   horizon: float = 0.15) -> dict:
-    """Fly each manoeuvre as a +/- pair, open loop, and return the paired
-    responses: ``time`` (T,) [s] and, per manoeuvre, ``tilt`` (T, 2) [rad],
-    ``tilt_rate`` (T, 2) [rad/s] and ``altitude`` (T,) [m], cycle means of
-    half the difference of the pair, and ``healthy``."""
-    signs = np.array([1.0, -1.0])
-    plates = np.concatenate([np.outer(signs, m.plate) for m in manoeuvres])
-    dfs = np.concatenate([signs * m.frequency_step for m in manoeuvres])
-    gusts = np.concatenate([np.outer(signs, m.gust) for m in manoeuvres])
-    n_steps = int(round((onset + horizon) / robot.dt)) // RECORD_EVERY * RECORD_EVERY
-    rec = _fly_pairs(robot, params, open_loop_gains(), jnp.asarray(hover_frequency), jnp.asarray(gravity),
-                     jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), jnp.asarray(gusts),
-                     onset, n_steps)
-    rec = jax.tree.map(np.asarray, rec)
-    dt_record = robot.dt * RECORD_EVERY
-    width = max(1, int(round(1.0 / (hover_frequency * dt_record))))
-    tilt, z = cycle_mean(rec.tilt, width), cycle_mean(rec.position[..., 2], width)
-    t = (np.arange(tilt.shape[1]) + 0.5 * (width - 1)) * dt_record
-    out = {"time": t, "wingbeat": 1.0 / hover_frequency, "onset": onset}
-    for i, m in enumerate(manoeuvres):
-        half = 0.5 * (tilt[2 * i] - tilt[2 * i + 1])
-        out[m.name] = {
-            "tilt": half,
-            "tilt_rate": np.gradient(half, dt_record, axis=0),
-            "altitude": 0.5 * (z[2 * i] - z[2 * i + 1]),
-            "healthy": bool(np.all(rec.healthy[2 * i:2 * i + 2])),
-        }
-    return out
+def _on_times(flights: dict, name: str, time: np.ndarray) -> dict:
+    """One manoeuvre's signals of ``flights`` on the sample times ``time``
+    (linear interpolation when the two robots took different steps)."""
+    row, own = flights[name], np.asarray(flights["time"])
+    if own.shape == time.shape and np.allclose(own, time):
+        return row
+    interp = lambda x: np.stack([np.interp(time, own, c) for c in np.asarray(x).reshape(len(own), -1).T], -1  # noqa: E731
+                                ).reshape((len(time),) + np.shape(x)[1:])
+    return {k: (interp(v) if isinstance(v, np.ndarray) and v.shape[:1] == own.shape else v) for k, v in row.items()}
 
 
 def score_flights(reference: dict, prediction: dict, manoeuvres: Sequence[Manoeuvre], *,
@@ -228,7 +166,7 @@ def score_flights(reference: dict, prediction: dict, manoeuvres: Sequence[Manoeu
     t, kw = reference["time"], {"onset": reference["onset"], "wingbeat": reference["wingbeat"],
                                 "thresholds": thresholds}
     for m in manoeuvres:
-        ref, pred = reference[m.name], prediction[m.name]
+        ref, pred = reference[m.name], _on_times(prediction, m.name, t)
         if m.frequency_step and not any(m.plate):
             signals = {"altitude": (ref["altitude"], pred["altitude"])}
         else:
@@ -244,29 +182,11 @@ def score_flights(reference: dict, prediction: dict, manoeuvres: Sequence[Manoeu
             "thresholds": dataclasses.asdict(thresholds)}
 
 
-def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], **kwargs) -> dict:
-    """:func:`fly_manoeuvres` for the lumped robot flying ``averaged``."""
-    robot = fl.make_robot("lumped", "averaged", backend="rigid")
-    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
-    params = fl.default_params(robot, frequency=f_h, averaged=averaged)
-    return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
-
-
-def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *, backend: str = "rigid",
-                     **kwargs) -> dict:
-    """:func:`fly_manoeuvres` for the free per-wing robot, at the hover
-    frequency of ``averaged`` (the model under test sets the operating
-    point; the robot's own physics answers)."""
-    robot = fl.make_robot("free", "wing", backend=backend)
-    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
-    params = fl.default_params(robot, frequency=f_h, averaged=averaged)
-    return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
-
-
 def wrong_models(identified: CycleAveragedParams) -> dict[str, CycleAveragedParams]:
     """Deliberately wrong variants of ``identified`` a fidelity check must
     reject: speed couplings flipped, control moments halved and doubled,
-    no rate damping, and the seed's values at the identified ``k_f``."""
+    no rate damping, the seed's values at the identified ``k_f``, and no
+    plate-motion terms (the seed's model structure)."""
     p = identified
     seed = CycleAveragedParams.flapsim()
     return {
@@ -278,17 +198,34 @@ def wrong_models(identified: CycleAveragedParams) -> dict[str, CycleAveragedPara
         "control moments x2": eqx.tree_at(lambda q: (q.roll_gain, q.pitch_gain), p, (2 * p.roll_gain, 2 * p.pitch_gain)),
         "D_w zero": eqx.tree_at(lambda q: q.rate_damping, p, jnp.zeros_like(p.rate_damping)),
         "seed values": eqx.tree_at(lambda q: q.lift_coefficient, seed, p.lift_coefficient),
+        "plate motion off": eqx.tree_at(lambda q: (q.plate_reaction, q.stroke_plane_damping), p,
+                                        (jnp.zeros(2), jnp.zeros(2))),
     }
 
 
 def fidelity_table(identified: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre] = DEFAULT_MANOEUVRES, *,
-                   backend: str = "rigid") -> dict[str, dict]:
+                   backend: str = "rigid", phases: int = 2) -> dict[str, dict]:
     """Score the identified model and each of :func:`wrong_models` against
-    the per-wing free robot's open-loop responses; ``{model name: score}``
-    (see :func:`score_flights`)."""
-    reference = per_wing_flights(identified, manoeuvres, backend=backend)
+    the per-wing free robot's open-loop responses (at ``phases`` onset
+    phases); ``{model name: score}`` (see :func:`score_flights`)."""
+    reference = per_wing_flights(identified, manoeuvres, backend=backend, phases=phases)
     models = {"identified": identified, **wrong_models(identified)}
     return {name: score_flights(reference, averaged_flights(m, manoeuvres), manoeuvres) for name, m in models.items()}
+
+
+def check_fidelity_settings(s) -> None:
+    """Check the ``[fidelity]`` settings (each error names the setting)."""
+    amplitudes = as_float_array("fidelity.amplitudes", s["amplitudes"])
+    if amplitudes.ndim != 1 or amplitudes.size == 0:
+        raise ConfigError(f"fidelity.amplitudes: expected a non-empty list of plate steps [rad], got {s['amplitudes']!r}")
+    for a in amplitudes:
+        check_range("fidelity.amplitudes", a, 1e-6, 0.3)
+    check_range("fidelity.frequency_step", s["frequency_step"], 0.0, 10.0)
+    check_range("fidelity.gust", s["gust"], 0.0, 5.0)
+    check_range("fidelity.height", s["height"], 0.0, 100.0)
+    check_range("fidelity.onset", s["onset"], 0.0, 1.0)
+    check_range("fidelity.horizon", s["horizon"], 0.06, 2.0)
+    check_free_flights("fidelity", s)
 
 
 def manoeuvres_for(s) -> tuple[Manoeuvre, ...]:
@@ -321,8 +258,9 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
     kw = dict(height=float(s["height"]), onset=float(s["onset"]), horizon=float(s["horizon"]))
     if bar is not None:
         bar.set_postfix_str("per-wing open-loop pairs")
-    reference = per_wing_flights(model, manoeuvres, backend=s["backend"], **kw)
-    prediction = averaged_flights(model, manoeuvres, **kw)
+    reference = per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
+                                 phases=int(s["phases"]), **kw)
+    prediction = averaged_flights(model, manoeuvres, timestep=float(s["timestep"]), **kw)
     score = score_flights(reference, prediction, manoeuvres)
     data = {"time": reference["time"]}
     for k, m in enumerate(manoeuvres):

@@ -31,6 +31,8 @@ SEED_NAMES: dict[str, str] = {
     "D_w": "rate_damping",
     "L_v": "roll_speed_coupling",
     "M_u": "pitch_speed_coupling",
+    "kappa": "plate_reaction",
+    "D_s": "stroke_plane_damping",
 }
 SEED_UNITS: dict[str, str] = {
     "k_f": "N/Hz^2",
@@ -40,6 +42,8 @@ SEED_UNITS: dict[str, str] = {
     "D_w": "N m s/rad",
     "L_v": "N m s/m",
     "M_u": "N m s/m",
+    "kappa": "-",
+    "D_s": "N m s/rad",
 }
 
 #: Units of the per-wing physical parameters, and of every value a simulated

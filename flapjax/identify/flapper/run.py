@@ -1,7 +1,7 @@
 """Running the studies: ``flapjax identify``'s driver, with resume.
 
 :func:`run_identification` runs the configured studies in order (lift,
-moments, damping, physical, validation, fidelity), writes each finished one at once to
+moments, damping, physical, plate_motion, validation, fidelity), writes each finished one at once to
 ``<out>/studies/<name>.json`` with the settings it ran with, and reuses it on
 a rerun whose settings (and upstream values: the damping runs' frequency,
 the validated model) are unchanged. A run killed at any point resumes from
@@ -33,6 +33,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.config import STUDIES, validate_config
 from flapjax.identify.flapper.damping import damping_frequency, study_damping
 from flapjax.identify.flapper.fidelity import study_fidelity
+from flapjax.identify.flapper.plate_motion import study_plate_motion
 from flapjax.identify.flapper.lift import study_lift
 from flapjax.identify.flapper.moments import study_moments
 from flapjax.identify.flapper.physical import study_physical
@@ -149,8 +150,8 @@ class _Upstream:
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
                 k_f = float(self.nominal_avg.lift_coefficient)
             extra["frequency"] = damping_frequency(cfg, k_f)
-        if name in CHECKS:
-            model = {n: r for n in STUDIES if n not in CHECKS and (r := self.get(n)) is not None}
+        if name in CHECKS or name == "plate_motion":
+            model = {n: r for n in STUDIES if n not in CHECKS and n != name and (r := self.get(n)) is not None}
             self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
             extra["identified"] = self.avg.to_dict()
         return extra
@@ -168,6 +169,10 @@ class _Upstream:
             return study_physical(cfg, bar=bar)
         if name == "fidelity":
             return study_fidelity(cfg, self.avg, bar=bar)
+        if name == "plate_motion":
+            damping = self.get("damping")
+            return study_plate_motion(cfg, self.avg, bar=bar,
+                                      rate_damping_std=None if damping is None else damping.std.get("D_w"))
         return study_validation(cfg, self.avg, bar=bar)
 
 

@@ -108,6 +108,10 @@ class FlapperState(eqx.Module):
       health: () int32 OR of every step's health code, the reasons
         (:mod:`flapjax.sim.flapper.health`; 0: healthy); None on a state
         built without it.
+      last_plate: (c,) the channel values the previous step applied
+        [rad]: the averaged model reads the plate's motion from its change
+        (:mod:`flapjax.sim.flapper.plate_motion`); None on a state built
+        without it (no plate-motion terms).
     """
 
     data: Any
@@ -115,6 +119,7 @@ class FlapperState(eqx.Module):
     phase_offset: Scalar
     healthy: Bool[Array, ""]
     health: Int[Array, ""] | None = None
+    last_plate: Float[Array, " c"] | None = None
 
 
 class FlapperRobot(eqx.Module):

@@ -92,6 +92,7 @@ def init_state(
         phase_offset=jnp.zeros((), dtype=dtype),
         healthy=jnp.ones((), dtype=bool),
         health=jnp.zeros((), dtype=jnp.int32),
+        last_plate=joint_setpoints(robot.channel_kinds, params.plate, dtype),
     )
     if periodic is None:
         periodic = robot.root == "free" and robot.aero_model == "wing"
@@ -133,7 +134,7 @@ def _periodic_start(robot: FlapperRobot, params: FlapperParams, state: FlapperSt
     # Restart the clock at 0 with the stroke phase the warm-up reached.
     phase = jnp.mod(jnp.mod(params.stroke.frequency * robot.dt * n_warm, 1.0) + warm.phase_offset, 1.0)
     start = FlapperState(data=warm.data, step=jnp.zeros_like(state.step), phase_offset=phase.astype(state.phase_offset.dtype),
-                         healthy=warm.healthy, health=warm.health)
+                         healthy=warm.healthy, health=warm.health, last_plate=warm.last_plate)
     if not free:
         return start
     start = eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v))

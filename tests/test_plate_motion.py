@@ -1,0 +1,113 @@
+"""The averaged model's plate-motion terms: the plate's inertial reaction
+(the body turns back by kappa times the plate's turn) and the stroke-plane
+damping (-D_s times the plate's rate about its joint axis), and the
+phase-averaged free flights they are identified from."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from flapjax.aero.cycle_averaged import PLATE_AXES, CycleAveragedParams, cycle_averaged_wrench, stroke_plane_torque
+from flapjax.identify.flapper import free_flights as ff
+from flapjax.math import quat_to_mat
+from flapjax.sim import flapper as fl
+from flapjax.validation import ConfigError
+
+jax.config.update("jax_enable_x64", True)
+
+
+def test_stroke_plane_torque_turns_against_each_joint_axis():
+    p = CycleAveragedParams(stroke_plane_damping=(2e-5, 7e-5))
+    # pitch_joint turns the plate about +x, roll_joint about -y
+    np.testing.assert_allclose(stroke_plane_torque(p, jnp.array([1.0, 0.0])), [-2e-5, 0.0, 0.0], atol=1e-20)
+    np.testing.assert_allclose(stroke_plane_torque(p, jnp.array([0.0, 1.0])), [0.0, 7e-5, 0.0], atol=1e-20)
+    np.testing.assert_allclose(PLATE_AXES, [[1, 0, 0], [0, -1, 0]])
+
+
+def test_zero_terms_and_no_rate_leave_the_seed_wrench_bit_identical():
+    kw = dict(frequency=jnp.array(42.0), plate=jnp.array([0.02, -0.01]), rot_world_body=jnp.eye(3),
+              v_world=jnp.array([0.1, -0.2, 0.0]), w_body=jnp.array([0.3, -0.1, 0.2]))
+    seed = cycle_averaged_wrench(CycleAveragedParams(), **kw).wrench
+    with_rate = cycle_averaged_wrench(CycleAveragedParams(), plate_rate=jnp.array([5.0, -3.0]), **kw).wrench
+    np.testing.assert_array_equal(seed, with_rate)
+    damped = cycle_averaged_wrench(CycleAveragedParams(stroke_plane_damping=(1e-5, 1e-5)),
+                                   plate_rate=jnp.array([5.0, -3.0]), **kw).wrench
+    np.testing.assert_allclose(damped[3:] - seed[3:], [-5e-5, -3e-5, 0.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("values, match", [
+    ({"plate_reaction": [1.2, 0.0]}, "plate_reaction"),
+    ({"plate_reaction": [-1.0, 0.0]}, "plate_reaction"),
+    ({"plate_reaction": [0.1]}, "plate_reaction"),
+    ({"stroke_plane_damping": [float("nan"), 0.0]}, "stroke_plane_damping"),
+])
+def test_bad_plate_motion_values_name_the_field(values, match):
+    with pytest.raises(ConfigError, match=match):
+        CycleAveragedParams.from_dict(values)
+
+
+def test_files_without_the_terms_load_with_zeros_and_new_ones_round_trip(tmp_path):
+    old = {k: v for k, v in CycleAveragedParams().to_dict().items()
+           if k not in ("plate_reaction", "stroke_plane_damping")}
+    p = CycleAveragedParams.from_dict(old)
+    np.testing.assert_array_equal(p.plate_reaction, [0.0, 0.0])
+    np.testing.assert_array_equal(p.stroke_plane_damping, [0.0, 0.0])
+    q = CycleAveragedParams(plate_reaction=(0.2, 0.05), stroke_plane_damping=(1e-5, 6e-5))
+    np.testing.assert_array_equal(CycleAveragedParams.from_dict(q.to_dict()).stroke_plane_damping, [1e-5, 6e-5])
+
+
+@pytest.fixture(scope="module")
+def lumped():
+    robot = fl.make_robot("lumped", "averaged", backend="rigid")
+    return robot, jax.jit(lambda p, s, c: fl.step(robot, p, s, c)[0])
+
+
+def _one_plate_step(lumped, averaged, delta):
+    robot, step = lumped
+    params = fl.default_params(robot, frequency=42.2, averaged=averaged)
+    state = fl.init_state(robot, params, position=jnp.array([0.0, 0.0, 0.5]))
+    command = fl.FlapperCommand(frequency=jnp.asarray(42.2), plate=jnp.asarray(delta))
+    return state, step(params, state, command)
+
+
+def test_the_lumped_body_turns_back_by_kappa_times_the_plate_turn(lumped):
+    kappa = CycleAveragedParams(plate_reaction=(0.25, 0.04))
+    plain = CycleAveragedParams()
+    delta = 0.02
+    for k, axis in ((0, np.array([1.0, 0.0, 0.0])), (1, np.array([0.0, -1.0, 0.0]))):
+        command = np.zeros(2)
+        command[k] = delta
+        _, with_kappa = _one_plate_step(lumped, kappa, command)
+        _, without = _one_plate_step(lumped, plain, command)
+        r_rel = np.asarray(quat_to_mat(without.data.quat)).T @ np.asarray(quat_to_mat(with_kappa.data.quat))
+        sin_turn = 0.5 * np.array([r_rel[2, 1] - r_rel[1, 2], r_rel[0, 2] - r_rel[2, 0], r_rel[1, 0] - r_rel[0, 1]])
+        np.testing.assert_allclose(sin_turn, -np.sin([0.25, 0.04][k] * delta) * axis, rtol=1e-9, atol=1e-15)
+        np.testing.assert_array_equal(with_kappa.last_plate, command)
+
+
+def test_stroke_plane_damping_gives_the_body_an_angular_impulse(lumped):
+    robot, _ = lumped
+    inertia = np.asarray(fl.lumped_inertia())
+    damped = CycleAveragedParams(stroke_plane_damping=(2e-5, 7e-5))
+    delta = np.array([0.02, -0.01])
+    _, a = _one_plate_step(lumped, damped, delta)
+    _, b = _one_plate_step(lumped, CycleAveragedParams(), delta)
+    impulse = -(np.array([2e-5, 7e-5]) * delta) @ PLATE_AXES  # D_s * (delta / dt) over one step of dt
+    dw = np.asarray(a.data.angular_velocity - b.data.angular_velocity)
+    np.testing.assert_allclose(inertia @ dw, impulse, rtol=1e-3, atol=1e-12)
+
+
+def test_phase_shifts_and_paired_response_align_each_onset():
+    shifts = ff.phase_shifts(40.0, 2.5e-4, 2)
+    np.testing.assert_array_equal(shifts, [0, 25])  # a quarter wingbeat: half of the half-wingbeat symmetry
+    t = np.arange(400)
+    # one manoeuvre, two phases, +/-: each world a ramp starting at its onset
+    onset = np.array([20, 20, 70, 70])
+    sign = np.array([1.0, -1.0, 1.0, -1.0])
+    x = np.clip(t[None, :] - onset[:, None], 0, None) * sign[:, None] * np.array([1.0, 1.0, 3.0, 3.0])[:, None]
+    out = np.asarray(ff.paired_response(x, 1, np.array([0, 50]), 1))[0]
+    expected = 2.0 * np.clip(t[:350] - 20, 0, None)  # the mean of slopes 1 and 3, aligned at onset 20
+    np.testing.assert_allclose(out, expected)
+    with pytest.raises(ConfigError, match="phases"):
+        ff.phase_shifts(40.0, 2.5e-4, 0)
