@@ -331,6 +331,8 @@ STRICT_CASES = [
      r"run\.studies: a study is given twice"),
     ("config max_steps = 1e13", lambda t: _config(t, "[lift]\nmax_steps = 10000000000000\n"),
      r"lift\.max_steps: must be an integer in \[1, 1000000\]"),
+    ("config batch_size = 1e9", lambda t: _config(t, "[run]\nbatch_size = 1000000000\n"),
+     r"run\.batch_size: must be an integer in \[1, 1024\]"),
     ("config physical.start 1e-300", lambda t: _config(t, "[physical]\nstart = {lift_scale = 1e-300}\n"),
      r"physical\.start\.lift_scale: must lie in \[1e-09, 1000\]"),
     ("config JSON key twice", lambda t: _config(t, '{"lift": {}, "lift": {}}', "c.json"),

@@ -101,11 +101,11 @@ CASES = [
     ("config missing", lambda t, m: idc.load_config(t / "absent.toml"), r"config: no such file '.*absent\.toml'"),
     # --- integer settings and schedules (issue case 9)
     ("batch_size true", lambda t, m: _config(t, "[run]\nbatch_size = true\n"),
-     r"run\.batch_size: must be an integer >= 1, got True"),
+     r"run\.batch_size: must be an integer in \[1, 1024\], got True"),
     ("max_steps true", lambda t, m: _config(t, "[lift]\nmax_steps = true\n"),
      r"lift\.max_steps: must be an integer in \[1, 1000000\], got True"),
     ("batch_size zero", lambda t, m: _config(t, "[run]\nbatch_size = 0\n"),
-     r"run\.batch_size: must be an integer in \[1, inf\], got 0"),
+     r"run\.batch_size: must be an integer in \[1, 1024\], got 0"),
     ("validation step after the flight", lambda t, m: _config(t, "[validation]\nduration = 1.0\nstep_start = 1.0\n"),
      r"validation\.step_start: the plate step \(1\.0 s \+ step_length 0\.1 s\) must end before the flight does"),
     ("solver iterations zero", lambda t, m: _world(iterations=0), r"iterations: must be an integer in \[1, 1000\], got 0"),

@@ -227,7 +227,7 @@ def _check_run(run: Mapping) -> None:
     [check_choice("run.studies", s, STUDIES) for s in run["studies"]]
     if len(set(run["studies"])) < len(run["studies"]):
         raise ConfigError(f"run.studies: a study is given twice, got {run['studies']!r}")
-    check_int("run.batch_size", run["batch_size"], 1)
+    check_int("run.batch_size", run["batch_size"], 1, 1024)  # sweeps pad to whole chunks: 1e9 would allocate 1e9 worlds
     for key in ("float64", "plots"):
         if not isinstance(run[key], bool):
             raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
