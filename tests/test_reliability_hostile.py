@@ -379,7 +379,15 @@ STRICT_CASES = [
     ("profile defaults not a table", lambda t: _profile(t, defaults=5), r"quad\.json\.defaults: expected a table"),
     ("scene sidecar 1e300 m", lambda t: _scene(t, sidecar='{"ground_z_m": 1e300}'),
      r"hover\.scene\.json: sidecar: scene\.ground_z_m must lie within \+-10000 m"),
+    ("flight-log mass 1e300 kg", lambda t: _flight_body(mass=1e300), r"mass: must lie in \[1e-06, 10\]"),
+    ("flight-log inertia 1e30", lambda t: _flight_body(inertia=[1e30, 1e30, 1e30]), r"inertia: .* at most 1 kg m\^2"),
 ]
+
+
+def _flight_body(**kw):
+    from flapjax.identify.flapper.flight_dynamics import body
+
+    return body(**kw)
 
 
 @pytest.mark.parametrize("label,make,message", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])

@@ -16,7 +16,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
 from flapjax.math import quat_mul
 from flapjax.math import quat_to_mat as quat_to_rot  # R_WB of (w, x, y, z)
-from flapjax.validation import as_float_array, check_positive, inertia_matrix
+from flapjax.validation import ConfigError, as_float_array, check_range, inertia_matrix
 
 
 def euler_to_quat(roll, pitch, yaw):
@@ -108,6 +108,11 @@ def robot_body() -> tuple[float, float, np.ndarray]:
     return float(mass), float(-model.opt.gravity[2]), np.asarray(inertia)
 
 
+#: Plausible mass of a flapping-wing robot [kg] and largest inertia entry [kg m^2].
+MASS_RANGE = (1e-6, 10.0)
+MAX_INERTIA = 1.0
+
+
 def body(mass: float | None = None, inertia=None) -> tuple[float, float, np.ndarray]:
     """The mass [kg], gravity [m/s^2] and (3, 3) inertia [kg m^2] a flight
     log is fitted with: the given ``mass`` and ``inertia`` of the robot that
@@ -121,10 +126,13 @@ def body(mass: float | None = None, inertia=None) -> tuple[float, float, np.ndar
     """
     mass0, gravity, inertia0 = robot_body()
     if mass is not None:
-        check_positive("mass", as_float_array("mass", mass, ()))
+        check_range("mass", as_float_array("mass", mass, ()), *MASS_RANGE)
         mass0 = float(mass)
     if inertia is not None:
         inertia0 = inertia_matrix("inertia", inertia)
+        if not np.max(np.abs(inertia0)) <= MAX_INERTIA:
+            raise ConfigError(f"inertia: a flapping-wing robot's inertia is at most {MAX_INERTIA:g} kg m^2, got "
+                              f"{np.asarray(inertia0).tolist()}")
     return mass0, gravity, np.asarray(inertia0, dtype=float)
 
 
