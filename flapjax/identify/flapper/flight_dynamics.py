@@ -16,7 +16,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
 from flapjax.math import quat_mul
 from flapjax.math import quat_to_mat as quat_to_rot  # R_WB of (w, x, y, z)
-from flapjax.validation import ConfigError, as_float_array, check_range, inertia_matrix
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, inertia_matrix
 
 
 def euler_to_quat(roll, pitch, yaw):
@@ -126,6 +126,7 @@ def body(mass: float | None = None, inertia=None) -> tuple[float, float, np.ndar
     """
     mass0, gravity, inertia0 = robot_body()
     if mass is not None:
+        check_positive("mass", as_float_array("mass", mass, ()))
         check_range("mass", as_float_array("mass", mass, ()), *MASS_RANGE)
         mass0 = float(mass)
     if inertia is not None:
