@@ -160,3 +160,23 @@ def test_bad_plate_motion_settings_name_the_field(key, value, match):
 
     with pytest.raises(ConfigError, match=match):
         check_plate_motion_settings(_settings(**{key: value}))
+
+
+def test_the_lumped_step_compiles_once_for_new_plate_commands():
+    """New command values and a new last plate reuse the compiled step (no retrace)."""
+    import chex
+
+    robot = fl.make_robot("lumped", "averaged", backend="rigid")
+    params = fl.default_params(robot, frequency=42.2, averaged=CycleAveragedParams(plate_reaction=(0.2, 0.1)))
+    state = fl.init_state(robot, params, position=jnp.array([0.0, 0.0, 0.5]))
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(s, plate):
+        return fl.step(robot, params, s, fl.FlapperCommand(frequency=jnp.asarray(42.2), plate=plate))[0]
+
+    for plate in ([0.01, 0.0], [0.0, -0.02], [0.03, 0.01]):
+        state = step(state, jnp.asarray(plate))
+    np.testing.assert_array_equal(state.last_plate, [0.03, 0.01])
+    with pytest.raises(AssertionError):
+        ff.paired_response(np.zeros((6, 10)), 1, np.array([0, 1]), 1)  # 6 worlds are not 1 x 2 phases x 2 signs

@@ -16,6 +16,7 @@ import dataclasses
 import math
 from typing import Sequence
 
+import chex
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -124,6 +125,7 @@ def paired_response(x, width: int, shifts: np.ndarray, n_manoeuvres: int):
       shifts: (P,) each phase's onset offset [samples].
     Returns: (n_manoeuvres, T - width + 1 - max(shifts), ...).
     """
+    chex.assert_axis_dimension(x, 0, n_manoeuvres * len(shifts) * 2)
     mean = cycle_mean(x, width)
     mean = mean.reshape((n_manoeuvres, len(shifts), 2) + mean.shape[1:])
     n_keep = mean.shape[3] - int(max(shifts))
