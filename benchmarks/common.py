@@ -150,6 +150,22 @@ def retime(compiled, args: tuple, repeats: int) -> float:
     return statistics.median(times)
 
 
+def throughput_row(name: str, n: int, k: int, *, keys: tuple[str, ...] = ()) -> dict | None:
+    """The throughput section's row of the same program (workload, worlds,
+    steps, JAX version) in ``results/throughput.json``, if it has one with
+    every key in ``keys``."""
+    import jax
+
+    path = RESULTS / "throughput.json"
+    if not path.exists():
+        return None
+    tp = json.loads(path.read_text())
+    if tp.get("env", {}).get("jax") != jax.__version__:
+        return None
+    return next((r for r in tp["rows"] if r["workload"] == name and r["n_worlds"] == n and r["n_steps"] == k
+                 and all(key in r for key in keys)), None)
+
+
 def strip_private(d: dict) -> dict:
     return {k: v for k, v in d.items() if not k.startswith("_")}
 

@@ -23,7 +23,6 @@ worlds, steps and JAX version), as ``benchmarks.run`` does just before.
 from __future__ import annotations
 
 import gc
-import json
 
 import jax
 
@@ -34,18 +33,6 @@ from benchmarks.throughput import KERNEL_SHARE, n_steps_for
 GOAL = 0.10
 
 
-def _throughput_row(name: str, n: int, k: int) -> dict | None:
-    """The throughput section's row of the same program (workload, worlds,
-    steps, JAX version), if ``results/throughput.json`` has one."""
-    path = C.RESULTS / "throughput.json"
-    if not path.exists():
-        return None
-    tp = json.loads(path.read_text())
-    if tp.get("env", {}).get("jax") != jax.__version__:
-        return None
-    return next((r for r in tp["rows"] if r["workload"] == name and r["n_worlds"] == n and r["n_steps"] == k), None)
-
-
 def run(quick: bool, n: int = 1024, repeats=None) -> dict:
     repeats = repeats or (3 if quick else 5)
     out = []
@@ -53,7 +40,7 @@ def run(quick: bool, n: int = 1024, repeats=None) -> dict:
         k = n_steps_for(n, quick, name)
         # --quick takes the full step from the throughput section, which has
         # just timed the very same program (saves a compile per workload).
-        row = _throughput_row(name, n, k) if quick else None
+        row = C.throughput_row(name, n, k) if quick else None
         if row is not None:
             full, rf = None, dict(steady_s=row["steady_s"], compile_s=row["compile_s"], _compiled=None)
             C.log(f"{name}: full step from the throughput section (same program, {n} worlds, {k} steps)")

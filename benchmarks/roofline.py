@@ -139,21 +139,6 @@ def sharded_rate(wl, repeats: int) -> float:
     return res["steps_per_s"]
 
 
-def _throughput_row(name: str, n: int, k: int) -> dict | None:
-    """The throughput section's row of the same program (workload, worlds,
-    steps, JAX version), if it recorded XLA's counts."""
-    import jax
-
-    path = C.RESULTS / "throughput.json"
-    if not path.exists():
-        return None
-    tp = json.loads(path.read_text())
-    if tp.get("env", {}).get("jax") != jax.__version__:
-        return None
-    return next((r for r in tp["rows"] if r["workload"] == name and r["n_worlds"] == n and r["n_steps"] == k
-                 and "cost" in r and "ops" in r), None)
-
-
 def measure_workload(name: str, n: int, quick: bool, repeats: int, peak: dict) -> dict:
     from benchmarks import workloads as W
     from benchmarks.throughput import n_steps_for
@@ -163,7 +148,7 @@ def measure_workload(name: str, n: int, quick: bool, repeats: int, peak: dict) -
     # --quick takes the one-device time and XLA's counts of a program the
     # throughput section has just compiled and timed (the flappers: the same
     # builder, worlds and steps), and compiles only the sharded one here.
-    tp = _throughput_row(name, n, k) if quick and name not in W.PREPARED_BUILDERS else None
+    tp = C.throughput_row(name, n, k, keys=("cost", "ops")) if quick and name not in W.PREPARED_BUILDERS else None
     if tp is not None:
         C.log(f"{name}: one-device time and XLA counts from the throughput section (same program)")
         res, counts, ops = dict(steps_per_s=tp["steps_per_s"], compile_s=tp["compile_s"]), tp["cost"], tp["ops"]
