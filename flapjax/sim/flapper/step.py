@@ -22,7 +22,9 @@ Per world and step (:func:`step`), top to bottom:
 4. **advance** (:func:`advance_mjx` / :func:`advance_rigid` /
    :func:`advance_tree`): MJX's constraint-free step (the model has no
    constraint rows), the pure-JAX rigid body, or the pure-JAX fixed-base
-   joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler;
+   joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler; the
+   averaged model's plate motion (the plate rate's damping in stage 2, the
+   lumped body's turn-back here: :mod:`flapjax.sim.flapper.plate_motion`);
 5. **guard** (:func:`flapjax.sim.flapper.health.guard`): a world that turns
    unhealthy is frozen at its last healthy state, flagged, and says why.
 
