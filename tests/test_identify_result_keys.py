@@ -62,7 +62,8 @@ def _keys(text: str) -> set[str]:
 QUICK = _keys("""
 cycle_averaged cycle_averaged.gravity cycle_averaged.horizontal_damping
 cycle_averaged.lift_coefficient cycle_averaged.mass cycle_averaged.pitch_gain
-cycle_averaged.pitch_speed_coupling cycle_averaged.rate_damping cycle_averaged.reference_frequency
+cycle_averaged.pitch_speed_coupling cycle_averaged.plate_reaction cycle_averaged.rate_damping
+cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping
 cycle_averaged.roll_gain cycle_averaged.roll_speed_coupling identified identified.k_f
 identified.k_pitch identified.k_roll k_f k_f_std k_pitch k_pitch_std k_roll k_roll_std residuals
 residuals.lift residuals.lift.all_healthy residuals.lift.clip_fraction_max residuals.lift.final_loss
@@ -79,7 +80,10 @@ settings.damping.axes settings.damping.discard settings.damping.duration setting
 settings.damping.learning_rate settings.damping.max_steps settings.damping.optimizer
 settings.damping.rates settings.damping.speeds settings.damping.start_factor settings.fidelity
 settings.fidelity.amplitudes settings.fidelity.backend settings.fidelity.frequency_step settings.fidelity.gust
-settings.fidelity.height settings.fidelity.horizon settings.fidelity.onset settings.lift
+settings.fidelity.height settings.fidelity.horizon settings.fidelity.onset settings.fidelity.phases
+settings.fidelity.timestep settings.plate_motion settings.plate_motion.amplitude settings.plate_motion.backend
+settings.plate_motion.height settings.plate_motion.horizon settings.plate_motion.onset settings.plate_motion.phases
+settings.plate_motion.pulse_wingbeats settings.plate_motion.timestep settings.lift
 settings.lift.discard settings.lift.duration settings.lift.frequencies settings.lift.learning_rate
 settings.lift.max_steps settings.lift.optimizer settings.lift.start_factor settings.moments
 settings.moments.discard settings.moments.duration settings.moments.frequencies
@@ -176,7 +180,8 @@ FLIGHT_LOG = _keys("""
 D_w_x D_w_x_std D_w_y D_w_y_std L_v L_v_std M_u M_u_std body body.given body.inertia_kgm2
 body.mass_kg cycle_averaged cycle_averaged.gravity cycle_averaged.horizontal_damping
 cycle_averaged.lift_coefficient cycle_averaged.mass cycle_averaged.pitch_gain
-cycle_averaged.pitch_speed_coupling cycle_averaged.rate_damping cycle_averaged.reference_frequency
+cycle_averaged.pitch_speed_coupling cycle_averaged.plate_reaction cycle_averaged.rate_damping
+cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping
 cycle_averaged.roll_gain cycle_averaged.roll_speed_coupling files fit fit.command_delay_samples
 fit.correlation fit.correlation.matrix fit.correlation.names fit.cost fit.iterations
 fit.not_identified fit.nuisance_parameters fit.parameters fit.reason fit.residual_over_noise
