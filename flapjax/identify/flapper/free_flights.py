@@ -186,11 +186,10 @@ def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres:
 
 
 def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *,
-                     timestep: float = FREE_FLIGHT_TIMESTEP, phases: int = 1, **kwargs) -> dict:
+                     timestep: float = FREE_FLIGHT_TIMESTEP, **kwargs) -> dict:
     """:func:`fly_manoeuvres` for the lumped robot flying ``averaged``, at
     ``timestep`` [s] (the reference's, so both share their sample times);
-    ``phases`` is accepted for symmetry with :func:`per_wing_flights` (the
-    averaged model does not depend on the stroke phase, so it flies one)."""
+    it flies one stroke phase: the averaged model has none."""
     robot = fl.make_robot("lumped", "averaged", backend="rigid", timestep=timestep)
     f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
     params = fl.default_params(robot, frequency=f_h, averaged=averaged)

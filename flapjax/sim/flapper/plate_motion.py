@@ -34,13 +34,6 @@ from flapjax.sim.flapper.robot import FlapperRobot
 Vec2 = Float[Array, "2"]
 
 
-def plate_change(last_plate: Vec2 | None, plate: Vec2) -> Vec2:
-    """The plate's turn over this step, ``plate - last_plate`` (2,) [rad];
-    zero without a last value (a state built before it was kept)."""
-    plate = jnp.asarray(plate)
-    return jnp.zeros_like(plate) if last_plate is None else plate - jnp.asarray(last_plate, dtype=plate.dtype)
-
-
 def turn_back(robot: FlapperRobot, params: CycleAveragedParams, data, change: Vec2):
     """Rotate the lumped body back by ``kappa_j * change_j`` about each
     plate joint's axis (body frame): the plate's inertial reaction. Other

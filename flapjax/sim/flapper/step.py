@@ -388,15 +388,15 @@ def step(
     f_cmd = frequency_command(robot, command.frequency, command.plate, d.qpos.dtype)
     joints = read_joints(robot, d.qpos, command)
     ref = stroke_targets(robot, params, state, f_cmd, command.plate)
+    # the plate's turn over this step [rad], which the averaged model's plate-motion terms read
+    turn = None if robot.aero_model == "wing" or state.last_plate is None else joints.plate - state.last_plate
     if robot.aero_model == "wing":  # 2. aerodynamic wrench
         loads = wing_aero(robot, params, d, wind)
     else:
-        turn = plate_motion.plate_change(state.last_plate, joints.plate)
-        loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind,
-                              None if state.last_plate is None else turn / robot.dt)
+        loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind, None if turn is None else turn / robot.dt)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
-    if robot.aero_model != "wing" and state.last_plate is not None:
+    if turn is not None:
         d_new = plate_motion.turn_back(robot, params.averaged, d_new, turn)
     healthy, code = health.guard(robot, params, state, d_new, base, loads.force_world, f_cmd)  # 5. guard
     new_state = FlapperState(
