@@ -12,6 +12,7 @@ from flapjax.aero.cycle_averaged import PLATE_AXES, CycleAveragedParams, cycle_a
 from flapjax.identify.flapper import free_flights as ff
 from flapjax.math import quat_to_mat
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.plate_motion import STROKE_PLANE_LAG_WINGBEATS, stroke_plane_turn
 from flapjax.validation import ConfigError
 
 jax.config.update("jax_enable_x64", True)
@@ -72,6 +73,7 @@ def _one_plate_step(lumped, averaged, delta):
 
 
 def test_the_lumped_body_turns_back_by_kappa_times_the_plate_turn(lumped):
+    robot = lumped[0]
     kappa = CycleAveragedParams(plate_reaction=(0.25, 0.04))
     plain = CycleAveragedParams()
     delta = 0.02
@@ -82,8 +84,25 @@ def test_the_lumped_body_turns_back_by_kappa_times_the_plate_turn(lumped):
         _, without = _one_plate_step(lumped, plain, command)
         r_rel = np.asarray(quat_to_mat(without.data.quat)).T @ np.asarray(quat_to_mat(with_kappa.data.quat))
         sin_turn = 0.5 * np.array([r_rel[2, 1] - r_rel[1, 2], r_rel[0, 2] - r_rel[2, 0], r_rel[1, 0] - r_rel[0, 1]])
-        np.testing.assert_allclose(sin_turn, -np.sin([0.25, 0.04][k] * delta) * axis, rtol=1e-9, atol=1e-15)
-        np.testing.assert_array_equal(with_kappa.last_plate, command)
+        # the stroke plane's plate moves dt / (tau + dt) of the way in one step (tau: half a wingbeat)
+        lagged = delta * robot.dt / (STROKE_PLANE_LAG_WINGBEATS / 42.2 + robot.dt)
+        np.testing.assert_allclose(sin_turn, -np.sin([0.25, 0.04][k] * lagged) * axis, rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(with_kappa.last_plate, command * lagged / delta, rtol=1e-12)
+
+
+def test_the_stroke_plane_follows_a_plate_step_in_half_a_wingbeat():
+    # the lagged plate sums to the step (the turn-back is spread, not lost) and has the lag's time constant
+    f, dt, step = 40.0, 1e-4, jnp.array([0.02, -0.01])
+    z, turns = jnp.zeros(2), []
+    for _ in range(5000):
+        turns.append(stroke_plane_turn(step, z, jnp.asarray(f), dt))
+        z = z + turns[-1]
+    turns = np.asarray(turns)
+    np.testing.assert_allclose(turns.sum(0), step, rtol=1e-9)
+    tau = STROKE_PLANE_LAG_WINGBEATS / f
+    k = int(round(tau / dt))
+    np.testing.assert_allclose(turns[:k].sum(0) / step, 1 - (1 + dt / tau) ** -k, rtol=1e-9)
+    assert 0.62 < float(turns[:k].sum(0)[0] / step[0]) < 0.64  # 1 - 1/e at one time constant
 
 
 def test_stroke_plane_damping_gives_the_body_an_angular_impulse(lumped):
@@ -93,7 +112,8 @@ def test_stroke_plane_damping_gives_the_body_an_angular_impulse(lumped):
     delta = np.array([0.02, -0.01])
     _, a = _one_plate_step(lumped, damped, delta)
     _, b = _one_plate_step(lumped, CycleAveragedParams(), delta)
-    impulse = -(np.array([2e-5, 7e-5]) * delta) @ PLATE_AXES  # D_s * (delta / dt) over one step of dt
+    lagged = delta * robot.dt / (STROKE_PLANE_LAG_WINGBEATS / 42.2 + robot.dt)  # the stroke plane's turn
+    impulse = -(np.array([2e-5, 7e-5]) * lagged) @ PLATE_AXES  # D_s * (turn / dt) over one step of dt
     dw = np.asarray(a.data.angular_velocity - b.data.angular_velocity)
     np.testing.assert_allclose(inertia @ dw, impulse, rtol=1e-3, atol=1e-12)
 
@@ -175,8 +195,10 @@ def test_the_lumped_step_compiles_once_for_new_plate_commands():
     def step(s, plate):
         return fl.step(robot, params, s, fl.FlapperCommand(frequency=jnp.asarray(42.2), plate=plate))[0]
 
+    z, w = np.zeros(2), robot.dt / (STROKE_PLANE_LAG_WINGBEATS / 42.2 + robot.dt)
     for plate in ([0.01, 0.0], [0.0, -0.02], [0.03, 0.01]):
         state = step(state, jnp.asarray(plate))
-    np.testing.assert_array_equal(state.last_plate, [0.03, 0.01])
+        z = z + (np.asarray(plate) - z) * w  # the stroke plane's plate, lagging the command
+    np.testing.assert_allclose(state.last_plate, z, rtol=1e-12)
     with pytest.raises(AssertionError):
         ff.paired_response(np.zeros((6, 10)), 1, np.array([0, 1]), 1)  # 6 worlds are not 1 x 2 phases x 2 signs

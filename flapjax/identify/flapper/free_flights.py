@@ -43,10 +43,10 @@ class Manoeuvre:
       name: label in reports.
       plate: (2,) plate-command offset of (pitch_joint, roll_joint) [rad]
         from the onset for ``length`` seconds; zero for none.
-      length: how long the plate offset is held [s] (default: to the end,
-        a step; finite: a pulse).
+      length: how long the plate offset and the gust are held [s]
+        (default: to the end, a step; finite: a pulse).
       frequency_step: flapping-frequency offset held from the onset [Hz].
-      gust: (3,) wind velocity held from the onset, world frame [m/s]: the
+      gust: (3,) wind velocity from the onset, world frame [m/s]: the
         body moves through the air as if pushed, which exercises the
         speed couplings (L_v, M_u) and the drag k_v.
     """
@@ -93,7 +93,7 @@ def _fly_worlds(robot, params, gains, hover_frequency, gravity, target, plates, 
     def one(plate, df, gust, onset, length):
         state = fl.init_state(robot, params, position=target, periodic=True)
         step = fl.PlateStep(offset=plate, start=onset, length=length)
-        wind = (times >= onset).astype(gust.dtype)[:, None] * gust
+        wind = ((times >= onset) & (times < onset + length)).astype(gust.dtype)[:, None] * gust
         _, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
                                   record_every=RECORD_EVERY, checkpoint=False,
                                   hover_frequency=hover_frequency + df, gravity=gravity, plate_step=step,

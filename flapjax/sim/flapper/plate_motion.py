@@ -13,11 +13,19 @@ plate-step response):
   about the joint axis (``CycleAveragedParams.stroke_plane_damping``,
   applied by :func:`flapjax.aero.cycle_averaged.stroke_plane_torque`).
 
-The averaged robot's servo is ideal (the plate is where it was commanded),
-so both are read from the change of the command between steps; the state
-keeps the last one (``FlapperState.last_plate``). With both parameters at
-zero (the default, and every file written before they existed) nothing
-changes.
+The averaged robot's servo is ideal (the plate is where it was commanded).
+The wings answer the plate's turn over a wingbeat, not within a step: both
+terms read the turn of the *stroke plane's plate*, which follows the
+command with a first-order lag of half a wingbeat (:func:`stroke_plane_turn`;
+the group delay of a one-wingbeat average). The state keeps it
+(``FlapperState.last_plate``). Without the lag the stroke-plane damping
+closes an algebraic loop with any controller's rate gain ``k_w``: the
+plate rate it feeds back is ``-k_w`` times the angular acceleration the
+damping itself makes, a loop gain ``k_w D_s / I`` (0.9 about y with the
+designed gains), and the averaged closed loop oscillates at about 6 Hz
+and diverges once a cycle-filter delay is added (docs/physics.md). With
+both parameters at zero (the default, and every file written before they
+existed) nothing changes.
 """
 
 from __future__ import annotations
@@ -32,6 +40,22 @@ from flapjax.sim import rigid
 from flapjax.sim.flapper.robot import FlapperRobot
 
 Vec2 = Float[Array, "2"]
+Scalar = Float[Array, ""]
+
+#: Lag of the stroke plane's plate behind the commanded plate, in wingbeats.
+STROKE_PLANE_LAG_WINGBEATS = 0.5
+
+
+def stroke_plane_turn(plate: Float[Array, " c"], last: Float[Array, " c"], frequency: Scalar,
+                      dt: float) -> Float[Array, " c"]:
+    """The stroke plane's plate turn over this step [rad] (c,): the lagged
+    plate ``z`` (``last``, (c,) [rad]) moves toward the commanded ``plate``
+    (c,) [rad] with time constant ``STROKE_PLANE_LAG_WINGBEATS / frequency``
+    [s] (``frequency`` () [Hz]), backward Euler over ``dt`` [s] (stable at
+    any step). Its sum over a step input is the step: the turn-back by
+    ``kappa`` is spread over the lag, not lost."""
+    tau = STROKE_PLANE_LAG_WINGBEATS / jnp.maximum(jnp.abs(frequency), 1e-6)
+    return (plate - last) * (dt / (tau + dt))
 
 
 def turn_back(robot: FlapperRobot, params: CycleAveragedParams, data, change: Vec2):

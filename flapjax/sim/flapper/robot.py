@@ -108,8 +108,9 @@ class FlapperState(eqx.Module):
       health: () int32 OR of every step's health code, the reasons
         (:mod:`flapjax.sim.flapper.health`; 0: healthy); None on a state
         built without it.
-      last_plate: (c,) the channel values the previous step applied
-        [rad]: the averaged model reads the plate's motion from its change
+      last_plate: (c,) the stroke plane's channel values [rad], which
+        follow the applied ones with a lag of half a wingbeat: the averaged
+        model reads the plate's motion from their change
         (:mod:`flapjax.sim.flapper.plate_motion`); None on a state built
         without it (no plate-motion terms).
     """
