@@ -10,10 +10,15 @@ plate normal, a horizontal damping force and identified control moments:
     tau_B = (f / f_ref)^2 [k_roll delta_p, -k_pitch delta_r, 0] - D_w omega_B
             + [L_v v_B,y, M_u v_B,x, 0]
 
-with ``delta_p`` the pitch_joint and ``delta_r`` the roll_joint angle. The
-naming is crossed, as in the seed: pitch_joint makes the *roll* moment and
-roll_joint the *pitch* moment. ``L_v`` and ``M_u`` couple horizontal speed
-into moments (the horizontal drag of the flapping wings acts above the
+with ``delta_p`` the pitch_joint and ``delta_r`` the roll_joint angle: the
+plate robot. A robot steered by other channels (:mod:`flapjax.sim.flapper.channels`)
+has a ``control_matrix`` B (3, nc) and a ``thrust_tilt`` T (2, nc) instead:
+``tau_B = (f / f_ref)^2 B u + ...`` and ``n_B ~ [-(T u)_0, -(T u)_1, 1]`` for
+the channel vector u (nc,); the plate robot is ``B = [[k_roll, 0],
+[0, -k_pitch], [0, 0]]``, ``T = [[0, 1], [1, 0]]``
+(:mod:`flapjax.aero.control_matrix`). The naming is crossed, as in the
+seed: pitch_joint makes the *roll* moment and roll_joint the *pitch*
+moment. ``L_v`` and ``M_u`` couple horizontal speed into moments (the horizontal drag of the flapping wings acts above the
 centre of mass: a drag ``-k_v v`` at height ``h`` gives ``L_v = k_v h_y``,
 ``M_u = -k_v h_x``); both default to 0, the seed's model. The kernel is pure
 (parameters and state in, one body wrench out) so any rigid-body backend can
@@ -33,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from flapjax.aero.control_matrix import channel_control, check_control_matrix
 from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix
 
 #: The largest plate angle |delta_p|, |delta_r| of the robot's plate servos
@@ -55,11 +61,19 @@ _FIELDS = (
     "reference_frequency",
     "mass",
     "gravity",
+    "control_matrix",
+    "thrust_tilt",
 )
+#: Fields that may be absent (None): the plate robot's control term.
+_OPTIONAL = ("control_matrix", "thrust_tilt")
 
 
 def _as_array(x) -> Array:
     return jnp.asarray(x, dtype=float)
+
+
+def _as_optional_array(x) -> Array | None:
+    return None if x is None else jnp.asarray(x, dtype=float)
 
 
 class CycleAveragedParams(eqx.Module):
@@ -87,6 +101,17 @@ class CycleAveragedParams(eqx.Module):
       reference_frequency: () f_ref of lambda_f = (f / f_ref)^2 [Hz].
       mass: () m, the rigid body the model flies [kg].
       gravity: () g [m/s^2].
+      control_matrix: (3, nc) B, body moment per unit of each control
+        channel at f_ref [N m per channel unit] (rows body x, y, z; columns
+        the robot's channels in order). None (default): the plate robot,
+        ``[[k_roll, 0], [0, -k_pitch], [0, 0]]`` from the gains above, its
+        thrust tilted by the plates. A ``"frequency"`` channel acts through
+        f itself (L = k_f f^2 and lambda_f at the commanded f plus its
+        value), so its column is 0 unless an asymmetry makes it turn the body.
+      thrust_tilt: (2, nc) T, tilt of the thrust direction per channel unit
+        [rad per channel unit], ``n_B ~ [-(T u)_0, -(T u)_1, 1]``; read only
+        with a ``control_matrix``; None: no tilt (a stroke bias or an
+        amplitude difference moves the mean lift, it does not turn it).
     """
 
     lift_coefficient: Scalar = eqx.field(converter=_as_array, default=0.14858349039827917 / 30.0**2)
@@ -101,6 +126,8 @@ class CycleAveragedParams(eqx.Module):
     reference_frequency: Scalar = eqx.field(converter=_as_array, default=42.0)
     mass: Scalar = eqx.field(converter=_as_array, default=0.03)
     gravity: Scalar = eqx.field(converter=_as_array, default=9.81)
+    control_matrix: Float[Array, "3 nc"] | None = eqx.field(converter=_as_optional_array, default=None)
+    thrust_tilt: Float[Array, "2 nc"] | None = eqx.field(converter=_as_optional_array, default=None)
 
     def __check_init__(self):
         check_positive("CycleAveragedParams.lift_coefficient", self.lift_coefficient)
@@ -130,6 +157,7 @@ class CycleAveragedParams(eqx.Module):
         check_positive("CycleAveragedParams.reference_frequency", self.reference_frequency)
         check_positive("CycleAveragedParams.mass", self.mass)
         check_positive("CycleAveragedParams.gravity", self.gravity, allow_zero=True)
+        check_control_matrix(self.control_matrix, self.thrust_tilt)
 
     @classmethod
     def flapsim(cls) -> "CycleAveragedParams":
@@ -151,7 +179,10 @@ class CycleAveragedParams(eqx.Module):
             raise ConfigError(f"CycleAveragedParams: unknown field(s) {unknown}; allowed: {list(_FIELDS)}")
         kwargs = {}
         for name in _FIELDS:
-            if name in values:
+            if name in values and name in _OPTIONAL:
+                kwargs[name] = None if values[name] is None else as_float_array(
+                    f"CycleAveragedParams.{name}", values[name], (3 if name == "control_matrix" else 2, None))
+            elif name in values:
                 shape = {"rate_damping": (3,), "plate_reaction": (2,), "stroke_plane_damping": (2,)}.get(name, ())
                 kwargs[name] = as_float_array(f"CycleAveragedParams.{name}", values[name], shape)
         return cls(**kwargs)
@@ -173,9 +204,12 @@ class CycleAveragedParams(eqx.Module):
         return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain floats / lists, the inverse of :meth:`from_dict`."""
+        """Plain floats / lists, the inverse of :meth:`from_dict` (an absent
+        control matrix or thrust tilt is left out, as in files older than them)."""
         out = {}
         for name in _FIELDS:
+            if name in _OPTIONAL and getattr(self, name) is None:
+                continue
             v = jnp.asarray(getattr(self, name))
             out[name] = v.tolist()
         return out
@@ -220,7 +254,8 @@ def cycle_averaged_wrench(
       params: identified model parameters.
       frequency: () flapping frequency f [Hz].
       plate: (2,) plate angles ``(delta_p, delta_r)`` = (pitch_joint,
-        roll_joint) [rad].
+        roll_joint) [rad]; with a ``params.control_matrix``, the channel
+        vector u (nc,) [channel units].
       rot_world_body: (3, 3) R_WB, body to world.
       v_world: (3,) centre-of-mass velocity, world frame [m/s].
       w_body: (3,) body angular velocity, body frame [rad/s].
@@ -234,16 +269,19 @@ def cycle_averaged_wrench(
     moving along its +y a positive body-x moment (``L_v > 0``): either way
     the top tilts back, against the motion.
     """
-    if jnp.shape(plate) != (2,):
-        raise ConfigError(f"plate: expected shape (2,) (delta_p, delta_r), got shape {jnp.shape(plate)}")
-    delta_p, delta_r = plate[0], plate[1]
     thrust = params.lift_coefficient * frequency**2
-    n_raw = jnp.stack([-delta_r, -delta_p, jnp.ones_like(delta_p)])
-    n_body = n_raw / jnp.sqrt(1.0 + delta_r**2 + delta_p**2)
+    if params.control_matrix is None:  # the plate robot
+        if jnp.shape(plate) != (2,):
+            raise ConfigError(f"plate: expected shape (2,) (delta_p, delta_r), got shape {jnp.shape(plate)}")
+        delta_p, delta_r = plate[0], plate[1]
+        n_raw = jnp.stack([-delta_r, -delta_p, jnp.ones_like(delta_p)])
+        n_body = n_raw / jnp.sqrt(1.0 + delta_r**2 + delta_p**2)
+        control = jnp.stack([params.roll_gain * delta_p, -params.pitch_gain * delta_r, jnp.zeros_like(delta_p)])
+    else:
+        n_body, control = channel_control(params.control_matrix, params.thrust_tilt, plate)
     drag = -params.horizontal_damping * jnp.stack([v_world[0], v_world[1], jnp.zeros_like(v_world[2])])
     force_world = rot_world_body @ (thrust * n_body) + drag
     lam = (frequency / params.reference_frequency) ** 2
-    control = jnp.stack([params.roll_gain * delta_p, -params.pitch_gain * delta_r, jnp.zeros_like(delta_p)])
     v_body = rot_world_body.T @ v_world
     coupling = jnp.stack([params.roll_speed_coupling * v_body[1], params.pitch_speed_coupling * v_body[0],
                           jnp.zeros_like(v_body[0])])

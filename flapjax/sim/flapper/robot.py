@@ -228,9 +228,10 @@ def robot_from_mjmodel(
       names: the joint and body names (a description's ``names``).
     """
     wing = aero.Wing.flapsim() if wing is None else wing
-    if aero_model == "averaged" and names.channel_kinds != SEED_KINDS:
-        raise ConfigError(f"aero_model: 'averaged' drives two joint channels (the plate's), this robot's channels "
-                          f"are {list(names.channel_kinds)}: use aero_model='wing'")
+    if aero_model == "averaged" and root != "lumped" and names.channel_kinds != SEED_KINDS:
+        raise ConfigError(f"aero_model: 'averaged' drives two joint channels (the plate's) on the {root!r} root, this "
+                          f"robot's channels are {list(names.channel_kinds)}: use aero_model='wing', or the 'lumped' "
+                          "root with a CycleAveragedParams.control_matrix")
     base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, names.base)
     free_q = free_v = -1
     if root in ("free", "lumped"):
@@ -374,6 +375,10 @@ def default_params(
         aero=options if aero_options is None else aero_options,
         averaged=CycleAveragedParams.from_json(AVERAGED_PATH) if averaged is None else averaged,
     )
+    if robot is not None and robot.aero_model == "averaged" and kinds != SEED_KINDS and (
+            averaged is None or averaged.control_matrix is None):
+        raise ConfigError(f"averaged: the robot's channels {list(kinds)} act through a CycleAveragedParams."
+                          "control_matrix (3, nc); pass averaged=... with one (flapjax identify --robot writes it)")
     if robot is not None:  # the robot's float type (make_robot(dtype=...)), so a rollout's carry keeps one type
         dtype = robot.model.body_mass.dtype
         params = jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, params)

@@ -92,7 +92,9 @@ def init_state(
         phase_offset=jnp.zeros((), dtype=dtype),
         healthy=jnp.ones((), dtype=bool),
         health=jnp.zeros((), dtype=jnp.int32),
-        last_plate=joint_setpoints(robot.channel_kinds, params.plate, dtype),
+        # the plate-motion terms are the plates': an averaged robot steered by other channels has none
+        last_plate=None if robot.aero_model == "averaged" and any(k != "joint" for k in robot.channel_kinds)
+        else joint_setpoints(robot.channel_kinds, params.plate, dtype),
     )
     if periodic is None:
         periodic = robot.root == "free" and robot.aero_model == "wing"
