@@ -404,7 +404,8 @@ def step(
         data=backend.keep_good(healthy, d_new, state.data),
         step=state.step + 1, healthy=healthy, health=code,
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
-        last_plate=None if state.last_plate is None else (state.last_plate + turn).astype(state.last_plate.dtype),
+        last_plate=None if state.last_plate is None else (
+            joints.plate if turn is None else state.last_plate + turn).astype(state.last_plate.dtype),
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 
