@@ -159,12 +159,12 @@ def _notes(s: Mapping, frequency: float, res, slopes: dict, kinds: np.ndarray) -
 _LABELS = ("v_x", "v_y", "w_x", "w_y", "w_z")
 
 
-def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None) -> StudyResult:
+def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None, description=None) -> StudyResult:
     """D_w and k_v from imposed body motion (see the module docstring)."""
     s = cfg["damping"]
     t0 = time.perf_counter()
-    robot = fl.make_driven_robot(s["armature"]) if robot is None else robot
-    params = fl.default_params(robot, frequency=float(frequency))
+    robot = fl.make_driven_robot(s["armature"], description=description) if robot is None else robot
+    params = fl.default_params(robot, frequency=float(frequency), description=description)
     drives, kinds = _drives(s)
     out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
                           batch_size=cfg["run"]["batch_size"])

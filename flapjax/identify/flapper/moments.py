@@ -1,20 +1,29 @@
-"""The moments study: ``k_roll`` and ``k_pitch`` of the cycle-averaged model.
+"""The moments study: the control term of the cycle-averaged model.
 
-Plate-tilt sweeps (pitch_joint and roll_joint separately) at several
-frequencies on the driven base held at rest (zero drive velocity:
-:func:`flapjax.sim.flapper.driven_sweep`, the damping study's compiled
-program); the cycle-mean body moment about the robot's *instantaneous*
-centre of mass (the tilted plate and the stroking wings move it) is fitted
-as ``lambda_f [k_roll delta_p, -k_pitch delta_r]`` with
-``lambda_f = (f / f_ref)^2`` (the seed's crossed naming: the pitch_joint
-angle rolls the robot), with Gauss-Newton standard deviations. Cross
-moments are reported.
+Sweeps of each control channel alone (:func:`swept_channels`: every channel
+but a ``"frequency"`` one) at several frequencies on the driven base held
+at rest (zero drive velocity: :func:`flapjax.sim.flapper.driven_sweep`, the
+damping study's compiled program); the cycle-mean body moment about the
+robot's *instantaneous* centre of mass (the tilted plate and the stroking
+wings move it) is fitted by gradient with Gauss-Newton standard deviations:
+
+* the plate robot (two joint channels, the seed's): ``lambda_f [k_roll
+  delta_p, -k_pitch delta_r]`` with ``lambda_f = (f / f_ref)^2`` (the
+  seed's crossed naming: the pitch_joint angle rolls the robot); cross
+  moments are reported;
+* any other robot: the control matrix ``B`` (3, nc) of
+  ``tau_B = lambda_f B u`` (:mod:`flapjax.aero.control_matrix`), every entry
+  signed, with its covariance, correlations and the entries the sweep does
+  not determine (:mod:`flapjax.identify.solve`); and the thrust tilt ``T``
+  (2, nc) of ``-F_xy / F_z = T u`` (closed-form least squares: a stroke
+  bias also moves the mean force fore-aft). A frequency channel changes
+  ``L = k_f f^2`` (the lift study's), not a moment: its columns stay 0.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -24,10 +33,27 @@ from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
 from flapjax.identify.results import StudyResult
+from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation, unidentified
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.channels import SEED_KINDS
+from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.validation import ConfigError
 
 REFERENCE_FREQUENCY = 42.0  # f_ref of lambda_f [Hz], the seed's
+
+
+def reference_frequency(description=None) -> float:
+    """f_ref of lambda_f [Hz]: the seed's 42 Hz, or the middle of a
+    description's ``stroke.frequency_range``."""
+    if description is None:
+        return REFERENCE_FREQUENCY
+    lo, hi = resolve_description(description).frequency_range
+    return 0.5 * (lo + hi)
+
+
+def swept_channels(kinds: Sequence[str]) -> tuple[int, ...]:
+    """Positions of the channels the study sweeps: all but ``"frequency"``."""
+    return tuple(i for i, k in enumerate(kinds) if k != "frequency")
 
 
 def predict_moments(p: Params, inputs) -> jax.Array:
@@ -38,29 +64,50 @@ def predict_moments(p: Params, inputs) -> jax.Array:
     return jnp.stack([lam * p["k_roll"] * plate[:, 0], -lam * p["k_pitch"] * plate[:, 1]], axis=-1)
 
 
-def _tilt_rows(s: Mapping) -> tuple[np.ndarray, np.ndarray]:
-    """``(frequencies (n,) [Hz], plates (n, 2) [rad])``: at each frequency,
-    each tilt on the pitch joint alone, then on the roll joint alone."""
+def predict_channel_moments(p: Params, inputs) -> jax.Array:
+    """(n, 3) body moments ``lambda_f B u`` [N m]; ``inputs = (frequency
+    (n,) [Hz], channels (n, nc))``, ``p["B"]`` (3, nc) [N m per channel unit]."""
+    f, u = inputs
+    lam = (f / p["f_ref"]) ** 2
+    return lam[:, None] * (u @ p["B"].T)
+
+
+def _tilt_rows(s: Mapping, kinds: Sequence[str] = SEED_KINDS) -> tuple[np.ndarray, np.ndarray]:
+    """``(frequencies (n,) [Hz], channels (n, nc))``: at each frequency,
+    each tilt on each swept channel alone, in channel order (the seed robot:
+    the pitch joint, then the roll joint)."""
     rows_f, rows_p = [], []
     for f in np.asarray(s["frequencies"], dtype=float):
         for d in np.asarray(s["tilts"], dtype=float):
-            rows_f += [f, f]
-            rows_p += [[d, 0.0], [0.0, d]]
+            for i in swept_channels(kinds):
+                row = np.zeros(len(kinds))
+                row[i] = d
+                rows_f.append(f)
+                rows_p.append(row)
     return np.asarray(rows_f), np.asarray(rows_p)
 
 
-def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
-    """k_roll, k_pitch from plate-tilt sweeps (see the module docstring);
+def study_moments(cfg: Mapping, *, robot=None, bar=None, description=None) -> StudyResult:
+    """The control term from channel sweeps (see the module docstring);
     ``robot``: a driven-base robot (default
-    ``make_driven_robot(cfg["damping"]["armature"])``)."""
+    ``make_driven_robot(cfg["damping"]["armature"], description=description)``);
+    ``description``: the robot's description file (default the seed robot)."""
     s = cfg["moments"]
     t0 = time.perf_counter()
-    rows_f, rows_p = _tilt_rows(s)
-    robot = fl.make_driven_robot(cfg["damping"]["armature"]) if robot is None else robot
-    params = fl.default_params(robot, frequency=float(rows_f[0]))
+    robot = fl.make_driven_robot(cfg["damping"]["armature"], description=description) if robot is None else robot
+    kinds = robot.channel_kinds
+    rows_f, rows_p = _tilt_rows(s, kinds)
+    params = fl.default_params(robot, frequency=float(rows_f[0]), description=description)
     sw = fl.driven_sweep(robot, params, np.zeros((rows_f.size, 5)), duration=float(s["duration"]),
                          discard=float(s["discard"]), batch_size=cfg["run"]["batch_size"], frequencies=rows_f,
                          plate=rows_p)
+    if tuple(kinds) == SEED_KINDS:
+        return _plate_result(s, sw, rows_f, rows_p, bar, t0)
+    return _matrix_result(s, sw, rows_f, rows_p, kinds, reference_frequency(description), bar, t0)
+
+
+def _plate_result(s: Mapping, sw, rows_f, rows_p, bar, t0: float) -> StudyResult:
+    """k_roll, k_pitch of the plate robot from its sweep."""
     moment = np.asarray(sw.moment)  # body frame, about the moving centre of mass
     meas = moment[:, :2]
     lam = (rows_f / REFERENCE_FREQUENCY) ** 2
@@ -107,6 +154,79 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
         loss=res.loss,
         notes="driven base held at rest; body-frame moments about the robot's instantaneous centre of mass; "
         f"lambda_f = (f / {REFERENCE_FREQUENCY:g})^2; fit stopped: {res.reason}",
+        converged=res.converged,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def linear_covariance(x, targets, coef):
+    """Gauss-Newton ``(std (k, m), correlation (k m, k m), unidentified
+    (k, m))`` of ``coef`` (k, m) in the linear model ``targets (n, k) ~ x
+    (n, m) @ coef.T`` (:mod:`flapjax.identify.solve`; entries row-major)."""
+    x, coef = np.asarray(x, dtype=float), np.asarray(coef, dtype=float)
+    (n, m), k = x.shape, coef.shape[0]
+    residual = (x @ coef.T - np.asarray(targets, dtype=float)).ravel()
+    jac = np.zeros((n, k, k, m))
+    for i in range(k):
+        jac[:, i, i, :] = x  # d r[n, i] / d coef[i, j] = x[n, j]
+    jac = jac.reshape(n * k, k * m)
+    cov, _ = gauss_newton_covariance(residual, jac)
+    std, corr = std_and_correlation(cov)
+    return std.reshape(k, m), corr, unidentified(jac).reshape(k, m)
+
+
+def _tilt(rows_p, force, swept) -> tuple[np.ndarray, np.ndarray]:
+    """Thrust tilt T (2, nc) [rad per channel unit] and its std from the
+    horizontal force: ``-F_xy / F_z = T u`` (closed-form least squares)."""
+    tilt = -force[:, :2] / force[:, 2:3]
+    t, std = np.zeros((2, rows_p.shape[1])), np.zeros((2, rows_p.shape[1]))
+    t[:, swept] = np.linalg.lstsq(rows_p[:, swept], tilt, rcond=None)[0].T
+    std[:, swept] = linear_covariance(rows_p[:, swept], tilt, t[:, swept])[0]
+    return t, std
+
+
+def _matrix_result(s: Mapping, sw, rows_f, rows_p, kinds, f_ref: float, bar, t0: float) -> StudyResult:
+    """The control matrix B (3, nc) of a robot steered by other channels."""
+    moment, force = np.asarray(sw.moment), np.asarray(sw.force)
+    swept = swept_channels(kinds)
+    x = ((rows_f / f_ref) ** 2)[:, None] * rows_p
+    b_ls = np.zeros((3, len(kinds)))
+    b_ls[:, swept] = np.linalg.lstsq(x[:, swept], moment, rcond=None)[0].T
+    data = Measurements(inputs=(jnp.asarray(rows_f), jnp.asarray(rows_p)), targets=jnp.asarray(moment),
+                        scale=jnp.sqrt(jnp.mean(jnp.asarray(moment) ** 2)))
+    start = {"B": s["start_factor"] * b_ls, "f_ref": f_ref}
+    res = fit_averaged(predict_channel_moments, data, start, ["B"], s, bar=bar, signed=("B",))
+    b = np.asarray(res.params["B"])
+    std, dead = np.zeros_like(b), np.ones(b.shape, dtype=bool)
+    std[:, swept], corr, dead[:, swept] = linear_covariance(x[:, swept], moment, b[:, swept])
+    tilt, tilt_std = _tilt(rows_p, force, swept)
+    pred = np.asarray(predict_channel_moments(res.params, data.inputs))
+    off = corr - np.diag(np.diag(corr))
+    scale = np.max(np.abs(b_ls), axis=0, keepdims=True)
+    return StudyResult(
+        name="moments",
+        values={"B": jnp.asarray(b), "T": jnp.asarray(tilt)},
+        std={"B": jnp.asarray(std), "T": jnp.asarray(tilt_std)},
+        metrics={
+            **{f"r2_{axis}": r_squared(moment[:, i], pred[:, i]) for i, axis in enumerate("xy")},
+            "B_relative_difference_max": float(np.max(np.abs(b - b_ls)[:, swept] / scale[:, swept])),
+            "rms_residual": float(np.sqrt(np.mean((moment - pred) ** 2))),
+            "primary_moment_max": float(np.max(np.abs(moment))),
+            "thrust_tilt_rms_residual": float(np.sqrt(np.mean((-force[:, :2] / force[:, 2:3]
+                                                               - rows_p @ tilt.T) ** 2))),
+            "correlation_max": float(np.max(np.abs(off))) if off.size else 0.0,
+            "unidentified_entries": int(np.sum(dead[:, swept])),
+            "base_drift_max": float(np.max(np.abs(np.asarray(sw.drive)))),
+            "reference_frequency": f_ref,
+            "final_loss": float(res.final_loss),
+            "fit_steps": res.steps,
+        },
+        data={"frequency": rows_f, "channels": rows_p, "moment": moment, "force": force, "B_least_squares": b_ls,
+              "B_correlation": corr},
+        loss=res.loss,
+        notes=f"driven base held at rest; channels {list(kinds)} swept one at a time (a frequency channel's column "
+        "stays 0: it changes L = k_f f^2); body-frame moments about the robot's instantaneous centre of mass; "
+        f"tau = lambda_f B u, lambda_f = (f / {f_ref:g})^2; fit stopped: {res.reason}",
         converged=res.converged,
         seconds=time.perf_counter() - t0,
     )

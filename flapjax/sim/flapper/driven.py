@@ -18,6 +18,8 @@ or the centre of mass at rest.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -26,7 +28,10 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.sim import tree
+from flapjax.sim.flapper import description_model
 from flapjax.sim.flapper import model as flapper_model
+from flapjax.sim.flapper.description import FlapperDescription
+from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate
@@ -37,9 +42,9 @@ from flapjax.validation import check_positive
 DRIVE_JOINTS = ("drive_x", "drive_y", "spin_x", "spin_y", "spin_z")
 
 
-def _com_offset(model: mujoco.MjModel) -> np.ndarray:
-    _, com, _ = flapper_model.composite_inertia(model, "base")
-    return np.asarray(com - model.body("base").pos, dtype=float)
+def _com_offset(model: mujoco.MjModel, base: str = "base") -> np.ndarray:
+    _, com, _ = flapper_model.composite_inertia(model, base)
+    return np.asarray(com - model.body(base).pos, dtype=float)
 
 
 def robot_com_offset() -> np.ndarray:
@@ -47,24 +52,36 @@ def robot_com_offset() -> np.ndarray:
     return _com_offset(flapper_model.build("fixed"))
 
 
-def robot_weight() -> tuple[float, float]:
-    """(mass [kg], gravity [m/s^2]) of the MJCF robot."""
-    m = flapper_model.build("fixed")
-    mass, _, _ = flapper_model.composite_inertia(m, "base")
+def robot_weight(description: FlapperDescription | str | Path | None = None) -> tuple[float, float]:
+    """(mass [kg], gravity [m/s^2]) of the MJCF robot (default the seed's;
+    or the robot of a description, docs/flapper_robots.md)."""
+    if description is None:
+        m, base = flapper_model.build("fixed"), "base"
+    else:
+        description = resolve_description(description)
+        m, base = description_model.build(description), description.names.base
+    mass, _, _ = flapper_model.composite_inertia(m, base)
     return float(mass), float(-m.opt.gravity[2])
 
 
-def make_driven_robot(armature: float = 10.0, backend: str = "rigid") -> FlapperRobot:
+def make_driven_robot(armature: float = 10.0, backend: str = "rigid",
+                      description: FlapperDescription | str | Path | None = None) -> FlapperRobot:
     """The per-wing robot on a driven base: slides along body x, y and hinges
     about body x, y, z through the centre of mass (dofs 0..4, in that order),
     each with ``armature`` [kg or kg m^2], so a velocity set at t = 0 stays
     (nearly) constant: an imposed body velocity or angular velocity.
     ``backend``: "rigid" (the pure-JAX joint tree, :mod:`flapjax.sim.tree`;
-    a fixed base with slide and hinge joints) or "mjx"."""
+    a fixed base with slide and hinge joints) or "mjx". ``description``:
+    the robot of a description file (default the seed robot)."""
     check_positive("damping.armature", armature)
-    spec = flapper_model.load_spec()
-    rel = _com_offset(spec.compile())
-    base = spec.body("base")
+    if description is None:
+        spec, base_name, extra = flapper_model.load_spec(), "base", {}
+    else:
+        description = resolve_description(description)
+        spec, base_name = description_model.load_spec(description), description.names.base
+        extra = {"names": description.names, "wing": description.wing}
+    rel = _com_offset(spec.compile(), base_name)
+    base = spec.body(base_name)
     slide, hinge = mujoco.mjtJoint.mjJNT_SLIDE, mujoco.mjtJoint.mjJNT_HINGE
     for name, kind, axis in zip(
         DRIVE_JOINTS, (slide, slide, hinge, hinge, hinge), ([1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1])
@@ -72,7 +89,7 @@ def make_driven_robot(armature: float = 10.0, backend: str = "rigid") -> Flapper
         base.add_joint(name=name, type=kind, axis=axis, pos=rel, armature=float(armature))
     m = spec.compile()
     assert [int(m.jnt_dofadr[m.joint(n).id]) for n in DRIVE_JOINTS] == list(range(5))
-    return robot_from_mjmodel(m, root="fixed", aero_model="wing", backend=backend)
+    return robot_from_mjmodel(m, root="fixed", aero_model="wing", backend=backend, **extra)
 
 
 class DrivenMean(eqx.Module):
