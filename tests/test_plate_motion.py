@@ -135,23 +135,29 @@ def test_phase_shifts_and_paired_response_align_each_onset():
 
 def _settings(**over):
     s = {"amplitude": 0.03, "pulse_wingbeats": 2.0, "height": 0.5, "onset": 0.01, "horizon": 0.08,
-         "timestep": 1e-4, "phases": 1, "backend": "rigid"}
+         "timestep": 1e-4, "phases": 1, "backend": "rigid", "gust": 0.3, "gust_wingbeats": 4.0}
     s.update(over)
     return s
 
 
-def test_the_fit_recovers_known_plate_motion_terms(monkeypatch):
-    """Data flown by the averaged model itself with known kappa and damping:
-    the Gauss-Newton fit through the rollout finds them again, and reports
-    a residual far below the one without the terms."""
+@pytest.mark.parametrize("gust", [0.0, 0.3])
+def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust):
+    """Data flown by the averaged model itself with known kappa, damping and
+    (with gust pulses) speed couplings: the Gauss-Newton fit through the
+    rollout finds them again, and reports a residual far below the one
+    without the terms."""
     import equinox as eqx
 
     from flapjax.identify.flapper import plate_motion as pm
 
     truth = CycleAveragedParams(plate_reaction=(0.15, 0.05), stroke_plane_damping=(3e-5, 5e-5),
-                                rate_damping=(3e-5, 5e-5, 1e-4), mass=0.0300, gravity=9.81)
+                                rate_damping=(3e-5, 5e-5, 1e-4), roll_speed_coupling=-2e-5,
+                                pitch_speed_coupling=-1.5e-4, mass=0.0300, gravity=9.81)
     model = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping), truth, (jnp.zeros(2), jnp.zeros(2)))
     model = eqx.tree_at(lambda p: p.rate_damping, model, jnp.array([2e-4, 2e-4, 1e-4]))
+    if gust:  # the upstream (driven-base) couplings, which the gust pulses correct
+        model = eqx.tree_at(lambda p: (p.roll_speed_coupling, p.pitch_speed_coupling), model,
+                            (jnp.asarray(2e-4), jnp.asarray(-2e-4)))
 
     def measured_by_the_model(m, s, f_h, kw):
         manoeuvres = pm.pulses(s, f_h)
@@ -160,7 +166,12 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch):
 
     monkeypatch.setattr(pm, "_measured", measured_by_the_model)
     monkeypatch.setattr(fl, "robot_weight", lambda: (0.0300, 9.81))
-    res = pm.study_plate_motion({"plate_motion": _settings()}, model)
+    res = pm.study_plate_motion({"plate_motion": _settings(gust=gust, gust_wingbeats=2.0)}, model)
+    if gust:
+        np.testing.assert_allclose([res.values["L_v"], res.values["M_u"]], [-2e-5, -1.5e-4], rtol=1e-3)
+        assert "gust" in res.metrics["labels"][2]
+    else:
+        assert "L_v" not in res.values
     np.testing.assert_allclose(res.values["kappa"], [0.15, 0.05], rtol=1e-4)
     np.testing.assert_allclose(res.values["D_s"], [3e-5, 5e-5], rtol=1e-4)
     np.testing.assert_allclose(res.values["D_w"], [3e-5, 5e-5, 1e-4], rtol=1e-4)
@@ -174,6 +185,8 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch):
     ("phases", 2.5, "phases"),
     ("timestep", 1e-3, "timestep"),
     ("amplitude", 1.0, "amplitude"),
+    ("gust", -0.1, "gust"),
+    ("gust_wingbeats", 0.1, "gust_wingbeats"),
 ])
 def test_bad_plate_motion_settings_name_the_field(key, value, match):
     from flapjax.identify.flapper.plate_motion import check_plate_motion_settings

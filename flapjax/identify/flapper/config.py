@@ -116,10 +116,13 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "phases": 2,
         "backend": "rigid",
     },
-    # Free per-wing plate pulses for the plate-motion fit (identify/flapper/plate_motion.py); SI units.
+    # Free per-wing plate pulses, and a lateral and a forward gust pulse (gust [m/s] for gust_wingbeats;
+    # 0: none), for the plate-motion fit (identify/flapper/plate_motion.py); SI units.
     "plate_motion": {
         "amplitude": 0.03,
         "pulse_wingbeats": 2.0,
+        "gust": 0.3,
+        "gust_wingbeats": 4.0,
         "height": 0.5,
         "onset": 0.02,
         "horizon": 0.15,

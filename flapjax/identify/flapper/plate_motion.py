@@ -23,7 +23,13 @@ rollout):
   ``D_w`` (x, y) and ``D_s``; they come with Gauss-Newton standard
   deviations. The free-flight damping differs from the driven-base one
   (docs/physics.md, Decomposition of the plate-step response), and this
-  study's ``D_w`` (x, y) replaces the damping study's.
+  study's ``D_w`` (x, y) replaces the damping study's;
+- with ``gust`` > 0 the robot also flies a lateral and a forward gust
+  *pulse* (``gust`` [m/s] for ``gust_wingbeats`` wingbeats; the fidelity
+  check's gust steps stay held out) and the speed couplings ``L_v``,
+  ``M_u`` join the unknowns: in free flight the roll moment per lateral
+  airspeed is not the driven base's (docs/physics.md, Decomposition of the
+  lateral-gust response), and these replace the damping study's.
 
 Not run by default: with it, the held-out open-loop plate steps pass but
 the closed-loop validation flights do not (docs/physics.md); run it with
@@ -49,28 +55,43 @@ from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, check_range
 
-#: Scale of D_s in the solver's unknowns [N m s/rad] (so all four are O(1)).
+#: Scale of D_s in the solver's unknowns [N m s/rad] (so all are O(1)).
 D_S_SCALE = 1e-5
+#: Scale of L_v and M_u in the solver's unknowns [N m s/m].
+COUPLING_SCALE = 1e-4
 
 
 def pulses(s: Mapping, hover_frequency: float) -> tuple[ff.Manoeuvre, ...]:
     """One plate pulse per plate joint: ``amplitude`` [rad] for
     ``pulse_wingbeats`` wingbeats at ``hover_frequency`` [Hz] (a whole
     number of half wingbeats, so that it ends at the stroke phase it
-    started at and the phase average treats both ends alike)."""
+    started at and the phase average treats both ends alike); with
+    ``gust`` > 0 also a lateral and a forward gust pulse of ``gust`` [m/s]
+    for ``gust_wingbeats`` wingbeats."""
     a, length = float(s["amplitude"]), float(s["pulse_wingbeats"]) / hover_frequency
-    return (ff.Manoeuvre(f"pitch_joint pulse {a:g} rad", plate=(a, 0.0), length=length),
-            ff.Manoeuvre(f"roll_joint pulse {a:g} rad", plate=(0.0, a), length=length))
+    out = (ff.Manoeuvre(f"pitch_joint pulse {a:g} rad", plate=(a, 0.0), length=length),
+           ff.Manoeuvre(f"roll_joint pulse {a:g} rad", plate=(0.0, a), length=length))
+    v = float(s.get("gust", 0.0))
+    if v:
+        gust_length = float(s["gust_wingbeats"]) / hover_frequency
+        out += (ff.Manoeuvre(f"lateral gust pulse {v:g} m/s", gust=(0.0, v, 0.0), length=gust_length),
+                ff.Manoeuvre(f"forward gust pulse {v:g} m/s", gust=(v, 0.0, 0.0), length=gust_length))
+    return out
 
 
 def _with(model: CycleAveragedParams, x) -> CycleAveragedParams:
     """``model`` with ``kappa = x[:2]`` and the flapping damping about x and y
-    ``x[2:] * D_S_SCALE`` acting on the stroke plane's rate: on the body's
-    rate (``D_w``) and on the plate joints' (``D_s``) alike."""
-    d = x[2:] * D_S_SCALE
+    ``x[2:4] * D_S_SCALE`` acting on the stroke plane's rate: on the body's
+    rate (``D_w``) and on the plate joints' (``D_s``) alike; with six
+    unknowns also ``L_v, M_u = x[4:] * COUPLING_SCALE``."""
+    d = x[2:4] * D_S_SCALE
     rate_damping = jnp.concatenate([d, jnp.asarray(model.rate_damping)[2:]])
-    return eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping, p.rate_damping), model,
-                       (x[:2], d, rate_damping))
+    model = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping, p.rate_damping), model,
+                        (x[:2], d, rate_damping))
+    if x.shape[0] == 4:
+        return model
+    return eqx.tree_at(lambda p: (p.roll_speed_coupling, p.pitch_speed_coupling), model,
+                       (x[4] * COUPLING_SCALE, x[5] * COUPLING_SCALE))
 
 
 def check_plate_motion_settings(s: Mapping) -> None:
@@ -83,6 +104,9 @@ def check_plate_motion_settings(s: Mapping) -> None:
                           f"{s['pulse_wingbeats']!r}")
     check_range("plate_motion.height", s["height"], 0.0, 100.0)
     check_range("plate_motion.onset", s["onset"], 0.0, 1.0)
+    check_range("plate_motion.gust", s.get("gust", 0.0), 0.0, 5.0)
+    if float(s.get("gust", 0.0)):
+        check_range("plate_motion.gust_wingbeats", s["gust_wingbeats"], 0.5, 20.0)
     ff.check_free_flights("plate_motion", s)
 
 
@@ -110,7 +134,8 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
     after = ref["time"] >= kw["onset"]
     robot = fl.make_robot("lumped", "averaged", backend="rigid", timestep=float(s["timestep"]))
     params = fl.default_params(robot, frequency=f_h, averaged=model)
-    scale = float(np.sqrt(np.mean(measured[:, after] ** 2)))
+    # each manoeuvre weighs alike: a gust tilts the robot far less than a plate pulse
+    scale = np.sqrt(np.mean(measured[:, after] ** 2, axis=(1, 2)))[:, None, None]
 
     def fly(m: CycleAveragedParams):
         p = eqx.tree_at(lambda q: q.averaged, params, m)
@@ -128,33 +153,45 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
     if bar is not None:
         bar.set_postfix_str("Gauss-Newton through the averaged model")
     start = jnp.concatenate([jnp.zeros(2), jnp.asarray(model.rate_damping)[:2] / D_S_SCALE])
+    if float(s.get("gust", 0.0)):
+        start = jnp.concatenate([start, jnp.stack([model.roll_speed_coupling, model.pitch_speed_coupling])
+                                 / COUPLING_SCALE])
     fit = levenberg_marquardt(residual, jacobian, start, max_iterations=20, cost_tol=1e-8)
-    x = np.asarray(fit.x)
-    r, jac = np.asarray(fit.residual), np.asarray(fit.jacobian)
-    cov, _ = gauss_newton_covariance(r, jac)
-    std, corr = std_and_correlation(cov)
     upstream = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping), model, (jnp.zeros(2), jnp.zeros(2)))
     predicted, without = np.asarray(tilts(fit.x)), np.asarray(fly(upstream))
-    null_rms = float(np.sqrt(np.mean((without - measured)[:, after] ** 2))) / scale
+    null_rms = float(np.sqrt(np.mean(((without - measured) / scale)[:, after] ** 2)))
     data = {"time": ref["time"]}
     for k in range(len(manoeuvres)):
         data[f"per_wing_tilt_{k}"], data[f"model_tilt_{k}"] = measured[k], predicted[k]
+    return _result(s, model, fit, manoeuvres, data, null_rms, rate_damping_std, time.perf_counter() - t0)
+
+
+def _result(s: Mapping, model: CycleAveragedParams, fit, manoeuvres, data: dict, null_rms: float,
+            rate_damping_std, seconds: float) -> StudyResult:
+    """The study's result: the values with their Gauss-Newton standard deviations."""
+    x, r = np.asarray(fit.x), np.asarray(fit.residual)
+    cov, _ = gauss_newton_covariance(r, np.asarray(fit.jacobian))
+    std, corr = std_and_correlation(cov)
+    z_std = np.full(1, np.nan) if rate_damping_std is None else np.asarray(rate_damping_std)[2:]
+    values = {"kappa": jnp.asarray(x[:2]), "D_s": jnp.asarray(x[2:4] * D_S_SCALE),
+              "D_w": jnp.concatenate([jnp.asarray(x[2:4] * D_S_SCALE), jnp.asarray(model.rate_damping)[2:]])}
+    stds = {"kappa": jnp.asarray(std[:2]), "D_s": jnp.asarray(std[2:4] * D_S_SCALE),
+            "D_w": jnp.concatenate([jnp.asarray(std[2:4] * D_S_SCALE), jnp.asarray(z_std)])}
+    gusts = ""
+    if x.shape[0] == 6:
+        values.update(L_v=jnp.asarray(x[4] * COUPLING_SCALE), M_u=jnp.asarray(x[5] * COUPLING_SCALE))
+        stds.update(L_v=jnp.asarray(std[4] * COUPLING_SCALE), M_u=jnp.asarray(std[5] * COUPLING_SCALE))
+        gusts = (f" and a lateral and a forward gust pulse of {float(s['gust']):g} m/s for "
+                 f"{float(s['gust_wingbeats']):g} wingbeats (L_v, M_u fitted from them)")
     return StudyResult(
-        name="plate_motion",
-        values={"kappa": jnp.asarray(x[:2]), "D_s": jnp.asarray(x[2:] * D_S_SCALE),
-                "D_w": jnp.concatenate([jnp.asarray(x[2:] * D_S_SCALE), jnp.asarray(model.rate_damping)[2:]])},
-        std={"kappa": jnp.asarray(std[:2]), "D_s": jnp.asarray(std[2:] * D_S_SCALE),
-             "D_w": jnp.concatenate([jnp.asarray(std[2:] * D_S_SCALE), jnp.asarray(
-                 np.full(1, np.nan) if rate_damping_std is None else np.asarray(rate_damping_std)[2:])])},
-        loss=jnp.asarray(fit.history),
-        data=data,
+        name="plate_motion", values=values, std=stds, loss=jnp.asarray(fit.history), data=data,
         metrics={"rms_relative": float(np.sqrt(np.mean(r**2))), "rms_relative_without_terms": null_rms,
                  "correlation": corr, "iterations": fit.iterations, "stopped": fit.reason,
                  "labels": [m.name for m in manoeuvres]},
         notes=f"open-loop plate pulses of {float(s['amplitude']):g} rad for {float(s['pulse_wingbeats']):g} "
-        f"wingbeats on each plate joint at {int(s['phases'])} stroke phases, +/- pairs, per-wing free robot at dt "
-        f"{float(s['timestep']):g} s; cycle-mean tilt fitted by the averaged model with the upstream values held; "
-        "kappa and D_s are (x, y): pitch_joint, roll_joint",
+        f"wingbeats on each plate joint{gusts} at {int(s['phases'])} stroke phases, +/- pairs, per-wing free robot "
+        f"at dt {float(s['timestep']):g} s; cycle-mean tilt (per manoeuvre relative to its RMS) fitted by the "
+        "averaged model with the upstream values held; kappa and D_s are (x, y): pitch_joint, roll_joint",
         converged=not fit.reason.startswith("max_iterations"),
-        seconds=time.perf_counter() - t0,
+        seconds=seconds,
     )
