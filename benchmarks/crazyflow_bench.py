@@ -19,9 +19,9 @@ at the same world counts and step counts as :mod:`benchmarks.throughput`.
 from __future__ import annotations
 
 if __name__ == "__main__":  # before JAX starts: one device per core, as benchmarks.run
-    from flapjax.devices import command_setup
+    from flapjax.devices import setup
 
-    print(command_setup(), flush=True)
+    print(setup(), flush=True)
 
 import json  # noqa: E402
 import os  # noqa: E402

@@ -16,7 +16,7 @@ The same run measures:
 * memory bandwidth: ``y = x + 1`` over 256 MiB (reads and writes 512 MiB),
   pinned and unpinned;
 * world-steps/s on one device (plain ``jit``) and split over every device
-  (:func:`flapjax.devices.use_all_cores`, a world mesh);
+  (:func:`flapjax.devices.setup`, a world mesh);
 
 and reports achieved GFLOP/s, the fraction of peak and bytes/s. Beside it,
 a **projection** (not a measurement): the same per-world-step counts against
@@ -36,9 +36,9 @@ import subprocess
 import sys
 
 if __name__ == "__main__":  # before JAX starts: one device per core
-    from flapjax.devices import command_setup
+    from flapjax.devices import setup
 
-    print(command_setup(), flush=True)
+    print(setup(), flush=True)
 
 from benchmarks import common as C  # noqa: E402
 

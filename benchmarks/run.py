@@ -45,9 +45,9 @@ def main(argv=None) -> int:
     # Sections run with XLA's default flags, and one JAX CPU device per core
     # (FLAPJAX_CORES=1: one), as the flapjax command does.
     os.environ.pop("XLA_FLAGS", None)
-    from flapjax.devices import command_setup
+    from flapjax.devices import setup
 
-    C.log(command_setup())
+    C.log(setup())
     env = dict(os.environ)
     env["PYTHONPATH"] = str(C.ROOT.parent) + os.pathsep + env.get("PYTHONPATH", "")
     if a.device is not None:

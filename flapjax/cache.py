@@ -1,5 +1,5 @@
 """Compile-time settings of flapjax's commands: JAX's persistent
-compilation cache and XLA's faster-compiling CPU emitters.
+compilation cache and XLA's CPU options for flapjax's small kernels.
 
 A compiled XLA program is written to disk the first time and read back on
 later runs, so a second ``flapjax identify`` or ``flapjax evaluate`` skips
@@ -15,12 +15,21 @@ that ``python -m flapjax.cache`` prints). Entries are keyed by the program,
 the JAX version and the device, so a stale entry is never used for a
 different program; deleting the folder only costs recompilation.
 
-:func:`prefer_fast_cpu_compile` picks XLA's classic CPU emitters
-(:data:`FAST_CPU_COMPILE_FLAG`) unless ``XLA_FLAGS`` already chooses: they
-compile flapjax's programs in about two thirds of the time and run them as
-fast (a cold ``flapjax identify --data identification/data/flight_log.csv``:
-24 s -> 19 s on a 2-core CPU, the same numbers). The commands call it
-first; in your own scripts, set ``XLA_FLAGS`` before JAX starts.
+:func:`prefer_fast_cpu_compile` adds :data:`FAST_CPU_FLAGS` to
+``XLA_FLAGS``, each unless ``XLA_FLAGS`` already chooses it:
+
+- XLA's classic CPU emitters compile flapjax's programs in about two thirds
+  of the time and run them as fast (a cold ``flapjax identify --data
+  identification/data/flight_log.csv``: 24 s -> 19 s on a 2-core CPU, the
+  same numbers);
+- no reductions handed to the YNNPACK library, whose per-call cost dwarfs
+  arrays of a few numbers per world: the MJX X-quad step ran about 1.3x
+  faster without (1024 worlds, same process, A/B), and the per-wing
+  flapper 2.5x (:data:`flapjax.sim.tree.CPU_COMPILER_OPTIONS`, which its
+  programs also pass per program).
+
+:func:`flapjax.devices.setup` (what the commands and the benchmarks call
+first) calls it; in your own scripts call that before JAX starts.
 """
 
 from __future__ import annotations
@@ -62,20 +71,21 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
     return folder
 
 
-#: XLA flag of :func:`prefer_fast_cpu_compile` (ignored by GPU and TPU compilers).
-FAST_CPU_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
+#: XLA flags of :func:`prefer_fast_cpu_compile` (CPU only: GPU and TPU
+#: compilers ignore them): the classic emitters, no YNNPACK fusions.
+FAST_CPU_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_experimental_ynn_fusion_type=")
 
 
 def prefer_fast_cpu_compile() -> bool:
-    """Add :data:`FAST_CPU_COMPILE_FLAG` to ``XLA_FLAGS`` unless they already
-    choose the CPU emitters; returns whether it was added. XLA reads the
+    """Add each of :data:`FAST_CPU_FLAGS` to ``XLA_FLAGS`` unless they
+    already set that option; returns whether any was added. XLA reads the
     variable when JAX starts its backend (the first computation), so call it
     before that; later it has no effect."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_use_fusion_emitters" in flags:
-        return False
-    os.environ["XLA_FLAGS"] = f"{flags} {FAST_CPU_COMPILE_FLAG}".strip()
-    return True
+    missing = [f for f in FAST_CPU_FLAGS if f.split("=", 1)[0] not in flags]
+    if missing:
+        os.environ["XLA_FLAGS"] = " ".join([flags, *missing]).strip()
+    return bool(missing)
 
 
 def clear_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:

@@ -52,19 +52,19 @@ def main() -> None:
     Compiled programs are kept in JAX's persistent compilation cache
     (:mod:`flapjax.cache`; folder from ``FLAPJAX_CACHE_DIR``, cleared with
     ``python -m flapjax.cache clear``), so a second run compiles little; on
-    CPU they are compiled with XLA's classic emitters, in about two thirds
-    of the time (unless ``XLA_FLAGS`` chooses). On CPU, JAX presents one
+    CPU they are compiled with XLA's classic emitters and without YNNPACK
+    fusions, which compile faster and run flapjax's small kernels faster
+    (unless ``XLA_FLAGS`` chooses; :func:`flapjax.cache.prefer_fast_cpu_compile`). On CPU, JAX presents one
     device per core and batched rollouts split their worlds over them
     (:mod:`flapjax.devices`; ``FLAPJAX_CORES=1`` for one device).
     """
-    from flapjax.cache import enable_compilation_cache, prefer_fast_cpu_compile
-    from flapjax.devices import command_setup
+    from flapjax.cache import enable_compilation_cache
+    from flapjax.devices import setup
 
     end_on_ctrl_c()
     one_line_warnings()
-    prefer_fast_cpu_compile()
-    try:  # one JAX device per core (before JAX starts; FLAPJAX_CORES=1 opts out)
-        typer.echo(command_setup(), err=True)
+    try:  # XLA's CPU options and one JAX device per core, before JAX starts (FLAPJAX_CORES=1: one)
+        typer.echo(setup(), err=True)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -89,7 +89,9 @@ def identify(
         "columns, see docs/data_formats.md) instead of simulating."
     ),
     robot: Optional[str] = typer.Option(
-        None, "--robot", help="With --data: multirotor preset name or profile .toml of a hover log."
+        None, "--robot", help="Without --data: a flapping-wing robot's description .toml (docs/flapper_robots.md) "
+        "to identify instead of the seed robot (studies lift, moments, damping). With --data: multirotor preset "
+        "name or profile .toml of a hover log."
     ),
     physical: bool = typer.Option(
         False, "--physical", help="With --data STAND.csv: also fit per-wing physical parameters through the "
@@ -143,23 +145,44 @@ def identify(
             exit_on_error(exc)
         typer.echo(f"done in {time.perf_counter() - start:.1f} s")
         return
-    if robot is not None or physical or mass is not None or inertia is not None or command_delay is not None:
-        exit_on_error(ConfigError("--robot, --physical, --mass, --inertia and --command-delay need --data FILE"))
-    from flapjax.identify import flapper
-
+    if physical or mass is not None or inertia is not None or command_delay is not None:
+        exit_on_error(ConfigError("--physical, --mass, --inertia and --command-delay need --data FILE"))
     try:
-        cfg = flapper.load_config(config, quick=quick)
-        if study:
-            from flapjax.identify.flapper.config import STUDIES
-
-            for name in study:
-                check_choice("--study", name, STUDIES)
-            cfg["run"]["studies"] = list(study)
-            cfg = flapper.validate_config(cfg)
-        flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
+        if robot is not None:
+            _identify_robot(robot, config, quick, study, out, fresh, progress)
+        else:
+            _identify_seed(config, quick, study, out, fresh, progress)
     except BaseException as exc:  # no traceback reaches the user: bad input exits 2
         exit_on_error(exc)
     typer.echo(f"done in {time.perf_counter() - start:.1f} s")
+
+
+def _identify_robot(robot: str, config, quick: bool, study, out: str, fresh: bool, progress: bool) -> None:
+    """``flapjax identify --robot robot.toml``: the studies that make sense
+    for a described robot, with settings mapped onto its frequency range."""
+    from flapjax.identify.flapper import run_identification
+    from flapjax.identify.flapper.robot_config import SEED_ONLY, load_robot_config
+    from flapjax.sim.flapper import load_robot_description
+
+    description = load_robot_description(robot)
+    cfg = load_robot_config(config, description, quick=quick, studies=study or None)
+    typer.echo("  left out for this robot: " + "; ".join(f"{k} ({why})" for k, why in SEED_ONLY.items()))
+    run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo, robot=description)
+
+
+def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: bool) -> None:
+    """``flapjax identify`` of the seed robot."""
+    from flapjax.identify import flapper
+
+    cfg = flapper.load_config(config, quick=quick)
+    if study:
+        from flapjax.identify.flapper.config import STUDIES
+
+        for name in study:
+            check_choice("--study", name, STUDIES)
+        cfg["run"]["studies"] = list(study)
+        cfg = flapper.validate_config(cfg)
+    flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
 
 
 from flapjax.cli_evaluate import evaluate  # noqa: E402

@@ -10,10 +10,11 @@ about 1.8x the one-device rate.
 
 The flag only takes effect if it is set before JAX starts its backend (the
 first computation or ``jax.devices()`` call), so the ``flapjax`` command and
-``python -m benchmarks.run`` call :func:`use_all_cores` first. In a script::
+``python -m benchmarks.run`` call :func:`setup` first (:func:`use_all_cores`
+and XLA's CPU options for flapjax's kernels). In a script::
 
     import flapjax.devices
-    flapjax.devices.use_all_cores()        # before any JAX computation
+    print(flapjax.devices.setup())         # before any JAX computation
     import jax
     ...
 
@@ -132,15 +133,22 @@ def describe() -> str:
     return f"flapjax: {len(devs)} {kind.upper()} device(s) ({devs[0].device_kind})"
 
 
-def command_setup() -> str:
-    """What the ``flapjax`` command and ``python -m benchmarks.run`` do
-    first: :func:`use_all_cores` unless JAX has already started (then the
-    devices it has are kept), and the one line that says so. Does not start
-    the backend; raises :class:`ConfigError` on a bad ``FLAPJAX_CORES``."""
+def setup() -> str:
+    """What to call first, before any JAX computation (the ``flapjax``
+    command and ``python -m benchmarks.run`` do): XLA's CPU options for
+    flapjax's small kernels (:func:`flapjax.cache.prefer_fast_cpu_compile`:
+    faster compiles, and the MJX step about 1.3x faster) and
+    :func:`use_all_cores`, unless JAX has already started (then the devices
+    and flags it has are kept). Returns the one line that says what it
+    chose. Does not start the backend; raises :class:`ConfigError` on a bad
+    ``FLAPJAX_CORES``."""
     if backend_started():
         return describe()
+    from flapjax.cache import prefer_fast_cpu_compile
+
     preset = forced_device_count()
     n = use_all_cores()
+    prefer_fast_cpu_compile()
     if os.environ.get(ENV_VAR, "").strip():
         how = f"{ENV_VAR}={os.environ[ENV_VAR].strip()}"
     elif preset is not None:
@@ -150,5 +158,5 @@ def command_setup() -> str:
     return f"flapjax: JAX's CPU backend uses {n} device(s) ({how})"
 
 
-__all__ = ["ENV_VAR", "backend_started", "command_setup", "core_count", "describe", "forced_device_count",
-           "use_all_cores"]
+__all__ = ["ENV_VAR", "backend_started", "core_count", "describe", "forced_device_count",
+           "setup", "use_all_cores"]

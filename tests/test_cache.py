@@ -32,17 +32,34 @@ def test_enable_points_jax_at_the_folder_and_clear_removes_it(tmp_path):
     assert cache.main(["bogus"]) == 2
 
 
-def test_fast_cpu_compile_flag_is_added_unless_the_user_chose(monkeypatch):
-    from flapjax.cache import FAST_CPU_COMPILE_FLAG, prefer_fast_cpu_compile
+def test_fast_cpu_flags_are_added_unless_the_user_chose(monkeypatch):
+    from flapjax.cache import FAST_CPU_FLAGS, prefer_fast_cpu_compile
 
+    emitters, ynn = FAST_CPU_FLAGS
+    assert emitters == "--xla_cpu_use_fusion_emitters=false" and ynn == "--xla_cpu_experimental_ynn_fusion_type="
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     assert prefer_fast_cpu_compile() is True
-    assert os.environ["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=2 {FAST_CPU_COMPILE_FLAG}"
+    assert os.environ["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=2 {emitters} {ynn}"
     assert prefer_fast_cpu_compile() is False  # once is enough
+    # An option the user set is kept; the other one is still added.
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
-    assert prefer_fast_cpu_compile() is False and os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+    assert prefer_fast_cpu_compile() is True and os.environ["XLA_FLAGS"] == f"--xla_cpu_use_fusion_emitters=true {ynn}"
     monkeypatch.delenv("XLA_FLAGS")
-    assert prefer_fast_cpu_compile() is True and os.environ["XLA_FLAGS"] == FAST_CPU_COMPILE_FLAG
+    assert prefer_fast_cpu_compile() is True and os.environ["XLA_FLAGS"] == f"{emitters} {ynn}"
+
+
+def test_fast_cpu_flags_are_accepted_by_this_xla():
+    """XLA aborts the process on a flag it does not know: start a backend
+    with both flags in a child process."""
+    import subprocess
+    import sys
+
+    from flapjax.cache import FAST_CPU_FLAGS
+
+    env = dict(os.environ, XLA_FLAGS=" ".join(FAST_CPU_FLAGS), JAX_PLATFORMS="cpu")
+    code = "import jax, jax.numpy as jnp\nprint(float(jnp.sum(jnp.arange(4.0) ** 2)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "14.0", out.stderr[-2000:]
 
 
 def test_importing_flapjax_leaves_the_jax_backend_unstarted():

@@ -56,6 +56,7 @@ def test_env_var_opts_out_and_bad_values_are_named(monkeypatch):
 
 CLI_SCRIPT = textwrap.dedent(
     """
+    import os
     from flapjax import devices
     from flapjax.cli import app
     assert not devices.backend_started(), "importing the command started JAX"
@@ -64,6 +65,7 @@ CLI_SCRIPT = textwrap.dedent(
     finally:
         import jax
         print("jax devices", len(jax.devices()))
+        print("XLA_FLAGS", os.environ["XLA_FLAGS"])
     """
 )
 
@@ -77,3 +79,8 @@ def test_command_uses_the_requested_devices():
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "JAX's CPU backend uses 3 device(s) (FLAPJAX_CORES=3)" in proc.stderr
     assert "jax devices 3" in proc.stdout
+    # ... and XLA's CPU options for small kernels (flapjax.cache.FAST_CPU_FLAGS).
+    from flapjax.cache import FAST_CPU_FLAGS
+
+    flags = next(line for line in proc.stdout.splitlines() if line.startswith("XLA_FLAGS")).split()[1:]
+    assert set(FAST_CPU_FLAGS) <= set(flags)
