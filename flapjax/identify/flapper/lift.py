@@ -22,20 +22,22 @@ from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin, valid_rows
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.health import count_reasons
 from flapjax.validation import ConfigError
 
 
-def fixed_sweep(frequencies, plates, s: Mapping, batch_size: int, robot=None) -> fl.SweepResult:
+def fixed_sweep(frequencies, plates, s: Mapping, batch_size: int, robot=None, params=None) -> fl.SweepResult:
     """:func:`flapjax.sim.flapper.sweep` of the fixed-base per-wing robot
-    (default: the sweep's, the pure-JAX joint tree) with a study section's
-    ``duration`` and ``discard``."""
+    (default: the sweep's, the pure-JAX joint tree; ``params`` default its
+    nominal ones) with a study section's ``duration`` and ``discard``."""
     return fl.sweep(
         np.asarray(frequencies, dtype=float),
         plate=np.asarray(plates, dtype=float),
         duration=float(s["duration"]),
         discard=float(s["discard"]),
         robot=robot,
+        params=params,
         batch_size=batch_size,
     )
 
@@ -45,12 +47,20 @@ def predict_lift(p: Params, frequency) -> jax.Array:
     return p["k_f"] * frequency**2
 
 
-def study_lift(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
-    """k_f from a fixed-base frequency sweep (see the module docstring)."""
+def study_lift(cfg: Mapping, *, robot=None, bar=None, description=None) -> StudyResult:
+    """k_f from a fixed-base frequency sweep (see the module docstring);
+    ``description``: the robot's description file (default the seed robot;
+    its fixed-base robot on the pure-JAX joint tree unless ``robot`` is given)."""
     s = cfg["lift"]
     t0 = time.perf_counter()
     freqs = np.asarray(s["frequencies"], dtype=float)
-    sw = fixed_sweep(freqs, (0.0, 0.0), s, cfg["run"]["batch_size"], robot)
+    params = None
+    if description is not None:
+        description = resolve_description(description)
+        robot = fl.make_robot("fixed", "wing", description=description, backend="rigid") if robot is None else robot
+        params = fl.default_params(robot, description=description, frequency=float(np.mean(description.frequency_range)))
+    zeros = (0.0, 0.0) if robot is None else np.zeros(len(robot.channel_kinds))
+    sw = fixed_sweep(freqs, zeros, s, cfg["run"]["batch_size"], robot, params)
     fz = np.asarray(sw.force[:, 2])
     valid = valid_rows(fz, sw.healthy)
     if not valid.any():
@@ -61,7 +71,7 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None) -> StudyResult:
     res = fit_averaged(predict_lift, data, {"k_f": s["start_factor"] * k_ls}, ["k_f"], s, bar=bar)
     k_f = float(res.params["k_f"])
     fitted = k_f * freqs**2
-    mass, g = fl.robot_weight()
+    mass, g = fl.robot_weight(description)
     fz, fitted, ratio = fz[valid], fitted[valid], fz[valid] / freqs[valid] ** 2
     why = "; ".join(f"{text}: {n}" for text, n in count_reasons(sw.health if sw.health is not None else []).items())
     return StudyResult(

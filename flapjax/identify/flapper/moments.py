@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from flapjax.identify.flapper import robot_config
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
@@ -47,8 +48,7 @@ def reference_frequency(description=None) -> float:
     description's ``stroke.frequency_range``."""
     if description is None:
         return REFERENCE_FREQUENCY
-    lo, hi = resolve_description(description).frequency_range
-    return 0.5 * (lo + hi)
+    return robot_config.reference_frequency(resolve_description(description))
 
 
 def swept_channels(kinds: Sequence[str]) -> tuple[int, ...]:
@@ -185,6 +185,38 @@ def _tilt(rows_p, force, swept) -> tuple[np.ndarray, np.ndarray]:
     return t, std
 
 
+def _primary_and_cross(moment, rows_p, b, swept) -> dict[str, float]:
+    """Largest |moment| [N m] about each swept channel's main axis (the
+    larger of |B_xj|, |B_yj|) and about the other two axes, in its rows."""
+    primary, cross = [0.0], [0.0]
+    for j in swept:
+        rows, axis = rows_p[:, j] != 0, int(np.argmax(np.abs(b[:2, j])))
+        primary.append(float(np.max(np.abs(moment[rows, axis]))))
+        cross.append(float(np.max(np.abs(np.delete(moment[rows], axis, axis=1)))))
+    return {"primary_moment_max": max(primary), "cross_moment_max": max(cross)}
+
+
+def plot_channel_moments(plt, study):
+    """moments_fit.png of a control-matrix fit: body x and y moment against
+    lambda_f u of each swept channel, with the fitted lines."""
+    d, b = study.data, np.asarray(study.values["B"])
+    f_ref = float(study.metrics["reference_frequency"])
+    u = np.asarray(d["channels"])
+    lam = (np.asarray(d["frequency"]) / f_ref) ** 2
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    for i, (ax, name) in enumerate(zip(axes, ("tau_x (roll)", "tau_y (pitch)"))):
+        for j in range(u.shape[1]):
+            rows = u[:, j] != 0
+            if rows.any():
+                x = lam[rows] * u[rows, j]
+                ax.plot(x, np.asarray(d["moment"])[rows, i], "o", label=f"channel {j}")
+                ax.plot(np.sort(x), b[i, j] * np.sort(x), "-", label=f"B[{i},{j}] = {b[i, j]:.3e}")
+        ax.set_xlabel("lambda_f u [channel units]")
+        ax.set_ylabel(f"{name} [N m]")
+        ax.legend(fontsize=7)
+    return fig
+
+
 def _matrix_result(s: Mapping, sw, rows_f, rows_p, kinds, f_ref: float, bar, t0: float) -> StudyResult:
     """The control matrix B (3, nc) of a robot steered by other channels."""
     moment, force = np.asarray(sw.moment), np.asarray(sw.force)
@@ -208,10 +240,11 @@ def _matrix_result(s: Mapping, sw, rows_f, rows_p, kinds, f_ref: float, bar, t0:
         values={"B": jnp.asarray(b), "T": jnp.asarray(tilt)},
         std={"B": jnp.asarray(std), "T": jnp.asarray(tilt_std)},
         metrics={
-            **{f"r2_{axis}": r_squared(moment[:, i], pred[:, i]) for i, axis in enumerate("xy")},
+            "r2_roll": r_squared(moment[:, 0], pred[:, 0]),  # body x
+            "r2_pitch": r_squared(moment[:, 1], pred[:, 1]),  # body y
             "B_relative_difference_max": float(np.max(np.abs(b - b_ls)[:, swept] / scale[:, swept])),
             "rms_residual": float(np.sqrt(np.mean((moment - pred) ** 2))),
-            "primary_moment_max": float(np.max(np.abs(moment))),
+            **_primary_and_cross(moment, rows_p, b, swept),
             "thrust_tilt_rms_residual": float(np.sqrt(np.mean((-force[:, :2] / force[:, 2:3]
                                                                - rows_p @ tilt.T) ** 2))),
             "correlation_max": float(np.max(np.abs(off))) if off.size else 0.0,

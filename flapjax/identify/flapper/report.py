@@ -66,6 +66,10 @@ def _plot_lift(plt, study):
 
 def _plot_moments(plt, study):
     """The moments study's figure (moments_fit.png)."""
+    if "B" in study.values:  # a robot steered by other channels: its control matrix
+        from flapjax.identify.flapper.moments import plot_channel_moments
+
+        return plot_channel_moments(plt, study)
     d, v, m = study.data, study.values, study.metrics
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     for ax, key, k, r2, lab in (
@@ -201,7 +205,7 @@ def _fmt(x) -> str:
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0:
         return f"{float(arr):.5g}"
-    return "[" + ", ".join(f"{v:.4g}" for v in arr) + "]"
+    return "[" + ", ".join(_fmt(v) if np.ndim(v) else f"{v:.4g}" for v in arr) + "]"  # a matrix row by row
 
 
 def _damping_lines(study) -> list[str]:

@@ -33,6 +33,8 @@ SEED_NAMES: dict[str, str] = {
     "M_u": "pitch_speed_coupling",
     "kappa": "plate_reaction",
     "D_s": "stroke_plane_damping",
+    "B": "control_matrix",
+    "T": "thrust_tilt",
 }
 SEED_UNITS: dict[str, str] = {
     "k_f": "N/Hz^2",
@@ -44,6 +46,8 @@ SEED_UNITS: dict[str, str] = {
     "M_u": "N m s/m",
     "kappa": "-",
     "D_s": "N m s/rad",
+    "B": "N m/unit",
+    "T": "rad/unit",
 }
 
 #: Units of the per-wing physical parameters, and of every value a simulated
@@ -126,7 +130,8 @@ class IdentificationResult(eqx.Module):
         for name, value in self.identified.items():
             v = np.asarray(value, dtype=float)
             s = None if name not in self.std else np.asarray(self.std[name], dtype=float)
-            names = [name] if v.ndim == 0 else [f"{name}_{a}" for a in "xyz"[: v.size]]
+            names = ([name] if v.ndim == 0 else [f"{name}_{a}" for a in "xyz"[: v.size]] if v.ndim == 1
+                     else [f"{name}_{a}{j}" for a in "xyz"[: v.shape[0]] for j in range(v.shape[1])])
             for i, flat in enumerate(names):
                 values[flat] = float(v.reshape(-1)[i])
                 std[flat] = None if s is None else float(s.reshape(-1)[i])

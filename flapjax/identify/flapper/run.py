@@ -39,10 +39,12 @@ from flapjax.identify.flapper.moments import study_moments
 from flapjax.identify.flapper.physical import study_physical
 from flapjax.identify.flapper.report import summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
+from flapjax.identify.flapper.robot_config import check_robot_studies, hover_frequency, robot_nominal
 from flapjax.identify.flapper.validation import study_validation
 from flapjax.identify.results import StudyResult, lock_output_dir, write_json
 from flapjax.identify.study_files import load_study_file, seal
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.validation import ConfigError
 
 
@@ -93,8 +95,14 @@ def run_identification(
     fresh: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] = print,
+    robot=None,
 ) -> IdentificationResult:
     """Run the configured studies into ``out_dir``.
+
+    ``robot``: a robot description (:class:`FlapperDescription` or the path
+    of its ``.toml``, docs/flapper_robots.md) whose robot the studies
+    simulate (``cfg`` from :func:`flapjax.identify.flapper.robot_config.load_robot_config`);
+    default the seed robot.
 
     Each finished study is written at once to ``out_dir/studies/<name>.json``
     together with the settings it ran with; a rerun reuses every study whose
@@ -106,10 +114,13 @@ def run_identification(
     held by another run, before anything is simulated.
     """
     cfg = validate_config(copy.deepcopy(dict(cfg)))
+    description = None if robot is None else resolve_description(robot)
+    if description is not None:
+        check_robot_studies(cfg["run"]["studies"], description)
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
     try:
-        return _run(cfg, out, fresh=fresh, progress=progress, echo=echo)
+        return _run(cfg, out, fresh=fresh, progress=progress, echo=echo, description=description)
     finally:
         lock.release()
 
@@ -120,16 +131,17 @@ class _Upstream:
     robot for the moments and damping studies (one compiled program), and
     the nominal averaged model."""
 
-    def __init__(self, cfg: Mapping, out: Path, echo: Callable[[str], None]):
-        self.cfg, self.out, self.echo = cfg, out, echo
+    def __init__(self, cfg: Mapping, out: Path, echo: Callable[[str], None], description=None):
+        self.cfg, self.out, self.echo, self.description = cfg, out, echo, description
         self.done: dict[str, StudyResult] = {}
-        self.nominal_avg = CycleAveragedParams.from_json(fl.AVERAGED_PATH)
+        self.nominal_avg = (CycleAveragedParams.from_json(fl.AVERAGED_PATH) if description is None
+                            else robot_nominal(description))
         self.avg = None
         self._driven: list = []
 
     def driven_robot(self):
         if not self._driven:
-            self._driven.append(fl.make_driven_robot(self.cfg["damping"]["armature"]))
+            self._driven.append(fl.make_driven_robot(self.cfg["damping"]["armature"], description=self.description))
         return self._driven[0]
 
     def get(self, study: str) -> StudyResult | None:
@@ -149,22 +161,26 @@ class _Upstream:
             k_f = float(lift.values["k_f"]) if lift is not None else None
             if k_f is None and float(cfg["damping"]["frequency"]) == 0:
                 k_f = float(self.nominal_avg.lift_coefficient)
-            extra["frequency"] = damping_frequency(cfg, k_f)
+            extra["frequency"] = (damping_frequency(cfg, k_f) if self.description is None or float(
+                cfg["damping"]["frequency"]) > 0 else hover_frequency(self.description, k_f))
         if name in CHECKS or name == "plate_motion":
             model = {n: r for n in STUDIES if n not in CHECKS and n != name and (r := self.get(n)) is not None}
             self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
             extra["identified"] = self.avg.to_dict()
+        if self.description is not None:  # a study of another robot is not reused
+            extra["robot"] = str(self.description.source)
         return extra
 
     def run(self, name: str, extra: dict, bar) -> StudyResult:
         """Run study ``name`` with the settings ``extra`` from :meth:`extra`."""
         cfg = self.cfg
+        desc = self.description
         if name == "lift":
-            return study_lift(cfg, bar=bar)
+            return study_lift(cfg, bar=bar, description=desc)
         if name == "moments":
-            return study_moments(cfg, bar=bar, robot=self.driven_robot())
+            return study_moments(cfg, bar=bar, robot=self.driven_robot(), description=desc)
         if name == "damping":
-            return study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=self.driven_robot())
+            return study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=self.driven_robot(), description=desc)
         if name == "physical":
             return study_physical(cfg, bar=bar)
         if name == "fidelity":
@@ -217,6 +233,8 @@ def _final_result(cfg: Mapping, out: Path, up: _Upstream, skipped: list[str]) ->
     settings = {**json.loads(json.dumps(cfg)), "reused_studies": skipped}
     if kept:
         settings["kept_studies"] = kept
+    if up.description is not None:
+        settings["robot"] = str(up.description.source)
     final = IdentificationResult.from_studies(
         done,
         validation=validation.metrics if validation is not None else None,
@@ -249,10 +267,11 @@ def _write(cfg: Mapping, out: Path, final: IdentificationResult, nominal_avg, sk
     return lines
 
 
-def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable[[str], None]) -> IdentificationResult:
+def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable[[str], None],
+         description=None) -> IdentificationResult:
     jax.config.update("jax_enable_x64", bool(cfg["run"]["float64"]))
     (out / "studies").mkdir(parents=True, exist_ok=True)
-    up = _Upstream(cfg, out, echo)
+    up = _Upstream(cfg, out, echo, description)
     skipped = _run_studies(cfg, out, up, fresh=fresh, progress=progress)
     final, kept = _final_result(cfg, out, up, skipped)
     echo("\n".join(_write(cfg, out, final, up.nominal_avg, skipped, kept)))
