@@ -144,3 +144,64 @@ def test_the_lumped_insect_turns_and_lifts_through_its_channels():
     _, lift, f = one_step(b, (0.0, 0.0, 10.0))
     assert f == pytest.approx(135.0) and f0 == pytest.approx(125.0)
     assert lift == pytest.approx(6.5e-8 * 135.0**2, rel=1e-12) and lift0 == pytest.approx(6.5e-8 * 125.0**2, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# The linear hover model and the gain design through the channels
+# ---------------------------------------------------------------------------
+
+#: The insect's identified control term (flapjax identify --robot examples/flappers/insect/robot.toml --quick).
+INSECT_B = np.array([[0.0, 3.615e-5], [1.393e-5, 0.0], [0.0, 1.1e-12]])
+INSECT_T = np.array([[-0.0767, 0.0], [0.0, 0.3141]])
+
+
+def _insect_params(**extra):
+    return CycleAveragedParams(lift_coefficient=8.076e-8, horizontal_damping=3.4e-4, rate_damping=(3.0e-8, 2.4e-8, 8.8e-8),
+                               roll_speed_coupling=1.09e-6, pitch_speed_coupling=-3.15e-6, reference_frequency=125.0,
+                               mass=1e-4, control_matrix=INSECT_B, thrust_tilt=INSECT_T, **extra)
+
+
+def test_the_plate_robots_hover_model_through_its_matrix_is_unchanged():
+    from flapjax.control.design import LinearHoverModel
+
+    seed = CycleAveragedParams.from_json(flapper.AVERAGED_PATH)
+    as_matrix = CycleAveragedParams.from_dict({**seed.to_dict(), "control_matrix": _plate_matrix(seed).tolist(),
+                                               "thrust_tilt": PLATE_TILT})
+    want, got = LinearHoverModel.from_averaged(seed), LinearHoverModel.from_averaged(as_matrix)
+    assert got.channels == want.channels == (1, 0) and got.channel_signs == want.channel_signs == (-1.0, -1.0)
+    np.testing.assert_allclose(got.control_gain, want.control_gain, rtol=1e-15)
+    assert got.thrust_gain == want.thrust_gain == (1.0, 1.0)
+
+
+def test_the_insect_hover_model_is_the_linearized_averaged_model():
+    """Each axis' (A, B) of the channel model equals the rows of
+    :func:`linearize_hover` (forward-mode Jacobians of the averaged model)
+    for the channel that drives it, in tilt coordinates."""
+    from flapjax.aero.cycle_averaged import linearize_hover
+    from flapjax.control.design import LinearHoverModel, axis_matrices
+
+    p, inertia = _insect_params(), (2.0e-10, 1.5e-10, 1.0e-10)  # (I_xx, I_yy, I_zz) [kg m^2]
+    a, b = linearize_hover(p, inertia)
+    model = LinearHoverModel.from_averaged(p, inertia=(inertia[1], inertia[0]))
+    assert model.channels == (0, 1) and model.channel_signs == (1.0, -1.0)  # stroke bias pitches, u_y = -u rolls
+    for axis, idx, state_sign in ((0, [0, 2, 5, 7], np.ones(4)), (1, [1, 3, 4, 6], np.array([1.0, 1.0, -1.0, -1.0]))):
+        ai, bi = axis_matrices(model, axis)
+        lin_a = state_sign[:, None] * a[np.ix_(idx, idx)] * state_sign[None, :]
+        lin_b = state_sign * b[idx, model.channels[axis]] * model.channel_signs[axis]
+        np.testing.assert_allclose(bi[:, 0], lin_b, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(ai, lin_a, rtol=1e-9, atol=1e-12)
+    # the stroke bias tilts the thrust forward as it pitches the robot forward
+    assert model.thrust_gain[0] > 0 and model.control_gain[0] > 0
+
+
+def test_designed_gains_stabilize_the_insect_hover_model():
+    from flapjax.control.design import (LinearHoverModel, closed_loop_eigenvalues, design_feedback,
+                                        design_gains, feedback_from_gains)
+
+    p = _insect_params()
+    model = LinearHoverModel.from_averaged(p, inertia=(1.5e-10, 2.0e-10), plate_lag=0.0)
+    gains = design_gains(model, hover_frequency=float(p.hover_frequency))
+    k = feedback_from_gains(gains, model.gravity)
+    assert np.all(closed_loop_eigenvalues(model, k).real < 0)
+    # and the test can fail: the feedback with the channel's sign flipped destabilizes
+    assert np.any(closed_loop_eigenvalues(model, -design_feedback(model)).real > 0)

@@ -381,11 +381,12 @@ def linearize_hover(params: CycleAveragedParams, inertia, *, frequency=None) -> 
         :func:`flapjax.sim.flapper.lumped_inertia` (about 5e-6 kg m^2), and
         :func:`flapjax.sim.flapper.linearize_hover` uses it by default.
       frequency: () linearization frequency [Hz]; default the hover frequency.
-    Returns: ``A`` (8, 8) [1/s, 1/s^2 ...] and ``B`` (8, 2), float64 numpy arrays.
+    Returns: ``A`` (8, 8) [1/s, 1/s^2 ...] and ``B`` (8, 2), float64 numpy
+    arrays (``B`` (8, nc) per control channel with a ``control_matrix``).
     """
     inertia = inertia_matrix("linearize_hover.inertia", inertia)
     f = params.hover_frequency if frequency is None else jnp.asarray(frequency, dtype=float)
-    s0, u0 = jnp.zeros(8), jnp.zeros(2)
+    s0, u0 = jnp.zeros(8), jnp.zeros(2 if params.control_matrix is None else jnp.shape(params.control_matrix)[1])
     dyn = lambda s, u: hover_dynamics(params, s, u, inertia=inertia, frequency=f)  # noqa: E731
     a = jax.jacfwd(dyn, argnums=0)(s0, u0)
     b = jax.jacfwd(dyn, argnums=1)(s0, u0)

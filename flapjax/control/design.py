@@ -66,6 +66,14 @@ class LinearHoverModel:
         robustness check adds [s] (0: ideal).
       estimate_lag: low-frequency delay of the cycle-averaged estimate [s]
         (:func:`notch_delay`; 0: ideal).
+      thrust_gain: (t_x, t_y) thrust tilt toward +x, +y per unit input
+        [rad per input unit]: 1 for the plate robot, whose input is the
+        plate's thrust tilt; a robot steered by other channels tilts its
+        thrust by its thrust tilt T (:func:`channel_axes`).
+      channels: (j_x, j_y) the control channel each axis' input drives and
+        ``channel_signs`` (s_x, s_y): ``u_i = s_i c[j_i]`` for the channel
+        vector c; the plate robot's ``u_x = -delta_r``, ``u_y = -delta_p``
+        are (1, 0), (-1, -1).
     """
 
     mass: float = 0.03
@@ -77,11 +85,15 @@ class LinearHoverModel:
     horizontal_damping: tuple[float, float] = (0.0187, 0.0187)
     plate_lag: float = 0.002
     estimate_lag: float = 0.0
+    thrust_gain: tuple[float, float] = (1.0, 1.0)
+    channels: tuple[int, int] = (1, 0)
+    channel_signs: tuple[float, float] = (-1.0, -1.0)
 
     def __post_init__(self):
         check_positive("LinearHoverModel.mass", self.mass)
         check_positive("LinearHoverModel.gravity", self.gravity)
-        for name in ("inertia", "control_gain", "rate_damping", "horizontal_damping", "coupling"):
+        for name in ("inertia", "control_gain", "rate_damping", "horizontal_damping", "coupling", "thrust_gain",
+                     "channel_signs"):
             v = np.asarray(getattr(self, name), dtype=float)
             if v.shape != (2,) or not np.all(np.isfinite(v)):
                 raise ConfigError(f"LinearHoverModel.{name}: expected 2 finite numbers (x, y), got {getattr(self, name)!r}")
@@ -91,6 +103,8 @@ class LinearHoverModel:
             check_positive(f"LinearHoverModel.{name}", np.asarray(getattr(self, name)), allow_zero=True)
         check_positive("LinearHoverModel.plate_lag", self.plate_lag, allow_zero=True)
         check_positive("LinearHoverModel.estimate_lag", self.estimate_lag, allow_zero=True)
+        if len(set(self.channels)) != 2 or not all(isinstance(j, int) and j >= 0 for j in self.channels):
+            raise ConfigError(f"LinearHoverModel.channels: expected two different channel indices, got {self.channels!r}")
 
     @classmethod
     def per_wing(cls, **changes) -> LinearHoverModel:
@@ -109,17 +123,43 @@ class LinearHoverModel:
         """From :class:`flapjax.aero.cycle_averaged.CycleAveragedParams`
         (control moments scaled to ``frequency``, default the hover
         frequency; ``coupling`` default the model's own speed-to-moment
-        coupling ``(M_u, -L_v)``)."""
+        coupling ``(M_u, -L_v)``). With a ``control_matrix`` each axis is
+        driven by the channel :func:`channel_axes` picks."""
         if coupling is None:
             coupling = (float(params.pitch_speed_coupling), -float(params.roll_speed_coupling))
         f = float(params.hover_frequency if frequency is None else frequency)
         lam = (f / float(params.reference_frequency)) ** 2
         d = np.asarray(params.rate_damping, dtype=float)
         kv = float(params.horizontal_damping)
+        if params.control_matrix is None:  # the plate robot
+            control = dict(control_gain=(lam * float(params.pitch_gain), lam * float(params.roll_gain)))
+        else:
+            control = channel_axes(params.control_matrix, params.thrust_tilt, lam)
         return cls(mass=float(params.mass), gravity=float(params.gravity), inertia=tuple(inertia),
-                   control_gain=(lam * float(params.pitch_gain), lam * float(params.roll_gain)),
                    rate_damping=(float(d[1]), float(d[0])), coupling=tuple(coupling), horizontal_damping=(kv, kv),
-                   **changes)
+                   **{**control, **changes})
+
+
+def channel_axes(matrix, tilt, lam: float) -> dict:
+    """The channel that drives each axis and its gains, from a control
+    matrix B (3, nc) [N m per unit at f_ref] and thrust tilt T (2, nc) or
+    None, at ``lambda_f = lam``: the x axis (tilt toward +x, a +y moment) by
+    the channel with the largest |B_yj|, the y axis (tilt toward +y, a -x
+    moment) by the largest |B_xj|; the sign makes each control gain
+    positive. Returns the :class:`LinearHoverModel` fields ``control_gain``,
+    ``thrust_gain``, ``channels``, ``channel_signs``."""
+    b = np.asarray(matrix, dtype=float)
+    t = np.zeros((2, b.shape[1])) if tilt is None else np.asarray(tilt, dtype=float)
+    toward = (b[1], -b[0])  # moment that tilts the body toward +x, +y per unit of each channel
+    j = (int(np.argmax(np.abs(toward[0]))), int(np.argmax(np.abs(toward[1]))))
+    if j[0] == j[1]:
+        raise ConfigError(f"control_matrix: one channel ({j[0]}) drives both the pitch and the roll moment most; "
+                          "the hover model needs one channel per axis")
+    signs = tuple(float(np.sign(toward[i][j[i]])) for i in (0, 1))
+    if 0.0 in signs:
+        raise ConfigError("control_matrix: no channel makes a pitch or roll moment")
+    return dict(control_gain=tuple(lam * signs[i] * toward[i][j[i]] for i in (0, 1)),
+                thrust_gain=tuple(-signs[i] * t[i, j[i]] for i in (0, 1)), channels=j, channel_signs=signs)
 
 
 def model_from_linearization(a: np.ndarray, b: np.ndarray, *, inertia=(4.14e-6, 4.99e-6), mass: float = 0.03,
@@ -171,7 +211,7 @@ def axis_matrices(model: LinearHoverModel, axis: int) -> tuple[np.ndarray, np.nd
     inertia, k = model.inertia[axis], model.control_gain[axis]
     d, c, kv = model.rate_damping[axis], model.coupling[axis], model.horizontal_damping[axis]
     a = np.array([[0.0, 1.0, 0.0, 0.0], [0.0, -kv / m, g, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, c / inertia, 0.0, -d / inertia]])
-    b = np.array([[0.0], [g], [0.0], [k / inertia]])
+    b = np.array([[0.0], [g * model.thrust_gain[axis]], [0.0], [k / inertia]])
     return a, b
 
 
