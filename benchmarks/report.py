@@ -111,12 +111,13 @@ def section_gradient(g) -> list[str]:
         return ["(gradient not run)"]
     rows = []
     for c in g["cases"]:
-        f, a, b = c["forward"], c["gradient_checkpoint"], c["gradient_no_checkpoint"]
+        f, a, b = c["forward"], c["gradient_checkpoint"], c.get("gradient_no_checkpoint")
+        nb = lambda fmt, key: "-" if b is None else format(b[key], fmt)  # noqa: E731 (--quick: not measured)
         rows.append([c["case"], c["n_worlds"], c["n_steps"], f"{f['steady_s']:.3f}", f"{a['steady_s']:.3f}",
-                     f"{a['ratio']:.2f}x", f"{b['steady_s']:.3f}", f"{b['ratio']:.2f}x",
-                     f"{f['temp_mb']:.1f}", f"{a['temp_mb']:.1f}", f"{b['temp_mb']:.1f}",
-                     f"{f['compile_s']:.0f} / {a['compile_s']:.0f} / {b['compile_s']:.0f}",
-                     "yes" if a["finite"] and b["finite"] else "no: " + ", ".join(a["nonfinite_leaves"][:4]),
+                     f"{a['ratio']:.2f}x", nb(".3f", "steady_s"), "-" if b is None else f"{b['ratio']:.2f}x",
+                     f"{f['temp_mb']:.1f}", f"{a['temp_mb']:.1f}", nb(".1f", "temp_mb"),
+                     f"{f['compile_s']:.0f} / {a['compile_s']:.0f} / {nb('.0f', 'compile_s')}",
+                     "yes" if a["finite"] and (b is None or b["finite"]) else "no: " + ", ".join(a["nonfinite_leaves"][:4]),
                      yes(c["goal_met"])])
     return _table(["rollout", "worlds", "steps", "forward [s]", "grad, checkpoint [s]", "ratio", "grad, no checkpoint [s]",
                    "ratio", "XLA temp fwd [MiB]", "temp grad ckpt [MiB]", "temp grad no ckpt [MiB]",
@@ -151,7 +152,9 @@ def duration_text(run: dict) -> str:
             f"worlds ({len(WORKLOADS) * len(QUICK_CPU_WORLDS)} throughput programs; the full run: {worlds(CPU_WORLDS)}, "
             f"{len(WORKLOADS) * len(CPU_WORLDS)} programs), times the serial FlapSim-style baseline on "
             f"{QUICK_BASELINE_SUBSET} of the 64 frequencies and scales it linearly (the loop is serial), and leaves "
-            "the MJX robot's reference cases out of the identification gradients; it also leaves out the scaling "
+            "the MJX robot's reference cases out of the identification gradients, as well as the comparisons "
+            "whose programs compile longest (the flapper's gradient without checkpointing and the reverse mode "
+            "of the rollout losses the identification differentiates forward); it also leaves out the scaling "
             "section (`--only scaling` measures it; the report keeps its last results), and its kernel share takes "
             "the full step's time from the throughput section, which has just timed the same program. "
             "`--skip crazyflow` or `--only ...` shorten a rerun. In `--quick` the MJX multirotor runs 25 k "
@@ -165,10 +168,11 @@ def section_identification_gradient(g) -> list[str]:
         return []
     rows = []
     for c in cases:
-        f, a, r = c["forward"], c["gradient_auto"], c["gradient_reverse"]
-        ms = lambda x: f"{1e3 * x['steady_s']:.2f}"  # noqa: E731
+        f, a, r = c["forward"], c["gradient_auto"], c.get("gradient_reverse")
+        ms = lambda x: "-" if x is None else f"{1e3 * x['steady_s']:.2f}"  # noqa: E731 (--quick: no reverse)
         rows.append([c["case"], c["n_params"], c["n_steps"] or "-", ms(f), f"{a['mode']}: {ms(a)}", f"{a['ratio']:.2f}x",
-                     ms(r), f"{r['ratio']:.2f}x", f"{f['compile_s']:.0f} / {a['compile_s']:.0f} / {r['compile_s']:.0f}",
+                     ms(r), "-" if r is None else f"{r['ratio']:.2f}x",
+                     f"{f['compile_s']:.0f} / {a['compile_s']:.0f} / {'-' if r is None else format(r['compile_s'], '.0f')}",
                      "reference" if c.get("reference") else yes(c["goal_met"])])
     return ["Identification losses, each with the gradient mode the fit uses (`flapjax.identify.fit.value_and_grad`, "
             "`auto`: forward mode for up to 8 parameters, the value from the same pass) beside reverse mode. "
@@ -307,9 +311,12 @@ def section_goals(tp, ks, g, base, cf, rt, run) -> list[str]:
         rows.append([f"kernels <= 10 % of bare mjx.step at 1024 worlds: {LABELS.get(e['workload'], e['workload'])}",
                      f"{100 * e['kernel_share']:.1f} %", yes(e["goal_met"])])
     for c in (g or {}).get("cases", []):
-        a, b = c["gradient_checkpoint"], c["gradient_no_checkpoint"]
+        a, b = c["gradient_checkpoint"], c.get("gradient_no_checkpoint")
         rows.append([f"gradient <= 4x forward: {c['case']}, {c['n_worlds']} worlds",
-                     f"{a['ratio']:.2f}x (no checkpoint {b['ratio']:.2f}x)", yes(c["goal_met"])])
+                     f"{a['ratio']:.2f}x" + ("" if b is None else f" (no checkpoint {b['ratio']:.2f}x)"),
+                     yes(c["goal_met"])])
+        if b is None:  # --quick: the rollout without checkpointing is not compiled
+            continue
         bounded = a["temp_mb"] < b["temp_mb"]
         rows.append([f"memory bounded with checkpointing: {c['case']}, {c['n_worlds']} worlds",
                      f"XLA temp {a['temp_mb']:.1f} MiB with vs {b['temp_mb']:.1f} MiB without", yes(bounded)])
@@ -317,8 +324,9 @@ def section_goals(tp, ks, g, base, cf, rt, run) -> list[str]:
         if c.get("reference"):
             continue
         rows.append([f"identification gradient <= 3x forward: {c['case']} ({c['n_params']} parameter{'s' if c['n_params'] != 1 else ''})",
-                     f"{c['gradient_auto']['ratio']:.2f}x ({c['gradient_auto']['mode']} mode; reverse "
-                     f"{c['gradient_reverse']['ratio']:.2f}x)", yes(c["goal_met"])])
+                     f"{c['gradient_auto']['ratio']:.2f}x ({c['gradient_auto']['mode']} mode"
+                     + (f"; reverse {c['gradient_reverse']['ratio']:.2f}x)" if "gradient_reverse" in c else ")"),
+                     yes(c["goal_met"])])
     if cf and cf.get("available") and tp:
         cfr = {(r["dynamics"], r["n_worlds"]): r["steps_per_s"] for r in cf["rows"] if "dynamics" in r}
         fj = {(r["workload"], r["n_worlds"]): r["steps_per_s"] for r in tp["rows"]}
@@ -404,7 +412,8 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
     if g:
         cs = g["cases"]
         desc = "; ".join(f"{c['case']} at {c['n_worlds']} worlds {c['gradient_checkpoint']['ratio']:.1f}x with "
-                         f"checkpointing, {c['gradient_no_checkpoint']['ratio']:.1f}x without" for c in cs)
+                         "checkpointing" + (f", {c['gradient_no_checkpoint']['ratio']:.1f}x without"
+                                            if "gradient_no_checkpoint" in c else "") for c in cs)
         met = all(c["goal_met"] for c in cs)
         text = (f"**Gradient <= 4x forward ({'met' if met else 'missed'}).** Gradient time / forward time: {desc}. ")
         flap = next((c for c in cs if c["case"].startswith("flapper")), None)
@@ -442,11 +451,12 @@ def section_analysis(tp, ks, g, base, cf, rt, sc, run) -> list[str]:
                          "transposes of MJX's indexing become scatter-adds)")
             text += (", and at 4 worlds each of them is a few microseconds of fixed cost. Larger batches and a "
                      "GPU are where the ratio may approach the goal (not measured here). ")
-        if flap:
-            text += (f"Checkpointing bounds memory: XLA temporaries of the flapper gradient are "
-                     f"{flap['gradient_checkpoint']['temp_mb']:.1f} MiB with checkpointing vs "
-                     f"{flap['gradient_no_checkpoint']['temp_mb']:.0f} MiB without ({flap['n_steps']} steps, "
-                     f"{flap['n_worlds']} worlds; one rollout length measured). ")
+        bounded = next((c for c in cs if "gradient_no_checkpoint" in c), None)  # --quick: the rigid multirotor
+        if bounded:
+            text += (f"Checkpointing bounds memory: XLA temporaries of the {bounded['case']} gradient are "
+                     f"{bounded['gradient_checkpoint']['temp_mb']:.1f} MiB with checkpointing vs "
+                     f"{bounded['gradient_no_checkpoint']['temp_mb']:.0f} MiB without ({bounded['n_steps']} steps, "
+                     f"{bounded['n_worlds']} worlds; one rollout length measured). ")
         text += ("The MJX multirotor gradient (full mode only: its compilation alone takes minutes on this CPU) "
                  "needs one constraint-solver iteration, because reverse mode cannot pass MJX's iterative solver "
                  "loop; in a development run (2 worlds, 50 steps) some of its gradient leaves were not finite, and "
