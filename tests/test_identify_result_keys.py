@@ -82,6 +82,7 @@ settings.damping.rates settings.damping.speeds settings.damping.start_factor set
 settings.fidelity.amplitudes settings.fidelity.backend settings.fidelity.frequency_step settings.fidelity.gust
 settings.fidelity.height settings.fidelity.horizon settings.fidelity.onset settings.fidelity.phases
 settings.fidelity.timestep settings.plate_motion settings.plate_motion.amplitude settings.plate_motion.backend
+settings.plate_motion.closed_loop_horizon settings.plate_motion.closed_loop_onset
 settings.plate_motion.gust settings.plate_motion.gust_wingbeats settings.plate_motion.height settings.plate_motion.horizon settings.plate_motion.onset settings.plate_motion.phases
 settings.plate_motion.pulse_wingbeats settings.plate_motion.timestep settings.lift
 settings.lift.discard settings.lift.duration settings.lift.frequencies settings.lift.learning_rate

@@ -135,17 +135,19 @@ def test_phase_shifts_and_paired_response_align_each_onset():
 
 def _settings(**over):
     s = {"amplitude": 0.03, "pulse_wingbeats": 2.0, "height": 0.5, "onset": 0.01, "horizon": 0.08,
-         "timestep": 1e-4, "phases": 1, "backend": "rigid", "gust": 0.3, "gust_wingbeats": 4.0}
+         "timestep": 1e-4, "phases": 1, "backend": "rigid", "gust": 0.3, "gust_wingbeats": 4.0,
+         "closed_loop_onset": 0.1, "closed_loop_horizon": 0.0}
     s.update(over)
     return s
 
 
-@pytest.mark.parametrize("gust", [0.0, 0.3])
-def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust):
+@pytest.mark.parametrize("gust, closed_loop", [(0.0, 0.0), (0.3, 0.12)])
+def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loop):
     """Data flown by the averaged model itself with known kappa, damping and
-    (with gust pulses) speed couplings: the Gauss-Newton fit through the
-    rollout finds them again, and reports a residual far below the one
-    without the terms."""
+    (with gust pulses) speed couplings, open loop and (``closed_loop``)
+    also under the designed gains: the Gauss-Newton fit through the rollout
+    finds them again, and reports a residual far below the one without the
+    terms."""
     import equinox as eqx
 
     from flapjax.identify.flapper import plate_motion as pm
@@ -164,9 +166,17 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust):
         flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), **kw)
         return manoeuvres, flights, np.stack([flights[x.name]["tilt"] for x in manoeuvres])
 
+    def closed_loop_by_the_model(m, s, f_h, kw, gains):
+        manoeuvres = pm.pulses({**s, "gust": 0.0}, f_h)
+        flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), gains=gains, **kw)
+        return manoeuvres, flights, np.stack([flights[x.name]["tilt"] for x in manoeuvres])
+
     monkeypatch.setattr(pm, "_measured", measured_by_the_model)
+    monkeypatch.setattr(pm, "_measured_closed_loop", closed_loop_by_the_model)
     monkeypatch.setattr(fl, "robot_weight", lambda: (0.0300, 9.81))
-    res = pm.study_plate_motion({"plate_motion": _settings(gust=gust, gust_wingbeats=2.0)}, model)
+    res = pm.study_plate_motion({"plate_motion": _settings(gust=gust, gust_wingbeats=2.0,
+                                                           closed_loop_horizon=closed_loop)}, model)
+    assert any(x.startswith("closed loop") for x in res.metrics["labels"]) == bool(closed_loop)
     if gust:
         np.testing.assert_allclose([res.values["L_v"], res.values["M_u"]], [-2e-5, -1.5e-4], rtol=1e-3)
         assert "gust" in res.metrics["labels"][2]
@@ -187,6 +197,7 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust):
     ("amplitude", 1.0, "amplitude"),
     ("gust", -0.1, "gust"),
     ("gust_wingbeats", 0.1, "gust_wingbeats"),
+    ("closed_loop_horizon", 5.0, "closed_loop_horizon"),
 ])
 def test_bad_plate_motion_settings_name_the_field(key, value, match):
     from flapjax.identify.flapper.plate_motion import check_plate_motion_settings

@@ -123,6 +123,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "pulse_wingbeats": 2.0,
         "gust": 0.3,
         "gust_wingbeats": 4.0,
+        "closed_loop_onset": 0.1,
+        "closed_loop_horizon": 0.0,
         "height": 0.5,
         "onset": 0.02,
         "horizon": 0.15,

@@ -86,9 +86,13 @@ def cycle_mean(x, width: int):
 @eqx.filter_jit
 def _fly_worlds(robot, params, gains, hover_frequency, gravity, target, plates, frequency_steps, gusts, onsets,
                 lengths, n_steps):
-    """Every world of a set of manoeuvres, open loop from the periodic start
-    (per world: plate offset, frequency offset, gust, onset, pulse length)."""
+    """Every world of a set of manoeuvres under ``gains`` (open loop when all
+    are zero) from the periodic start (per world: plate offset, frequency
+    offset, gust, onset, pulse length)."""
     times = jnp.arange(n_steps) * robot.dt
+    # a cycle-mean estimate starts from the cycle means the start asks for (at rest, level)
+    prior = fl.BasePose(position=target, velocity=jnp.zeros(3, target.dtype), rot_world_body=jnp.eye(3, dtype=target.dtype),
+                        w_body=jnp.zeros(3, target.dtype)) if gains.cycle_filter else None
 
     def one(plate, df, gust, onset, length):
         state = fl.init_state(robot, params, position=target, periodic=True)
@@ -97,7 +101,7 @@ def _fly_worlds(robot, params, gains, hover_frequency, gravity, target, plates, 
         _, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
                                   record_every=RECORD_EVERY, checkpoint=False,
                                   hover_frequency=hover_frequency + df, gravity=gravity, plate_step=step,
-                                  record="first", wind=wind)
+                                  record="first", wind=wind, prior=prior)
         return rec
     return jax.vmap(one)(plates, frequency_steps, gusts, onsets, lengths)
 
@@ -135,10 +139,11 @@ def paired_response(x, width: int, shifts: np.ndarray, n_manoeuvres: int):
 
 def fly_paired(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
                hover_frequency: float, gravity, height: float = 0.5, onset: float = 0.02, horizon: float = 0.15,
-               phases: int = 1) -> dict:
+               phases: int = 1, gains: HoverGains | None = None) -> dict:
     """The paired responses of :func:`fly_manoeuvres` as JAX arrays
     (differentiable in ``params``): ``time`` (T,) [s], ``tilt`` (M, T, 2)
-    [rad], ``altitude`` (M, T) [m], ``healthy`` (M,)."""
+    [rad], ``altitude`` (M, T) [m], ``healthy`` (M,). ``gains``: the hover
+    controller both signs fly (default :func:`open_loop_gains`)."""
     dt_record = robot.dt * RECORD_EVERY
     shifts = phase_shifts(hover_frequency, dt_record, phases)
     width = max(1, int(round(1.0 / (hover_frequency * dt_record))))
@@ -151,7 +156,7 @@ def fly_paired(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Seq
     lengths = per_world([min(m.length, 1e9) for m in manoeuvres])
     onsets = np.tile(np.repeat(onset + shifts * dt_record, 2), len(manoeuvres))
     n_steps = int(round((onset + shifts[-1] * dt_record + horizon) / robot.dt)) // RECORD_EVERY * RECORD_EVERY
-    rec = _fly_worlds(robot, params, open_loop_gains(), jnp.asarray(hover_frequency), jnp.asarray(gravity),
+    rec = _fly_worlds(robot, params, open_loop_gains() if gains is None else gains, jnp.asarray(hover_frequency), jnp.asarray(gravity),
                       jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), jnp.asarray(gusts),
                       jnp.asarray(onsets), jnp.asarray(lengths), n_steps)
     tilt = paired_response(rec.tilt, width, shifts, len(manoeuvres))
@@ -163,7 +168,7 @@ def fly_paired(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Seq
 
 def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
                    hover_frequency: float, gravity: float, height: float = 0.5, onset: float = 0.02,
-                   horizon: float = 0.15, phases: int = 1) -> dict:
+                   horizon: float = 0.15, phases: int = 1, gains: HoverGains | None = None) -> dict:
     """Fly each manoeuvre as a +/- pair, open loop, starting at ``phases``
     stroke phases (:func:`phase_shifts`), and return the paired responses:
     ``time`` (T,) [s] and, per manoeuvre, ``tilt`` (T, 2) [rad],
@@ -172,7 +177,7 @@ def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres:
     the phases, and ``healthy``."""
     paired = jax.tree.map(np.asarray, fly_paired(robot, params, manoeuvres, hover_frequency=hover_frequency,
                                                  gravity=gravity, height=height, onset=onset, horizon=horizon,
-                                                 phases=phases))
+                                                 phases=phases, gains=gains))
     dt_record = robot.dt * RECORD_EVERY
     out = {"time": paired["time"], "wingbeat": 1.0 / hover_frequency, "onset": onset}
     for i, m in enumerate(manoeuvres):

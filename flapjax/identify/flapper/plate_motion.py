@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.control.design import LinearHoverModel, design_gains
 from flapjax.identify.flapper import free_flights as ff
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.results import StudyResult
@@ -105,49 +106,85 @@ def check_plate_motion_settings(s: Mapping) -> None:
     check_range("plate_motion.height", s["height"], 0.0, 100.0)
     check_range("plate_motion.onset", s["onset"], 0.0, 1.0)
     check_range("plate_motion.gust", s.get("gust", 0.0), 0.0, 5.0)
+    if float(s.get("closed_loop_horizon", 0.0)):
+        check_range("plate_motion.closed_loop_horizon", s["closed_loop_horizon"], 0.06, 2.0)
+        check_range("plate_motion.closed_loop_onset", s["closed_loop_onset"], 0.06, 1.0)  # after the filter settles
     if float(s.get("gust", 0.0)):
         check_range("plate_motion.gust_wingbeats", s["gust_wingbeats"], 0.5, 20.0)
     ff.check_free_flights("plate_motion", s)
 
 
 def _measured(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict):
-    """The pulses, the per-wing robot's paired flights and their tilts (M, T, 2) [rad]."""
+    """The pulses, the per-wing robot's paired open-loop flights and their tilts (M, T, 2) [rad]."""
     manoeuvres = pulses(s, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
                               phases=int(s["phases"]), **kw)
     return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
 
 
+def closed_loop_gains(model: CycleAveragedParams, hover_frequency: float):
+    """The controller of the closed-loop pulses: the gains designed on the
+    upstream model (no plate-motion terms; :func:`flapjax.control.design.design_gains`),
+    which the per-wing robot flies well."""
+    return design_gains(LinearHoverModel.from_averaged(model, frequency=hover_frequency),
+                        hover_frequency=hover_frequency)
+
+
+def _measured_closed_loop(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict, gains):
+    """The plate pulses flown under ``gains`` by the per-wing robot: pulses, flights, tilts (M, T, 2) [rad]."""
+    manoeuvres = pulses({**s, "gust": 0.0}, f_h)
+    ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
+                              phases=int(s["phases"]), gains=gains, **kw)
+    return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
+
+
+def _data_sets(model: CycleAveragedParams, s: Mapping, f_h: float) -> list[dict]:
+    """The open-loop set and (with ``closed_loop_horizon`` > 0) the
+    closed-loop one: manoeuvres, flight settings, gains (None: open loop),
+    the measured tilts, the samples after the onset and each manoeuvre's scale."""
+    kw = dict(height=float(s["height"]), onset=float(s["onset"]), horizon=float(s["horizon"]))
+    sets = [(None, kw, *_measured(model, s, f_h, kw))]
+    if float(s.get("closed_loop_horizon", 0.0)):
+        gains = closed_loop_gains(model, f_h)
+        kw_cl = dict(kw, onset=float(s["closed_loop_onset"]), horizon=float(s["closed_loop_horizon"]))
+        sets.append((gains, kw_cl, *_measured_closed_loop(model, s, f_h, kw_cl, gains)))
+    out = []
+    for gains, k, manoeuvres, ref, measured in sets:
+        after = ref["time"] >= k["onset"]
+        # each manoeuvre weighs alike: a gust tilts the robot far less than a plate pulse
+        scale = np.sqrt(np.mean(measured[:, after] ** 2, axis=(1, 2)))[:, None, None]
+        out.append(dict(gains=gains, kw=k, manoeuvres=manoeuvres, time=ref["time"], measured=measured, after=after,
+                        scale=scale))
+    return out
+
+
 def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=None,
                        rate_damping_std=None) -> StudyResult:
-    """Fit ``kappa`` and ``D_s`` (see the module docstring) with the settings
-    ``cfg["plate_motion"]``: ``amplitude`` [rad], ``pulse_wingbeats``, ``onset``,
-    ``horizon`` [s], ``height`` [m], ``timestep`` [s], ``phases``, ``backend``."""
+    """Fit ``kappa``, the damping and (with gusts) ``L_v``, ``M_u`` (see the
+    module docstring) with the settings ``cfg["plate_motion"]``:
+    ``amplitude`` [rad], ``pulse_wingbeats``, ``gust`` [m/s],
+    ``gust_wingbeats``, ``onset``, ``horizon`` [s], ``closed_loop_onset``,
+    ``closed_loop_horizon`` [s], ``height`` [m], ``timestep`` [s],
+    ``phases``, ``backend``."""
     s, t0 = cfg["plate_motion"], time.perf_counter()
     mass, g = fl.robot_weight()
     model = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
     f_h = float(jnp.sqrt(model.mass * model.gravity / model.lift_coefficient))
-    kw = dict(height=float(s["height"]), onset=float(s["onset"]), horizon=float(s["horizon"]))
     if bar is not None:
         bar.set_postfix_str("per-wing plate pulses")
-    manoeuvres, ref, measured = _measured(model, s, f_h, kw)
-    after = ref["time"] >= kw["onset"]
+    sets = _data_sets(model, s, f_h)
     robot = fl.make_robot("lumped", "averaged", backend="rigid", timestep=float(s["timestep"]))
     params = fl.default_params(robot, frequency=f_h, averaged=model)
-    # each manoeuvre weighs alike: a gust tilts the robot far less than a plate pulse
-    scale = np.sqrt(np.mean(measured[:, after] ** 2, axis=(1, 2)))[:, None, None]
 
-    def fly(m: CycleAveragedParams):
+    def fly(m: CycleAveragedParams, d: dict):
         p = eqx.tree_at(lambda q: q.averaged, params, m)
-        return ff.fly_paired(robot, p, manoeuvres, hover_frequency=f_h, gravity=float(g), phases=int(s["phases"]),
-                             **kw)["tilt"]
-
-    def tilts(x):
-        return fly(_with(model, x))
+        return ff.fly_paired(robot, p, d["manoeuvres"], hover_frequency=f_h, gravity=float(g),
+                             phases=int(s["phases"]), gains=d["gains"], **d["kw"])["tilt"]
 
     @jax.jit
     def residual(x):
-        return ((tilts(x) - measured)[:, after] / scale).reshape(-1)
+        m = _with(model, x)
+        return jnp.concatenate([((fly(m, d) - d["measured"])[:, d["after"]] / d["scale"]).reshape(-1) for d in sets])
 
     jacobian = jax.jit(jax.jacfwd(residual))
     if bar is not None:
@@ -158,15 +195,18 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
                                  / COUPLING_SCALE])
     fit = levenberg_marquardt(residual, jacobian, start, max_iterations=20, cost_tol=1e-8)
     upstream = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping), model, (jnp.zeros(2), jnp.zeros(2)))
-    predicted, without = np.asarray(tilts(fit.x)), np.asarray(fly(upstream))
-    null_rms = float(np.sqrt(np.mean(((without - measured) / scale)[:, after] ** 2)))
-    data = {"time": ref["time"]}
-    for k in range(len(manoeuvres)):
-        data[f"per_wing_tilt_{k}"], data[f"model_tilt_{k}"] = measured[k], predicted[k]
-    return _result(s, model, fit, manoeuvres, data, null_rms, rate_damping_std, time.perf_counter() - t0)
+    null_rms = float(np.sqrt(np.mean(np.concatenate([(((np.asarray(fly(upstream, d)) - d["measured"]) / d["scale"])
+                                                       [:, d["after"]]).reshape(-1) for d in sets]) ** 2)))
+    fitted, data = _with(model, fit.x), {}
+    for d, prefix in zip(sets, ("", "closed_loop_")):
+        data[f"{prefix}time"], predicted = d["time"], np.asarray(fly(fitted, d))
+        for k in range(len(d["manoeuvres"])):
+            data[f"{prefix}per_wing_tilt_{k}"], data[f"{prefix}model_tilt_{k}"] = d["measured"][k], predicted[k]
+    labels = [("closed loop: " if d["gains"] is not None else "") + m.name for d in sets for m in d["manoeuvres"]]
+    return _result(s, model, fit, labels, data, null_rms, rate_damping_std, time.perf_counter() - t0)
 
 
-def _result(s: Mapping, model: CycleAveragedParams, fit, manoeuvres, data: dict, null_rms: float,
+def _result(s: Mapping, model: CycleAveragedParams, fit, labels: list[str], data: dict, null_rms: float,
             rate_damping_std, seconds: float) -> StudyResult:
     """The study's result: the values with their Gauss-Newton standard deviations."""
     x, r = np.asarray(fit.x), np.asarray(fit.residual)
@@ -187,11 +227,14 @@ def _result(s: Mapping, model: CycleAveragedParams, fit, manoeuvres, data: dict,
         name="plate_motion", values=values, std=stds, loss=jnp.asarray(fit.history), data=data,
         metrics={"rms_relative": float(np.sqrt(np.mean(r**2))), "rms_relative_without_terms": null_rms,
                  "correlation": corr, "iterations": fit.iterations, "stopped": fit.reason,
-                 "labels": [m.name for m in manoeuvres]},
+                 "labels": labels},
         notes=f"open-loop plate pulses of {float(s['amplitude']):g} rad for {float(s['pulse_wingbeats']):g} "
         f"wingbeats on each plate joint{gusts} at {int(s['phases'])} stroke phases, +/- pairs, per-wing free robot "
         f"at dt {float(s['timestep']):g} s; cycle-mean tilt (per manoeuvre relative to its RMS) fitted by the "
-        "averaged model with the upstream values held; kappa and D_s are (x, y): pitch_joint, roll_joint",
+        "averaged model with the upstream values held; kappa and D_s are (x, y): pitch_joint, roll_joint"
+        + (f"; the plate pulses also flown closed loop (gains designed on the upstream model) from "
+           f"{float(s['closed_loop_onset']):g} s for {float(s['closed_loop_horizon']):g} s"
+           if float(s.get("closed_loop_horizon", 0.0)) else ""),
         converged=not fit.reason.startswith("max_iterations"),
         seconds=seconds,
     )
