@@ -96,3 +96,20 @@ def test_identify_robot_quick_agrees_with_its_sweep_and_its_channels(tmp_path, m
     new, _ = flapper.step(lumped, p, flapper.init_state(lumped, p))
     w = np.asarray(new.data.angular_velocity)
     assert w[1] > 0 and abs(w[0]) < 1e-6 * abs(w[1])
+
+
+def test_the_starting_model_is_the_robots_own():
+    """The insect starts from its mass, f_ref 125 Hz and a zero (3, 2)
+    control matrix; the seed robot's description keeps the seed's file (its
+    plate gains are fitted at 42 Hz), not a matrix that would mask them."""
+    from flapjax.identify.flapper.robot_config import robot_nominal
+
+    insect = robot_nominal(flapper.load_robot_description(INSECT))
+    assert float(insect.mass) == pytest.approx(1e-4) and float(insect.reference_frequency) == 125.0
+    assert np.asarray(insect.control_matrix).shape == (3, 2) and not np.any(np.asarray(insect.control_matrix))
+    assert float(insect.hover_frequency) == pytest.approx(125.0)
+    seed = robot_nominal(flapper.load_robot_description(ROOT / "examples" / "flappers" / "seed_robot" / "robot.toml"))
+    want = CycleAveragedParams.from_json(flapper.AVERAGED_PATH)
+    assert seed.control_matrix is None and float(seed.reference_frequency) == 42.0
+    for name, value in want.to_dict().items():
+        np.testing.assert_allclose(np.asarray(seed.to_dict()[name]), np.asarray(value), rtol=1e-12, err_msg=name)

@@ -24,8 +24,10 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.config import _merge, default_config, validate_config
 from flapjax.safe_io import read_settings
+from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.description import FlapperDescription
 from flapjax.sim.flapper.driven import robot_weight
+from flapjax.sim.flapper.robot import AVERAGED_PATH
 from flapjax.validation import ConfigError
 
 #: The seed robot's ``stroke.frequency_range`` [Hz] (examples/flappers/seed_robot/robot.toml),
@@ -110,8 +112,13 @@ def robot_nominal(description: FlapperDescription) -> CycleAveragedParams:
     """The averaged model a described robot's identification starts from
     and keeps where a study did not run: its mass and gravity, f_ref the
     middle of its range, k_f hovering it there, a zero control matrix and
-    thrust tilt (3, nc), (2, nc), and the seed's damping."""
+    thrust tilt (3, nc), (2, nc), and the seed's damping. A robot with the
+    seed's two joint channels (a plate robot) keeps the seed's file, gains
+    and f_ref (the moments study fits k_roll, k_pitch at 42 Hz for it)."""
     mass, g = robot_weight(description)
+    if tuple(description.names.channel_kinds) == SEED_KINDS:  # a plate robot: the seed's gains and f_ref
+        seed = CycleAveragedParams.from_json(AVERAGED_PATH).to_dict()
+        return CycleAveragedParams.from_dict({**seed, "mass": mass, "gravity": g})
     f_ref = reference_frequency(description)
     nc = len(description.names.channel_kinds)
     return CycleAveragedParams(lift_coefficient=mass * g / f_ref**2, mass=mass, gravity=g, reference_frequency=f_ref,
