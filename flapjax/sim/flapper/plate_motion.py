@@ -58,21 +58,38 @@ def stroke_plane_turn(plate: Float[Array, " c"], last: Float[Array, " c"], frequ
     return (plate - last) * (dt / (tau + dt))
 
 
-def turn_back(robot: FlapperRobot, params: CycleAveragedParams, data, change: Vec2):
-    """Rotate the lumped body back by ``kappa_j * change_j`` about each
-    plate joint's axis (body frame): the plate's inertial reaction. Other
-    robots carry a real plate, whose reaction the physics already has, and
-    are returned unchanged.
+def turn_back(robot: FlapperRobot, params: CycleAveragedParams, data, change: Float[Array, " c"],
+              last_rate: Float[Array, " c"] | None = None, dt: float | None = None):
+    """The plate's inertial reaction on the lumped body: the body turns back
+    by ``kappa_j`` times the stroke plane's plate turn about each plate
+    joint's axis (body frame). Other robots carry a real plate, whose
+    reaction the physics already has, and are returned unchanged.
+
+    With ``last_rate`` (the previous step's plate rate) the reaction is
+    the body's *rate*: it carries ``-kappa_j z_j'`` (angular momentum kept:
+    the body turns back while the plate turns), so the body's rate changes
+    by ``-kappa_j (z_j' - last_rate_j)`` and the attitude follows from it,
+    as a rate gyro on the per-wing robot sees it. Without it only the
+    attitude is turned, at once (states built before the rate existed).
 
     Args:
       data: the lumped body's state (:class:`flapjax.sim.rigid.RigidState`,
         or MJX data with a free joint at ``robot.free_q``).
-      change: (2,) the plate's turn over this step [rad].
+      change: (c,) the stroke plane's plate turn over this step [rad].
+      last_rate: (c,) its rate over the previous step [rad/s], or None.
+      dt: the step [s] (with ``last_rate``).
     """
     if robot.root != "lumped" or robot.aero_model != "averaged":
         return data
     kappa = jnp.asarray(params.plate_reaction, dtype=change.dtype)
-    turn = -(kappa * change) @ jnp.asarray(PLATE_AXES, dtype=change.dtype)
+    axes = jnp.asarray(PLATE_AXES, dtype=change.dtype)
+    if last_rate is not None:
+        dw = -(kappa * (change / dt - last_rate)) @ axes
+        if isinstance(data, rigid.RigidState):
+            return eqx.tree_at(lambda s: s.angular_velocity, data, data.angular_velocity + dw)
+        v = robot.free_v + 3
+        return data.replace(qvel=data.qvel.at[v:v + 3].add(dw))
+    turn = -(kappa * change) @ axes
     if isinstance(data, rigid.RigidState):
         return eqx.tree_at(lambda s: s.quat, data, quat_integrate(data.quat, turn, 1.0))
     q = robot.free_q + 3

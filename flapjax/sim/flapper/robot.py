@@ -113,6 +113,9 @@ class FlapperState(eqx.Module):
         model reads the plate's motion from their change
         (:mod:`flapjax.sim.flapper.plate_motion`); None on a state built
         without it (no plate-motion terms).
+      last_plate_rate: (c,) their rate over the previous step [rad/s]: the
+        lumped body's rate carries the plate's inertial reaction
+        ``-kappa`` times it; None: the reaction turns the attitude only.
     """
 
     data: Any
@@ -121,6 +124,7 @@ class FlapperState(eqx.Module):
     healthy: Bool[Array, ""]
     health: Int[Array, ""] | None = None
     last_plate: Float[Array, " c"] | None = None
+    last_plate_rate: Float[Array, " c"] | None = None
 
 
 class FlapperRobot(eqx.Module):

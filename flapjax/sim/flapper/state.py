@@ -86,15 +86,17 @@ def init_state(
     else:
         data = _init_mjx(robot, params, position, quat, velocity, angular_velocity)
         dtype = data.qpos.dtype
+    # the plate-motion terms are the plates': an averaged robot steered by other channels has none
+    last_plate = (None if robot.aero_model == "averaged" and any(k != "joint" for k in robot.channel_kinds)
+                  else joint_setpoints(robot.channel_kinds, params.plate, dtype))
     state = FlapperState(
         data=data,
         step=jnp.zeros((), dtype=jnp.int32),
         phase_offset=jnp.zeros((), dtype=dtype),
         healthy=jnp.ones((), dtype=bool),
         health=jnp.zeros((), dtype=jnp.int32),
-        # the plate-motion terms are the plates': an averaged robot steered by other channels has none
-        last_plate=None if robot.aero_model == "averaged" and any(k != "joint" for k in robot.channel_kinds)
-        else joint_setpoints(robot.channel_kinds, params.plate, dtype),
+        last_plate=last_plate,
+        last_plate_rate=None if last_plate is None else jnp.zeros_like(last_plate),  # the plate at rest
     )
     if periodic is None:
         periodic = robot.root == "free" and robot.aero_model == "wing"
@@ -136,7 +138,8 @@ def _periodic_start(robot: FlapperRobot, params: FlapperParams, state: FlapperSt
     # Restart the clock at 0 with the stroke phase the warm-up reached.
     phase = jnp.mod(jnp.mod(params.stroke.frequency * robot.dt * n_warm, 1.0) + warm.phase_offset, 1.0)
     start = FlapperState(data=warm.data, step=jnp.zeros_like(state.step), phase_offset=phase.astype(state.phase_offset.dtype),
-                         healthy=warm.healthy, health=warm.health, last_plate=warm.last_plate)
+                         healthy=warm.healthy, health=warm.health, last_plate=warm.last_plate,
+                         last_plate_rate=warm.last_plate_rate)
     if not free:
         return start
     start = eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, pose_v))

@@ -398,7 +398,7 @@ def step(
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
     if turn is not None:
-        d_new = plate_motion.turn_back(robot, params.averaged, d_new, turn)
+        d_new = plate_motion.turn_back(robot, params.averaged, d_new, turn, state.last_plate_rate, robot.dt)
     healthy, code = health.guard(robot, params, state, d_new, base, loads.force_world, f_cmd)  # 5. guard
     new_state = FlapperState(
         data=backend.keep_good(healthy, d_new, state.data),
@@ -406,6 +406,8 @@ def step(
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
         last_plate=None if state.last_plate is None else (
             joints.plate if turn is None else state.last_plate + turn).astype(state.last_plate.dtype),
+        last_plate_rate=state.last_plate_rate if turn is None or state.last_plate_rate is None else (
+            turn / robot.dt).astype(state.last_plate_rate.dtype),
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 
