@@ -7,7 +7,9 @@ plate-step response):
 
 - the **inertial reaction**: the servo turns the plate and the wings, and
   the body turns back by ``kappa`` times the plate's turn (angular momentum
-  kept; ``CycleAveragedParams.plate_reaction``);
+  kept; ``CycleAveragedParams.plate_reaction``), at the rate ``-kappa``
+  times the plate's rate, which the body's rate carries (a rate gyro sees
+  it, as on the per-wing robot);
 - the **stroke-plane damping**: the flapping wings resist the turning of
   their stroke plane, so the servo pushes the body with ``-D_s delta'``
   about the joint axis (``CycleAveragedParams.stroke_plane_damping``,
@@ -17,8 +19,8 @@ The averaged robot's servo is ideal (the plate is where it was commanded).
 The wings answer the plate's turn over a wingbeat, not within a step: both
 terms read the turn of the *stroke plane's plate*, which follows the
 command with a first-order lag of half a wingbeat (:func:`stroke_plane_turn`;
-the group delay of a one-wingbeat average). The state keeps it
-(``FlapperState.last_plate``). Without the lag the stroke-plane damping
+the group delay of a one-wingbeat average). The state keeps it and its
+last rate (``FlapperState.last_plate``, ``last_plate_rate``). Without the lag the stroke-plane damping
 closes an algebraic loop with any controller's rate gain ``k_w``: the
 plate rate it feeds back is ``-k_w`` times the angular acceleration the
 damping itself makes, a loop gain ``k_w D_s / I`` (0.9 about y with the
