@@ -4,7 +4,8 @@ Usage: python crazyflow_worker.py '<json config>'  -> one JSON line on stdout.
 
 Config: {"dynamics": [...], "worlds": [...], "n_steps": int, "repeats": int,
 "freq": int, "device": "cpu" | "gpu", "devices": int (optional: force that many
-host devices and split the worlds over them)}. For each dynamics model and world
+host devices and split the worlds over them), "xla_flags": [str] (optional:
+added to XLA_FLAGS, e.g. the XLA CPU options flapjax runs with)}. For each dynamics model and world
 count: a crazyflow ``Sim``
 with one Crazyflie per world under its state (position) controller holding a
 hover set-point, ``n_steps`` steps per call of the jitted, scanned
@@ -38,8 +39,11 @@ def main() -> None:
     cfg = json.loads(sys.argv[1])
     import os
 
-    if int(cfg.get("devices", 1)) > 1:  # before JAX starts
-        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={int(cfg['devices'])}"
+    flags = list(cfg.get("xla_flags", []))
+    if int(cfg.get("devices", 1)) > 1:
+        flags.append(f"--xla_force_host_platform_device_count={int(cfg['devices'])}")
+    if flags:  # before JAX starts
+        os.environ["XLA_FLAGS"] = " ".join(flags)
     import jax
     import jax.numpy as jnp
     import crazyflow
