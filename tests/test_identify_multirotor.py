@@ -170,7 +170,7 @@ def test_results_load_into_chain_params_profile_and_task_config(tmp_path):
     np.testing.assert_allclose(chain.drag.linear, [0.25, 0.4, 0.35])  # x held at its default
     np.testing.assert_allclose(chain.drag.quadratic, [0.05, 0.05, 0.1])
     # a profile file pointing at the results, with one value overridden
-    from flapjax.rotor.profile import profile_to_dict
+    from flapjax.rotor.profile_files import profile_to_dict
 
     prof = profile_to_dict(PROF)
     lines = [f"mass = {prof['mass']}", f"inertia = {prof['inertia']}"]

@@ -63,7 +63,7 @@ def test_validation_names_field(override, field):
 def test_json_round_trip(tmp_path):
     p = rotor.profiles.hexa_tilted()
     path = tmp_path / "tilted.json"
-    rotor.profile.save_profile_json(p, path)
+    rotor.profile_files.save_profile_json(p, path)
     q = rotor.load_profile(path)
     for field in ("positions", "axes", "spins", "thrust_min", "thrust_max", "torque_coeff", "radius",
                   "time_constant", "rate_limit", "mass", "inertia", "ee_position"):

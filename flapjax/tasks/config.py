@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from flapjax.noise import CommandNoise, NoiseParams, SensorNoise
 from flapjax.rotor.chain import ChainOptions
-from flapjax.rotor.profile import PROFILE_SUFFIXES
+from flapjax.rotor.profile_files import PROFILE_SUFFIXES
 from flapjax.safe_io import check_input_file
 from flapjax.validation import (ConfigError, as_float_array, check_bool, check_choice, check_int, check_number,
                                 check_range)
@@ -354,7 +354,7 @@ def _warn_if_fitted_on_another_robot(results_path: str, robot: str, field: str) 
     import warnings
 
     from flapjax.files import read_json
-    from flapjax.rotor.profile import resolve_profile
+    from flapjax.rotor.profile_files import resolve_profile
 
     results = read_json(results_path)
     fitted = results.get("robot") if isinstance(results, Mapping) else None
