@@ -164,6 +164,9 @@ def _identify_robot(robot: str, config, quick: bool, study, out: str, fresh: boo
     from flapjax.identify.flapper.robot_config import SEED_ONLY, load_robot_config
     from flapjax.sim.flapper import load_robot_description
 
+    if not str(robot).endswith(".toml"):
+        raise ConfigError(f"--robot: without --data, the description .toml of a flapping-wing robot "
+                          f"(docs/flapper_robots.md), got {robot!r}; a multirotor preset goes with --data HOVER.csv")
     description = load_robot_description(robot)
     cfg = load_robot_config(config, description, quick=quick, studies=study or None)
     typer.echo("  left out for this robot: " + "; ".join(f"{k} ({why})" for k, why in SEED_ONLY.items()))

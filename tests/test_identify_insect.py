@@ -55,6 +55,8 @@ def test_the_seed_robots_studies_are_refused_by_name():
 
     res = runner.invoke(app, ["identify", "--robot", str(INSECT), "--study", "validation", "--out", "/nonexistent/x"])
     assert res.exit_code == 2 and "'validation' is the seed robot's" in res.output, res.output
+    res = runner.invoke(app, ["identify", "--robot", "quad_x", "--out", "/nonexistent/x"])
+    assert res.exit_code == 2 and "--robot: without --data, the description .toml" in res.output, res.output
 
 
 def test_the_sign_check_can_fail():
