@@ -302,7 +302,7 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
     for k, v in result.identified.items():
         unit = SEED_UNITS.get(k, PHYSICAL_UNITS.get(k, ""))
         std = _fmt(result.std[k]) if k in result.std else ""
-        seed = _fmt(SEED_VALUES[k]) if k in SEED_VALUES else ""
+        seed = _fmt(SEED_VALUES[k]) if k in SEED_VALUES and "robot" not in result.settings else ""  # another robot
         lines.append(f"  {k:<16} {_fmt(v):>30} {std:>12} {unit:>10} {seed:>30}")
     st = result.studies
     lines.append("")
