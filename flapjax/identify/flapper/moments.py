@@ -209,8 +209,8 @@ def plot_channel_moments(plt, study):
             rows = u[:, j] != 0
             if rows.any():
                 x = lam[rows] * u[rows, j]
-                ax.plot(x, np.asarray(d["moment"])[rows, i], "o", label=f"channel {j}")
-                ax.plot(np.sort(x), b[i, j] * np.sort(x), "-", label=f"B[{i},{j}] = {b[i, j]:.3e}")
+                ax.plot(x, np.asarray(d["moment"])[rows, i], "o", color=f"C{j}", label=f"channel {j}")
+                ax.plot(np.sort(x), b[i, j] * np.sort(x), "-", color=f"C{j}", label=f"B[{i},{j}] = {b[i, j]:.3e}")
         ax.set_xlabel("lambda_f u [channel units]")
         ax.set_ylabel(f"{name} [N m]")
         ax.legend(fontsize=7)
