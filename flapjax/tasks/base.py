@@ -48,18 +48,8 @@ reaches the ground or the wall ends its episode (``done``), counts as a
 failure in :meth:`TaskEnv.summarize` (``touched``) and gets no reward from
 then on.
 
-Observation (float32): 19 entries every task shares, then the task's own.
-The shared ones come from the noisy sensor (``config.noise``): end-effector
-position (3, world) [m], CoM velocity (3, world) [m/s], the body-to-world
-rotation matrix (9, row-major), body rates (3, body) [rad/s], and the episode
-phase ``step / episode_length`` (1). The task's entries: ``near_ground`` the
-reference height minus the measured end-effector height, the reference
-height rate and the reference height (3); ``wall_contact`` the contact point
-minus the end-effector (3), the wall normal (3), the commanded and the last
-measured normal force (2); ``object_push`` the box position minus the
-end-effector (3), the box heading's cosine and sine (2) and the goal minus
-the box (2) (the box pose with the sensor's position and heading noise).
-:meth:`TaskEnv.observation_spec` names these slices.
+Observation (float32): 19 entries every task shares, then the task's own
+(:mod:`flapjax.tasks.observation` names each slice).
 
 ``done`` turns 1 at the end of the episode or when a world diverged (frozen by
 the world); the environment does not auto-reset (training wrappers do).
@@ -74,13 +64,13 @@ success and saturation use.
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray, UInt32
+from jaxtyping import Array, Float, PRNGKeyArray
 
 from flapjax import rng
 from flapjax import scene as sc
@@ -88,54 +78,15 @@ from flapjax.control.wrench import Reference
 from flapjax.math import quat_to_mat, quat_z
 from flapjax.noise import sense, split_streams
 from flapjax.programs import ProgramCache, tree_digest
-from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams, WorldState
+from flapjax.sim.multirotor import MultirotorWorld, Prepared, StepInfo, WorldParams
 from flapjax.sim.multirotor.step import read_state
 from flapjax.tasks import randomize
 from flapjax.tasks.config import TaskConfig
 from flapjax.tasks.observation import observation_spec
+from flapjax.tasks.state import EnvState, TaskCommon
 from flapjax.validation import ConfigError, check_prng_key, check_shape
 
 _N_OBS = 7
-
-
-class EnvState(eqx.Module):
-    """State of one environment world.
-
-    Attributes:
-      world: physics state (MJX data, actuator, turbulence, controller).
-      params: this world's randomized physical parameters.
-      task: task-specific constants of this world (goal, colours, keys).
-      obs: (obs_size,) observation.
-      reward: () reward of the last step.
-      done: () 1.0 at the end of the episode or after divergence.
-      metrics: per-step values, ``{name: ()}``.
-      info: episode accumulators, ``{name: ()}`` (``step`` counts env steps).
-    """
-
-    world: WorldState
-    params: WorldParams
-    task: Any
-    obs: Float[Array, " obs"]
-    reward: Float[Array, ""]
-    done: Float[Array, ""]
-    metrics: dict
-    info: dict
-
-
-class TaskCommon(eqx.Module):
-    """Per-world constants every task has.
-
-    Attributes:
-      rgba: (ngeom, 4) geom colours written into the world's MJX model.
-      obs_key: (2,) uint32 words of the observation-noise stream
-        (:mod:`flapjax.rng`; step k draws counter k).
-      start: (3,) CoM start position [m]; yaw: () start heading [rad].
-    """
-
-    rgba: Float[Array, "g 4"]
-    obs_key: UInt32[Array, "2"]
-    start: Float[Array, "3"]
-    yaw: Float[Array, ""]
 
 
 #: Compiled :meth:`TaskEnv.step` per :attr:`TaskEnv.program_key`.
