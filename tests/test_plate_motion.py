@@ -12,7 +12,8 @@ from flapjax.aero.cycle_averaged import PLATE_AXES, CycleAveragedParams, cycle_a
 from flapjax.identify.flapper import free_flights as ff
 from flapjax.math import quat_to_mat
 from flapjax.sim import flapper as fl
-from flapjax.sim.flapper.plate_motion import STROKE_PLANE_LAG_WINGBEATS, stroke_plane_turn
+from flapjax.aero.cycle_averaged import STROKE_PLANE_LAG_WINGBEATS
+from flapjax.sim.flapper.plate_motion import stroke_plane_turn
 from flapjax.validation import ConfigError
 
 jax.config.update("jax_enable_x64", True)

@@ -302,6 +302,10 @@ def cycle_averaged_wrench(
 
 #: Body-frame axes the plate joints turn about: pitch_joint +x, roll_joint -y.
 PLATE_AXES = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+#: Lag of the stroke plane's plate behind the commanded plate, in wingbeats
+#: (first order; the group delay of a one-wingbeat average): what the
+#: plate-motion terms read (:mod:`flapjax.sim.flapper.plate_motion`).
+STROKE_PLANE_LAG_WINGBEATS = 0.5
 
 
 def stroke_plane_torque(params: CycleAveragedParams, plate_rate: Float[Array, "2"]) -> Float[Array, "3"]:

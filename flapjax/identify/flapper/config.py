@@ -116,18 +116,13 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "phases": 2,
         "backend": "rigid",
     },
-    # Free per-wing plate pulses, and a lateral and a forward gust pulse (gust [m/s] for gust_wingbeats;
-    # 0: none), for the plate-motion fit (identify/flapper/plate_motion.py); SI units.
+    # Plate-motion fit (identify/flapper/plate_motion.py), SI: plate, gust (0: none), closed-loop (horizon 0: none) pulses
     "plate_motion": {
         "amplitude": 0.03,
         "pulse_wingbeats": 2.0,
-        "gust": 0.3,
-        "gust_wingbeats": 4.0,
-        "closed_loop_onset": 0.1,
-        "closed_loop_horizon": 0.0,
-        "height": 0.5,
-        "onset": 0.02,
-        "horizon": 0.15,
+        "gust": 0.3, "gust_wingbeats": 4.0,
+        "closed_loop_onset": 0.1, "closed_loop_horizon": 0.0,
+        "height": 0.5, "onset": 0.02, "horizon": 0.15,
         "timestep": 5e-5,
         "phases": 2,
         "backend": "rigid",

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.control.design import LinearHoverModel, design_gains
+from flapjax.control.plate_motion_design import design_gains_with_plate_motion
 from flapjax.control.hover import HoverGains
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
@@ -89,12 +89,13 @@ def _fly_batch(robot, params, gains, hover_frequency, gravity, target, offsets, 
 def validation_gains(cfg_validation: Mapping, identified: CycleAveragedParams, hover_frequency: float) -> HoverGains:
     """The controller both robots fly: ``"designed"`` (LQR on the identified
     model's linearization with its speed-to-moment coupling, cycle-averaged
-    estimate; :func:`flapjax.control.design.design_gains`) or ``"default"``
+    estimate; :func:`flapjax.control.design.design_gains`, refined on the loop
+    with the model's plate-motion terms when it has them:
+    :func:`flapjax.control.plate_motion_design.design_gains_with_plate_motion`) or ``"default"``
     (:class:`HoverGains`, no rate feedback)."""
     if cfg_validation.get("controller", "designed") == "default":
         return HoverGains()
-    model = LinearHoverModel.from_averaged(identified, frequency=hover_frequency)
-    return design_gains(model, hover_frequency=hover_frequency)
+    return design_gains_with_plate_motion(identified, hover_frequency)
 
 
 #: The validation flights: hover, then a plate step on each joint.

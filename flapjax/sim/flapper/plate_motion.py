@@ -36,16 +36,13 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from flapjax.aero.cycle_averaged import PLATE_AXES, CycleAveragedParams
+from flapjax.aero.cycle_averaged import PLATE_AXES, STROKE_PLANE_LAG_WINGBEATS, CycleAveragedParams
 from flapjax.math import quat_integrate
 from flapjax.sim import rigid
 from flapjax.sim.flapper.robot import FlapperRobot
 
 Vec2 = Float[Array, "2"]
 Scalar = Float[Array, ""]
-
-#: Lag of the stroke plane's plate behind the commanded plate, in wingbeats.
-STROKE_PLANE_LAG_WINGBEATS = 0.5
 
 
 def stroke_plane_turn(plate: Float[Array, " c"], last: Float[Array, " c"], frequency: Scalar,
@@ -58,6 +55,18 @@ def stroke_plane_turn(plate: Float[Array, " c"], last: Float[Array, " c"], frequ
     ``kappa`` is spread over the lag, not lost."""
     tau = STROKE_PLANE_LAG_WINGBEATS / jnp.maximum(jnp.abs(frequency), 1e-6)
     return (plate - last) * (dt / (tau + dt))
+
+
+def plate_turn(robot: FlapperRobot, state, plate: Float[Array, " c"], frequency: Scalar):
+    """This step's stroke-plane plate turn (c,) [rad] (None for the per-wing
+    robot, whose plate is real, or a state without a last plate) and the
+    state's next ``last_plate`` and ``last_plate_rate`` (:class:`FlapperState`)."""
+    last, last_rate = state.last_plate, state.last_plate_rate
+    if robot.aero_model == "wing" or last is None:
+        return None, None if last is None else plate.astype(last.dtype), last_rate
+    turn = stroke_plane_turn(plate, last, frequency, robot.dt)
+    rate = None if last_rate is None else (turn / robot.dt).astype(last_rate.dtype)
+    return turn, (last + turn).astype(last.dtype), rate
 
 
 def turn_back(robot: FlapperRobot, params: CycleAveragedParams, data, change: Float[Array, " c"],

@@ -389,8 +389,7 @@ def step(
     joints = read_joints(robot, d.qpos, command)
     ref = stroke_targets(robot, params, state, f_cmd, command.plate)
     # the plate's turn over this step [rad], which the averaged model's plate-motion terms read
-    turn = None if robot.aero_model == "wing" or state.last_plate is None else plate_motion.stroke_plane_turn(
-        joints.plate, state.last_plate, f_cmd, robot.dt)
+    turn, last_plate, last_plate_rate = plate_motion.plate_turn(robot, state, joints.plate, f_cmd)
     if robot.aero_model == "wing":  # 2. aerodynamic wrench
         loads = wing_aero(robot, params, d, wind)
     else:
@@ -404,10 +403,7 @@ def step(
         data=backend.keep_good(healthy, d_new, state.data),
         step=state.step + 1, healthy=healthy, health=code,
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
-        last_plate=None if state.last_plate is None else (
-            joints.plate if turn is None else state.last_plate + turn).astype(state.last_plate.dtype),
-        last_plate_rate=state.last_plate_rate if turn is None or state.last_plate_rate is None else (
-            turn / robot.dt).astype(state.last_plate_rate.dtype),
+        last_plate=last_plate, last_plate_rate=last_plate_rate,
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 
