@@ -277,3 +277,24 @@ def hover_command(
         altitude_integral=integral, estimate=est, frequency=f.astype(state.frequency.dtype), time=state.time + dt,
         command=u.astype(state.command.dtype))
     return new, HoverCommand(frequency=f, plate=plate, tilt_target=tilt_target)
+
+
+def channel_command(plate: Float[Array, "2"], control_matrix: Float[Array, "3 nc"]) -> Float[Array, " nc"]:
+    """The robot's channel vector c (nc,) from the controller's plate-order
+    output ``plate = (-u_y, -u_x)`` [rad], through its control matrix B
+    (3, nc) [N m per channel unit].
+
+    Each axis is driven by the channel
+    :func:`flapjax.control.design.channel_axes` picks (the x axis, a +y
+    moment, by the largest |B_yj|; the y axis, a -x moment, by the largest
+    |B_xj|), with the sign s_i that makes its moment tilt the body the way
+    u_i asks: ``c[j_i] = s_i u_i``, every other channel 0. Traceable (B may
+    be a tracer); the plate robot's B (plate moments crossed) gives back
+    ``plate`` itself."""
+    b = jnp.asarray(control_matrix)
+    u = jnp.stack([-plate[1], -plate[0]])
+    toward = jnp.stack([b[1], -b[0]])  # (2, nc): moment that tilts the body toward +x, +y per channel unit
+    j = jnp.argmax(jnp.abs(toward), axis=1)
+    sign = jnp.sign(jnp.take_along_axis(toward, j[:, None], axis=1)[:, 0])
+    onehot = (j[:, None] == jnp.arange(b.shape[1])[None, :]).astype(u.dtype)  # (2, nc)
+    return (sign.astype(u.dtype) * u) @ onehot

@@ -2,12 +2,17 @@
 
 :func:`hover_rollout` is the one closed-loop rollout: every step the hover
 controller (:func:`flapjax.control.hover.hover_command`) reads the base pose
-and commands the flapping frequency and the plate angles; an optional
-:class:`PlateStep` adds a plate-command offset for a while (the validation
+and commands the flapping frequency and one input per axis, which the
+robot's control channels carry out: the seed robot's two plate angles as
+they are, any other robot's channel vector through its averaged model's
+control matrix (:func:`flapjax.control.hover.channel_command`). An optional
+:class:`PlateStep` adds a channel-command offset for a while (the validation
 manoeuvres of the identification); an optional wind blows on the robot.
 Its default gains are the robot's own (:mod:`flapjax.sim.flapper.hover_gains`:
-designed for the per-wing model, legacy for the averaged one), so the plain
-call flies the per-wing free robot. :func:`hover_study` flies many randomized
+for the seed robot designed for the per-wing model, legacy for the averaged
+one; for a channel robot designed through its channels,
+:mod:`flapjax.sim.flapper.channel_gains`), so the plain call flies the
+per-wing free robot. :func:`hover_study` flies many randomized
 starts of the lumped averaged-model robot with it and counts how many settle.
 """
 
@@ -20,10 +25,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from flapjax.control.hover import HoverGains, body_tilt, hover_command, hover_state
+from flapjax.control.hover import HoverGains, body_tilt, channel_command, hover_command, hover_state
 from flapjax.math import quat_mul, quat_to_mat
 from flapjax.sim.flapper.hover_gains import hover_gains
 from flapjax.sim.flapper.hover_quality import HoverQuality, hover_quality  # noqa: F401  (hover_quality was here)
+from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.robot import FlapperCommand, FlapperParams, FlapperRobot, FlapperState, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.rollout import remat
@@ -78,7 +84,8 @@ class HoverRecord(eqx.Module):
       velocity: (3,) base velocity [m/s].
       tilt: (2,) body z tilt toward +x, +y [rad].
       frequency: () commanded frequency [Hz].
-      plate: (2,) plate angles commanded (with any :class:`PlateStep` offset) [rad].
+      plate: (nc,) channel values commanded (with any :class:`PlateStep`
+        offset): the seed robot's plate angles [rad].
       force_world: (3,) applied aerodynamic force [N].
       healthy: () the world is still finite.
     """
@@ -88,22 +95,23 @@ class HoverRecord(eqx.Module):
     velocity: Float[Array, "3"]
     tilt: Float[Array, "2"]
     frequency: Scalar
-    plate: Float[Array, "2"]
+    plate: Float[Array, " nc"]
     force_world: Float[Array, "3"]
     healthy: Bool[Array, ""]
 
 
 class PlateStep(eqx.Module):
-    """A plate-command offset added to the controller's plate angles while
-    ``start <= t < start + length``.
+    """A channel-command offset added to the controller's channel values
+    while ``start <= t < start + length``.
 
     Attributes:
-      offset: (2,) offset of (pitch_joint, roll_joint) [rad].
+      offset: (nc,) offset of each channel, in channel order [channel units]:
+        the seed robot's (pitch_joint, roll_joint) [rad].
       start: () when the offset begins [s].
       length: () how long it lasts [s].
     """
 
-    offset: Float[Array, "2"]
+    offset: Float[Array, " nc"]
     start: Scalar | float
     length: Scalar | float
 
@@ -120,7 +128,8 @@ def _hover_step(robot, params, gains, target, hover_frequency, gravity, plate_st
             gains, hs, hover_frequency=hover_frequency, gravity=gravity, target=target, position=pose.position,
             velocity=pose.velocity, rot_world_body=pose.rot_world_body, w_body=pose.w_body, dt=robot.dt,
         )
-        plate = cmd.plate
+        plate = cmd.plate if robot.channel_kinds == SEED_KINDS else channel_command(
+            cmd.plate, params.averaged.control_matrix)
         if plate_step is not None:
             t = st.step * robot.dt
             on = (t >= plate_step.start) & (t < plate_step.start + plate_step.length)
@@ -213,6 +222,9 @@ def hover_rollout(
         check_positive("hover_frequency", hover_frequency)
     if n_steps % record_every:
         raise ConfigError(f"n_steps: must be a multiple of record_every={record_every}, got {n_steps}")
+    if robot.channel_kinds != SEED_KINDS and params.averaged.control_matrix is None:
+        raise ConfigError(f"params.averaged.control_matrix: the robot's channels {list(robot.channel_kinds)} carry "
+                          "the controller's inputs through it (flapjax identify --robot writes it)")
     gains = hover_gains(robot, params, gains)
     wind = _check_wind(wind, n_steps)
     target = base_pose(robot, state.data).position if target is None else jnp.asarray(target)

@@ -20,6 +20,7 @@ import math
 
 from flapjax.control.hover import HoverGains
 from flapjax.programs import tree_digest
+from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot
 from flapjax.validation import ConfigError, is_traced
 
@@ -56,13 +57,20 @@ def hover_gains(robot: FlapperRobot, params: FlapperParams, gains: HoverGains | 
     itself when it is a :class:`HoverGains`; ``"legacy"``:
     :meth:`HoverGains.legacy`; ``"designed"``: :func:`designed_gains`;
     None or ``"default"``: the robot's default (designed for the per-wing
-    model, legacy for the cycle-averaged one; see the module docstring)."""
+    model, legacy for the cycle-averaged one; see the module docstring). A
+    robot with other channels than the seed's two plates gets, for
+    ``"default"`` and ``"designed"``, gains designed through its channels
+    (:func:`flapjax.sim.flapper.channel_gains.channel_gains`)."""
     if isinstance(gains, HoverGains):
         return gains
     if gains is None:
         gains = "default"
     if not isinstance(gains, str) or gains not in GAIN_NAMES:
         raise ConfigError(f"gains: must be a HoverGains or one of {', '.join(map(repr, GAIN_NAMES))}, got {gains!r}")
+    if robot.channel_kinds != SEED_KINDS and gains in ("default", "designed"):
+        from flapjax.sim.flapper.channel_gains import channel_gains  # a robot that steers through other channels
+
+        return channel_gains(robot, params)
     if gains == "default":
         gains = "designed" if robot.aero_model == "wing" else "legacy"
     return HoverGains.legacy() if gains == "legacy" else designed_gains(params)
