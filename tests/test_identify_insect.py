@@ -42,7 +42,7 @@ def test_the_settings_follow_the_robots_frequency_range():
     assert min(cfg["moments"]["frequencies"]) >= 100.0 and max(cfg["moments"]["frequencies"]) <= 150.0
     # as many wingbeats as the seed's windows: 30 Hz -> 125 Hz shortens them 25/6 times
     assert cfg["moments"]["duration"] == pytest.approx(quick["moments"]["duration"] * 30.0 / 125.0)
-    assert cfg["run"]["studies"] == ["lift", "moments", "damping"]
+    assert cfg["run"]["studies"] == ["lift", "moments", "damping", "validation"]
     assert robot_defaults(quick, seed)["lift"]["frequencies"] == pytest.approx(quick["lift"]["frequencies"])
 
 
@@ -53,8 +53,8 @@ def test_the_seed_robots_studies_are_refused_by_name():
     runner = CliRunner()
     from flapjax.cli import app
 
-    res = runner.invoke(app, ["identify", "--robot", str(INSECT), "--study", "validation", "--out", "/nonexistent/x"])
-    assert res.exit_code == 2 and "'validation' is the seed robot's" in res.output, res.output
+    res = runner.invoke(app, ["identify", "--robot", str(INSECT), "--study", "fidelity", "--out", "/nonexistent/x"])
+    assert res.exit_code == 2 and "'fidelity' is the seed robot's" in res.output, res.output
     res = runner.invoke(app, ["identify", "--robot", "quad_x", "--out", "/nonexistent/x"])
     assert res.exit_code == 2 and "--robot: without --data, the description .toml" in res.output, res.output
 
@@ -79,6 +79,9 @@ def test_identify_robot_quick_agrees_with_its_sweep_and_its_channels(tmp_path, m
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
     assert results["settings"]["robot"].endswith("robot.toml")
+    # the per-wing robot and the identified averaged model fly alike through the channels
+    assert results["validation_passed"] is True, results["validation"]
+    assert set(results["studies"]["validation"]["metrics"]["flights"]) == {"hover", "pitch step", "roll step"}
     avg = CycleAveragedParams.from_json(out / "cycle_averaged.json")
     k_f, b = float(avg.lift_coefficient), np.asarray(avg.control_matrix)
     # an independent fixed-base sweep at other frequencies of the range

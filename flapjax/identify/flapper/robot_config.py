@@ -8,7 +8,8 @@ range onto the robot's ``stroke.frequency_range`` and scales every window
 (duration, discard) by the ratio of the ranges' middles, so each run spans
 as many wingbeats as the seed's; a user's ``--config`` file then overlays
 these, in the robot's own units. The studies that make sense for any robot
-(:data:`ROBOT_STUDIES`) run; the others are the seed robot's and are left
+(:data:`ROBOT_STUDIES`; its validation is
+:mod:`flapjax.identify.flapper.channel_validation`) run; the others are the seed robot's and are left
 out with the reason in :data:`SEED_ONLY`.
 """
 
@@ -34,12 +35,11 @@ from flapjax.validation import ConfigError
 #: the range the default study frequencies are written for.
 SEED_FREQUENCY_RANGE = (15.0, 45.0)
 #: Studies that identify the averaged model of any described robot.
-ROBOT_STUDIES = ("lift", "moments", "damping")
+ROBOT_STUDIES = ("lift", "moments", "damping", "validation")
 #: The seed robot's studies, and why a described robot leaves them out.
 SEED_ONLY = {
     "physical": "calibrates the per-wing model against the seed robot's FlapSim table",
     "plate_motion": "fits the plate joints' inertial reaction and stroke-plane damping (the seed's plates)",
-    "validation": "flies the seed robot's hover controller and plate steps",
     "fidelity": "steps the seed robot's plate joints",
 }
 #: Sections whose frequencies and windows follow the robot.

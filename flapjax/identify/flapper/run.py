@@ -31,6 +31,7 @@ import jax
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.config import STUDIES, validate_config
+from flapjax.identify.flapper.channel_validation import study_channel_validation
 from flapjax.identify.flapper.damping import damping_frequency, study_damping
 from flapjax.identify.flapper.fidelity import study_fidelity
 from flapjax.identify.flapper.plate_motion import study_plate_motion
@@ -189,6 +190,8 @@ class _Upstream:
             damping = self.get("damping")
             return study_plate_motion(cfg, self.avg, bar=bar,
                                       rate_damping_std=None if damping is None else damping.std.get("D_w"))
+        if desc is not None:  # a described robot: flights through its channels
+            return study_channel_validation(cfg, self.avg, desc, bar=bar)
         return study_validation(cfg, self.avg, bar=bar)
 
 

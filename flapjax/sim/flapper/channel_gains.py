@@ -87,4 +87,4 @@ def channel_gains(robot: FlapperRobot, params: FlapperParams, *, frequency_limit
                                                   estimate_lag=design.notch_delay(f_h) if wing else 0.0)
     limits = tuple(s * f_h for s in FREQUENCY_SPAN) if frequency_limits is None else tuple(frequency_limits)
     return design.design_gains(model, hover_frequency=f_h, plate_limit=CHANNEL_LIMIT, frequency_limits=limits,
-                               cycle_filter=wing, filter_settle=0.05)
+                               cycle_filter=wing, filter_settle=0.05, command_lag=0.0)
