@@ -80,8 +80,8 @@ def identify(
     quick: bool = typer.Option(False, "--quick", help="Smaller sweeps and shorter runs (minutes on a 2-core CPU)."),
     fresh: bool = typer.Option(False, "--fresh", help="Recompute every study instead of resuming."),
     study: Optional[List[str]] = typer.Option(
-        None, "--study", "-s", help="Run only these studies (repeatable): lift, moments, damping, physical, plate_motion (not run by "
-        "default), validation, fidelity; the others are reused from --out."
+        None, "--study", "-s", help="Run only these studies (repeatable): lift, moments, damping, physical, plate_motion, "
+        "validation, fidelity; the others are reused from --out."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
     data: Optional[Path] = typer.Option(

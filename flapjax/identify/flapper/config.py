@@ -40,7 +40,7 @@ from flapjax.validation import ConfigError, as_float_array, check_choice, check_
 
 STUDIES = ("lift", "moments", "damping", "physical", "plate_motion", "validation", "fidelity")
 #: Studies a run leaves out unless asked (``--study`` or ``[run] studies``).
-OPTIONAL_STUDIES = ("plate_motion",)
+OPTIONAL_STUDIES: tuple[str, ...] = ()
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "run": {"studies": [s for s in STUDIES if s not in OPTIONAL_STUDIES], "float64": True, "batch_size": 8, "plots": True},

@@ -31,14 +31,11 @@ rollout):
   airspeed is not the driven base's (docs/physics.md, Decomposition of the
   lateral-gust response), and these replace the damping study's.
 
-Not yet run by default (``[run] studies`` leaves it out; its values would
-change the pinned ``identify --quick`` results). With it the held-out
-open-loop plate steps and the forward gust pass and, with the validation's
-gains designed on the loop with these terms
+Run by default, before ``validation`` and ``fidelity``. With it the
+held-out open-loop plate steps and the forward gust pass and, with the
+validation's gains designed on the loop with these terms
 (:mod:`flapjax.control.plate_motion_design`), so do the closed-loop
-validation flights; the lateral gust still misses (docs/physics.md). Run
-it with ``flapjax identify --study plate_motion --study validation --study
-fidelity`` after a default run in the same ``--out``.
+validation flights; the lateral gust still misses (docs/physics.md).
 """
 
 from __future__ import annotations
