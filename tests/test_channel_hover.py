@@ -114,7 +114,7 @@ def test_a_channel_robot_without_a_control_matrix_is_refused(lumped):
     desc = flapper.load_robot_description(INSECT)
     wing_robot = flapper.make_robot("free", "wing", description=desc, backend="rigid")
     seed_avg = flapper.default_params(wing_robot, description=desc, frequency=120.0)
-    st = flapper.init_state(wing_robot, seed_avg)
+    st = flapper.init_state(wing_robot, seed_avg, periodic=False)
     with pytest.raises(ConfigError, match="control_matrix"):
         flapper.hover_rollout(wing_robot, seed_avg, st, 10)
 
