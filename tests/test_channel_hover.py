@@ -33,8 +33,9 @@ TARGET = (0.0, 0.0, 0.5)
 
 
 def _insect_params(**extra):
-    return CycleAveragedParams(lift_coefficient=8.076e-8, horizontal_damping=3.4e-4, rate_damping=(3.0e-8, 2.4e-8, 8.8e-8),
-                               roll_speed_coupling=1.09e-6, pitch_speed_coupling=-3.15e-6, reference_frequency=125.0,
+    return CycleAveragedParams(lift_coefficient=8.076e-8, horizontal_damping=3.4e-4,
+                               rate_damping=(3.0e-8, 2.4e-8, 8.8e-8), roll_speed_coupling=1.09e-6,
+                               pitch_speed_coupling=-3.15e-6, reference_frequency=125.0,
                                mass=1e-4, control_matrix=INSECT_B, thrust_tilt=INSECT_T, **extra)
 
 
@@ -57,7 +58,8 @@ def test_channel_command_is_the_hover_models_channel_map():
     for i in (0, 1):
         want[model.channels[i]] = model.channel_signs[i] * u[i]
     np.testing.assert_array_equal(np.asarray(channel_command(plate, INSECT_B)), want)
-    assert model.channels == (0, 1) and model.channel_signs == (1.0, -1.0)  # stroke bias drives x, amplitude difference y
+    # the stroke bias drives x, the amplitude difference y
+    assert model.channels == (0, 1) and model.channel_signs == (1.0, -1.0)
     seed = CycleAveragedParams.from_json(flapper.AVERAGED_PATH)
     plate_b = np.array([[float(seed.roll_gain), 0.0], [0.0, -float(seed.pitch_gain)], [0.0, 0.0]])
     np.testing.assert_array_equal(np.asarray(channel_command(plate, plate_b)), np.asarray(plate))

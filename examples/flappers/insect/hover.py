@@ -76,7 +76,8 @@ def main() -> None:
     t0 = time.perf_counter()
     pos, healthy = (np.asarray(x) for x in jax.jit(jax.vmap(fly))(jnp.asarray(pos0), jnp.asarray(quat0)))
     err = np.linalg.norm(pos - np.asarray(TARGET), axis=-1)
-    print(f"{args.worlds} worlds, {args.model} model, {args.duration} s at f_h = {float(params.averaged.hover_frequency):.1f}"
+    f_h = float(params.averaged.hover_frequency)
+    print(f"{args.worlds} worlds, {args.model} model, {args.duration} s at f_h = {f_h:.1f}"
           f" Hz ({time.perf_counter() - t0:.1f} s): healthy {int(healthy.sum())}/{healthy.size}")
     for t in (0.25, 0.5, 1.0, 1.5, 2.0):
         k = int(round(t / 1e-3)) - 1
