@@ -57,7 +57,7 @@ _FIELDS = (
     "roll_speed_coupling",
     "pitch_speed_coupling",
     "plate_reaction",
-    "stroke_plane_damping",
+    "stroke_plane_damping", "airspeed_rate_coupling",
     "reference_frequency",
     "mass",
     "gravity",
@@ -98,6 +98,8 @@ class CycleAveragedParams(eqx.Module):
         turning at rate delta' about its joint axis pushes the body with
         -D_s delta' about that axis; default 0 (docs/physics.md,
         Decomposition of the plate-step response).
+      airspeed_rate_coupling: (2,) A, roll (pitch) moment per rate of change of the body
+        airspeed v_B,y (v_B,x) [N m s^2/m] (:mod:`flapjax.sim.flapper.airspeed_rate`); default 0.
       reference_frequency: () f_ref of lambda_f = (f / f_ref)^2 [Hz].
       mass: () m, the rigid body the model flies [kg].
       gravity: () g [m/s^2].
@@ -123,6 +125,7 @@ class CycleAveragedParams(eqx.Module):
     pitch_speed_coupling: Scalar = eqx.field(converter=_as_array, default=0.0)
     plate_reaction: Float[Array, "2"] = eqx.field(converter=_as_array, default=(0.0, 0.0))
     stroke_plane_damping: Float[Array, "2"] = eqx.field(converter=_as_array, default=(0.0, 0.0))
+    airspeed_rate_coupling: Float[Array, "2"] = eqx.field(converter=_as_array, default=(0.0, 0.0))
     reference_frequency: Scalar = eqx.field(converter=_as_array, default=42.0)
     mass: Scalar = eqx.field(converter=_as_array, default=0.03)
     gravity: Scalar = eqx.field(converter=_as_array, default=9.81)
@@ -141,19 +144,17 @@ class CycleAveragedParams(eqx.Module):
             value = getattr(self, name)
             if jnp.shape(value) != () and not isinstance(value, jax.core.Tracer):
                 raise ConfigError(f"CycleAveragedParams.{name}: expected a scalar, got shape {jnp.shape(value)}")
-        for name in ("plate_reaction", "stroke_plane_damping"):
+        for name in ("plate_reaction", "stroke_plane_damping", "airspeed_rate_coupling"):
             value = getattr(self, name)
             if jnp.shape(value)[-1:] != (2,):
                 raise ConfigError(f"CycleAveragedParams.{name}: expected shape (2,) (pitch_joint, roll_joint), "
                                   f"got shape {jnp.shape(value)}")
+            if not isinstance(value, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(value))):
+                raise ConfigError(f"CycleAveragedParams.{name}: must be finite, got {np.asarray(value).tolist()}")
         if not isinstance(self.plate_reaction, jax.core.Tracer):
             kappa = np.asarray(self.plate_reaction)
             if not (np.all(np.isfinite(kappa)) and np.all(np.abs(kappa) < 1.0)):
                 raise ConfigError(f"CycleAveragedParams.plate_reaction: must lie in (-1, 1), got {kappa.tolist()}")
-        if not isinstance(self.stroke_plane_damping, jax.core.Tracer):
-            if not np.all(np.isfinite(np.asarray(self.stroke_plane_damping))):
-                raise ConfigError("CycleAveragedParams.stroke_plane_damping: must be finite, got "
-                                  f"{np.asarray(self.stroke_plane_damping).tolist()}")
         check_positive("CycleAveragedParams.reference_frequency", self.reference_frequency)
         check_positive("CycleAveragedParams.mass", self.mass)
         check_positive("CycleAveragedParams.gravity", self.gravity, allow_zero=True)
@@ -183,7 +184,8 @@ class CycleAveragedParams(eqx.Module):
                 kwargs[name] = None if values[name] is None else as_float_array(
                     f"CycleAveragedParams.{name}", values[name], (3 if name == "control_matrix" else 2, None))
             elif name in values:
-                shape = {"rate_damping": (3,), "plate_reaction": (2,), "stroke_plane_damping": (2,)}.get(name, ())
+                shape = {"rate_damping": (3,), "plate_reaction": (2,), "stroke_plane_damping": (2,),
+                         "airspeed_rate_coupling": (2,)}.get(name, ())
                 kwargs[name] = as_float_array(f"CycleAveragedParams.{name}", values[name], shape)
         return cls(**kwargs)
 

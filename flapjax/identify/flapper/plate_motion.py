@@ -61,6 +61,8 @@ from flapjax.validation import ConfigError, check_range
 D_S_SCALE = 1e-5
 #: Scale of L_v and M_u in the solver's unknowns [N m s/m].
 COUPLING_SCALE = 1e-4
+#: Scale of the airspeed-rate coupling A in the solver's unknowns [N m s^2/m].
+RATE_SCALE = 1e-6
 
 
 def pulses(s: Mapping, hover_frequency: float) -> tuple[ff.Manoeuvre, ...]:
@@ -85,15 +87,16 @@ def _with(model: CycleAveragedParams, x) -> CycleAveragedParams:
     """``model`` with ``kappa = x[:2]`` and the flapping damping about x and y
     ``x[2:4] * D_S_SCALE`` acting on the stroke plane's rate: on the body's
     rate (``D_w``) and on the plate joints' (``D_s``) alike; with six
-    unknowns also ``L_v, M_u = x[4:] * COUPLING_SCALE``."""
+    unknowns also ``L_v, M_u = x[4:6] * COUPLING_SCALE`` and the airspeed-rate
+    coupling ``A = x[6:8] * RATE_SCALE`` (:mod:`flapjax.sim.flapper.airspeed_rate`)."""
     d = x[2:4] * D_S_SCALE
     rate_damping = jnp.concatenate([d, jnp.asarray(model.rate_damping)[2:]])
     model = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping, p.rate_damping), model,
                         (x[:2], d, rate_damping))
     if x.shape[0] == 4:
         return model
-    return eqx.tree_at(lambda p: (p.roll_speed_coupling, p.pitch_speed_coupling), model,
-                       (x[4] * COUPLING_SCALE, x[5] * COUPLING_SCALE))
+    return eqx.tree_at(lambda p: (p.roll_speed_coupling, p.pitch_speed_coupling, p.airspeed_rate_coupling), model,
+                       (x[4] * COUPLING_SCALE, x[5] * COUPLING_SCALE, x[6:8] * RATE_SCALE))
 
 
 def check_plate_motion_settings(s: Mapping) -> None:
@@ -193,7 +196,7 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
     start = jnp.concatenate([jnp.zeros(2), jnp.asarray(model.rate_damping)[:2] / D_S_SCALE])
     if float(s.get("gust", 0.0)):
         start = jnp.concatenate([start, jnp.stack([model.roll_speed_coupling, model.pitch_speed_coupling])
-                                 / COUPLING_SCALE])
+                                 / COUPLING_SCALE, jnp.asarray(model.airspeed_rate_coupling) / RATE_SCALE])
     fit = levenberg_marquardt(residual, jacobian, start, max_iterations=20, cost_tol=1e-8)
     upstream = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping), model, (jnp.zeros(2), jnp.zeros(2)))
     null_rms = float(np.sqrt(np.mean(np.concatenate([(((np.asarray(fly(upstream, d)) - d["measured"]) / d["scale"])
@@ -219,11 +222,13 @@ def _result(s: Mapping, model: CycleAveragedParams, fit, labels: list[str], data
     stds = {"kappa": jnp.asarray(std[:2]), "D_s": jnp.asarray(std[2:4] * D_S_SCALE),
             "D_w": jnp.concatenate([jnp.asarray(std[2:4] * D_S_SCALE), jnp.asarray(z_std)])}
     gusts = ""
-    if x.shape[0] == 6:
-        values.update(L_v=jnp.asarray(x[4] * COUPLING_SCALE), M_u=jnp.asarray(x[5] * COUPLING_SCALE))
-        stds.update(L_v=jnp.asarray(std[4] * COUPLING_SCALE), M_u=jnp.asarray(std[5] * COUPLING_SCALE))
+    if x.shape[0] == 8:
+        values.update(L_v=jnp.asarray(x[4] * COUPLING_SCALE), M_u=jnp.asarray(x[5] * COUPLING_SCALE),
+                      A_v=jnp.asarray(x[6:8] * RATE_SCALE))
+        stds.update(L_v=jnp.asarray(std[4] * COUPLING_SCALE), M_u=jnp.asarray(std[5] * COUPLING_SCALE),
+                    A_v=jnp.asarray(std[6:8] * RATE_SCALE))
         gusts = (f" and a lateral and a forward gust pulse of {float(s['gust']):g} m/s for "
-                 f"{float(s['gust_wingbeats']):g} wingbeats (L_v, M_u fitted from them)")
+                 f"{float(s['gust_wingbeats']):g} wingbeats (L_v, M_u and the airspeed-rate coupling A_v fitted from them)")
     return StudyResult(
         name="plate_motion", values=values, std=stds, loss=jnp.asarray(fit.history), data=data,
         metrics={"rms_relative": float(np.sqrt(np.mean(r**2))), "rms_relative_without_terms": null_rms,

@@ -33,6 +33,7 @@ SEED_NAMES: dict[str, str] = {
     "M_u": "pitch_speed_coupling",
     "kappa": "plate_reaction",
     "D_s": "stroke_plane_damping",
+    "A_v": "airspeed_rate_coupling",
     "B": "control_matrix",
     "T": "thrust_tilt",
 }
@@ -46,6 +47,7 @@ SEED_UNITS: dict[str, str] = {
     "M_u": "N m s/m",
     "kappa": "-",
     "D_s": "N m s/rad",
+    "A_v": "N m s^2/m",
     "B": "N m/unit",
     "T": "rad/unit",
 }

@@ -116,6 +116,9 @@ class FlapperState(eqx.Module):
       last_plate_rate: (c,) their rate over the previous step [rad/s]: the
         lumped body's rate carries the plate's inertial reaction
         ``-kappa`` times it; None: the reaction turns the attitude only.
+      last_airspeed: (2,) the body-frame horizontal airspeed lagged by half a
+        wingbeat [m/s] (:mod:`flapjax.sim.flapper.airspeed_rate`); None on a
+        state built without it (no airspeed-rate moment).
     """
 
     data: Any
@@ -125,6 +128,7 @@ class FlapperState(eqx.Module):
     health: Int[Array, ""] | None = None
     last_plate: Float[Array, " c"] | None = None
     last_plate_rate: Float[Array, " c"] | None = None
+    last_airspeed: Float[Array, "2"] | None = None
 
 
 class FlapperRobot(eqx.Module):

@@ -97,6 +97,8 @@ def init_state(
         health=jnp.zeros((), dtype=jnp.int32),
         last_plate=last_plate,
         last_plate_rate=None if last_plate is None else jnp.zeros_like(last_plate),  # the plate at rest
+        # the lagged airspeed starts at the first step's airspeed (flapjax.sim.flapper.airspeed_rate)
+        last_airspeed=jnp.zeros(2, dtype) if robot.aero_model == "averaged" else None,
     )
     if periodic is None:
         periodic = robot.root == "free" and robot.aero_model == "wing"

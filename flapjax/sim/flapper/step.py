@@ -56,7 +56,7 @@ from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
 from flapjax.control.stroke import advance_offset, servo_setpoint
 from flapjax.sim import backend, rigid, tree
-from flapjax.sim.flapper import health, plate_motion
+from flapjax.sim.flapper import airspeed_rate, health, plate_motion
 from flapjax.sim.flapper.channels import StrokeTargets, frequency_command, joint_setpoints, stroke_targets
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.rollout import rollout
@@ -394,6 +394,7 @@ def step(
         loads = wing_aero(robot, params, d, wind)
     else:
         loads = averaged_aero(robot, params, base, f_cmd, joints.plate, wind, None if turn is None else turn / robot.dt)
+    loads, last_airspeed = airspeed_rate.airspeed_moment(robot, params.averaged, state, base, wind, f_cmd, loads)
     act = servo(robot, params, m, ref, joints, command)  # 3. servos, hinge stops
     d_new = stages.advance(robot, m, d, loads.xfrc, act, frames)  # 4. advance
     if turn is not None:
@@ -403,7 +404,7 @@ def step(
         data=backend.keep_good(healthy, d_new, state.data),
         step=state.step + 1, healthy=healthy, health=code,
         phase_offset=advance_offset(state.phase_offset, f_cmd, params.stroke.frequency, robot.dt),
-        last_plate=last_plate, last_plate_rate=last_plate_rate,
+        last_plate=last_plate, last_plate_rate=last_plate_rate, last_airspeed=last_airspeed,
     )
     return new_state, diagnostics(robot, state, loads, joints, ref, f_cmd)
 
