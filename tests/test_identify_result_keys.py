@@ -63,7 +63,7 @@ QUICK = _keys("""
 cycle_averaged cycle_averaged.gravity cycle_averaged.horizontal_damping
 cycle_averaged.lift_coefficient cycle_averaged.mass cycle_averaged.pitch_gain
 cycle_averaged.pitch_speed_coupling cycle_averaged.plate_reaction cycle_averaged.rate_damping
-cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping
+cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping cycle_averaged.airspeed_rate_coupling
 cycle_averaged.roll_gain cycle_averaged.roll_speed_coupling identified identified.k_f
 identified.k_pitch identified.k_roll k_f k_f_std k_pitch k_pitch_std k_roll k_roll_std residuals
 residuals.lift residuals.lift.all_healthy residuals.lift.clip_fraction_max residuals.lift.final_loss
@@ -182,7 +182,7 @@ D_w_x D_w_x_std D_w_y D_w_y_std L_v L_v_std M_u M_u_std body body.given body.ine
 body.mass_kg cycle_averaged cycle_averaged.gravity cycle_averaged.horizontal_damping
 cycle_averaged.lift_coefficient cycle_averaged.mass cycle_averaged.pitch_gain
 cycle_averaged.pitch_speed_coupling cycle_averaged.plate_reaction cycle_averaged.rate_damping
-cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping
+cycle_averaged.reference_frequency cycle_averaged.stroke_plane_damping cycle_averaged.airspeed_rate_coupling
 cycle_averaged.roll_gain cycle_averaged.roll_speed_coupling files fit fit.command_delay_samples
 fit.correlation fit.correlation.matrix fit.correlation.names fit.cost fit.iterations
 fit.not_identified fit.nuisance_parameters fit.parameters fit.reason fit.residual_over_noise

@@ -164,7 +164,7 @@ def _settings(**over):
 @pytest.mark.parametrize("gust, closed_loop", [(0.0, 0.0), (0.3, 0.12)])
 def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loop):
     """Data flown by the averaged model itself with known kappa, damping and
-    (with gust pulses) speed couplings, open loop and (``closed_loop``)
+    (with gust pulses) speed and airspeed-rate couplings, open loop and (``closed_loop``)
     also under the designed gains: the Gauss-Newton fit through the rollout
     finds them again, and reports a residual far below the one without the
     terms."""
@@ -174,7 +174,8 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loo
 
     truth = CycleAveragedParams(plate_reaction=(0.15, 0.05), stroke_plane_damping=(3e-5, 5e-5),
                                 rate_damping=(3e-5, 5e-5, 1e-4), roll_speed_coupling=-2e-5,
-                                pitch_speed_coupling=-1.5e-4, mass=0.0300, gravity=9.81)
+                                pitch_speed_coupling=-1.5e-4, airspeed_rate_coupling=(7e-7, 2.5e-6) if gust else (0, 0),
+                                mass=0.0300, gravity=9.81)
     model = eqx.tree_at(lambda p: (p.plate_reaction, p.stroke_plane_damping), truth, (jnp.zeros(2), jnp.zeros(2)))
     model = eqx.tree_at(lambda p: p.rate_damping, model, jnp.array([2e-4, 2e-4, 1e-4]))
     if gust:  # the upstream (driven-base) couplings, which the gust pulses correct
@@ -199,6 +200,7 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loo
     assert any(x.startswith("closed loop") for x in res.metrics["labels"]) == bool(closed_loop)
     if gust:
         np.testing.assert_allclose([res.values["L_v"], res.values["M_u"]], [-2e-5, -1.5e-4], rtol=1e-3)
+        np.testing.assert_allclose(res.values["A_v"], [7e-7, 2.5e-6], rtol=1e-3)
         assert "gust" in res.metrics["labels"][2]
     else:
         assert "L_v" not in res.values

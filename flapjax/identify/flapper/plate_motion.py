@@ -29,13 +29,15 @@ rollout):
   check's gust steps stay held out) and the speed couplings ``L_v``,
   ``M_u`` join the unknowns: in free flight the roll moment per lateral
   airspeed is not the driven base's (docs/physics.md, Decomposition of the
-  lateral-gust response), and these replace the damping study's.
+  lateral-gust response), and these replace the damping study's; so does
+  the airspeed-rate coupling ``A_v`` (2,) [N m s^2/m], the moment of the
+  gust's onset (:mod:`flapjax.sim.flapper.airspeed_rate`).
 
 Run by default, before ``validation`` and ``fidelity``. With it the
 held-out open-loop plate steps and the forward gust pass and, with the
 validation's gains designed on the loop with these terms
 (:mod:`flapjax.control.plate_motion_design`), so do the closed-loop
-validation flights; the lateral gust still misses (docs/physics.md).
+validation flights, and with ``A_v`` the lateral gust (docs/physics.md).
 """
 
 from __future__ import annotations
