@@ -137,16 +137,22 @@ def flapper_hover_qpos(robot=None, params=None, state=None, *, n_frames: int = 4
 
 def flapper_frames(root: str, qpos: np.ndarray, *, stride: int = 1, width: int = 320, height: int = 240,
                    distance: float = 0.35, azimuth: float = 135.0, elevation: float = -25.0,
-                   ground: float | None = 0.0) -> np.ndarray:
+                   ground: float | None = 0.0, description=None) -> np.ndarray:
     """(T', height, width, 3) uint8 frames of a flapper world of root ``root``
     ("fixed", "free" or "lumped", as :func:`flapjax.sim.flapper.make_robot`)
     from its ``qpos`` (T, nq), every ``stride``-th step; the camera follows
     the base of a free robot. ``ground``: height [m] of the visual-only
     ground plane drawn under the robot (the flapper model has no floor;
-    ``None``: none)."""
+    ``None``: none). ``description``: a robot description (or its
+    ``.toml`` path) whose model is drawn; default the seed robot (an
+    insect-scale robot wants a smaller ``distance``, e.g. 0.08 m)."""
+    from flapjax.sim.flapper import description_model
     from flapjax.sim.flapper import model as flapper_model
 
-    model = flapper_model.build(root)
+    if description is None:
+        model = flapper_model.build(root)
+    else:
+        model = description_model.build(description_model.resolve_description(description), root)
     qpos = np.asarray(qpos)[::max(int(stride), 1)]
     return frames(model, qpos, track=None if root == "fixed" else 0, width=width, height=height,
                   distance=distance, azimuth=azimuth, elevation=elevation, ground=ground)

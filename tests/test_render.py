@@ -1,6 +1,8 @@
 """Rendering with MuJoCo's renderer: frames of one world of a batch carry
 that world's scene and colours, follow the robot, and write as a GIF."""
 
+import pathlib
+
 import jax
 import numpy as np
 import pytest
@@ -133,3 +135,24 @@ def test_flapper_hover_gif_shows_the_free_robot_flapping(tmp_path):
         render.flapper_hover_qpos(flapper.make_robot("fixed", "wing"), n_frames=1)
     with pytest.raises(ConfigError, match="n_frames"):
         render.flapper_hover_qpos(robot, n_frames=0)
+
+
+def test_flapper_frames_draw_a_described_robot():
+    """The renderer draws the robot of a description (the insect robot, no
+    plates): its own joint count, and a stroke angle moves its wing."""
+    import mujoco
+
+    from flapjax.sim.flapper import description_model
+
+    toml = pathlib.Path(__file__).resolve().parents[1] / "examples" / "flappers" / "insect" / "robot.toml"
+    desc = description_model.resolve_description(toml)
+    m = description_model.build(desc, "fixed")
+    qpos = np.stack([m.qpos0, m.qpos0])
+    stroke = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, desc.names.stroke[0])]
+    qpos[1, stroke] += 0.8
+    images = render.flapper_frames("fixed", qpos, width=96, height=72, distance=0.08, description=toml)
+    assert images.shape == (2, 72, 96, 3) and images[0].max() > 50
+    moved = np.abs(images[0].astype(int) - images[1].astype(int)).sum(axis=-1) > 30
+    assert moved.sum() > 10                                             # the left wing, drawn elsewhere
+    with pytest.raises(ValueError):                                     # the seed robot has other joints
+        render.flapper_frames("fixed", np.zeros((1, m.nq + 1)), width=32, height=24)
