@@ -22,8 +22,10 @@ vector is its two plate angles, as it always was). Each kind:
   and the rates follow ``f + df``).
 
 The values are quasi-static inputs: a changing bias or amplitude adds no
-rate feed-forward to the stroke servo. ``"stroke_plane"`` needs stroke-plane
-joints, which the per-wing bridge does not have yet; the description refuses it.
+rate feed-forward to the stroke servo. A ``"stroke_plane"`` channel is a
+servo-held joint that carries both wings' stroke hinges (it tilts the stroke
+plane, as the seed's plates do); the description checks that and hands it
+to the bridge as a ``"joint"`` channel.
 A robot whose channels are all joints runs exactly the operations it ran
 before channels existed (the branches here are on static kinds).
 """
@@ -46,8 +48,10 @@ Vec2 = Float[Array, "2"]
 
 #: Channel kinds of the description schema.
 KINDS = ("joint", "stroke_plane", "stroke_bias", "amplitude_difference", "frequency")
-#: Kinds the step drives.
-SUPPORTED = ("joint", "stroke_bias", "amplitude_difference", "frequency")
+#: Kinds that set a servo-held joint: a ``"stroke_plane"`` channel is a
+#: joint channel whose joint carries both wings' stroke hinges (the
+#: description checks it), so the bridge drives it as ``"joint"``.
+JOINT_KINDS = ("joint", "stroke_plane")
 #: The seed robot's channels: pitch_joint, roll_joint.
 SEED_KINDS = ("joint", "joint")
 #: Largest |value| of each kind: [rad], [rad], [-], [Hz].

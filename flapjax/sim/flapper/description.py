@@ -14,10 +14,10 @@ compiles the named model and checks the names against it;
 :func:`flapjax.sim.flapper.make_robot` builds from a description.
 
 Channel kinds (:mod:`flapjax.sim.flapper.channels`): ``"joint"`` (the set
-point of a servo-held joint, the seed's plate angles), ``"stroke_bias"``,
-``"amplitude_difference"`` and ``"frequency"`` drive the robot;
-``"stroke_plane"`` is part of the schema and refused with an error naming
-the channel until the bridge has stroke-plane joints.
+point of a servo-held joint, the seed's plate angles), ``"stroke_plane"``
+(the set point of a servo-held joint that carries both wings' stroke
+hinges, so it tilts the stroke plane; checked against the model),
+``"stroke_bias"``, ``"amplitude_difference"`` and ``"frequency"``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ MAX_AMPLITUDE = math.pi
 PACKAGE_PREFIX = "package:"
 #: Channel kinds of the schema, and those the step drives.
 CHANNEL_KINDS = flapper_channels.KINDS
-SUPPORTED_KINDS = flapper_channels.SUPPORTED
+JOINT_KINDS = flapper_channels.JOINT_KINDS
 
 _TOP = ("name", "model", "base", "wing", "wing_mass", "wings", "hinge", "stroke", "channels")
 _TOP_REQUIRED = ("model", "wing", "wings", "hinge", "stroke", "channels")
@@ -77,7 +77,7 @@ class JointNames:
 
 @dataclasses.dataclass(frozen=True)
 class Channel:
-    """One named control input: ``kind`` and, for ``"joint"``, the joint it sets."""
+    """One named control input: ``kind`` and, for ``"joint"`` and ``"stroke_plane"``, the joint it sets."""
 
     name: str
     kind: str
@@ -236,16 +236,13 @@ def _channel(item: Any, i: int, out: list[Channel], where: str) -> Channel:
     kind = c["kind"]
     if kind not in CHANNEL_KINDS:
         raise ConfigError(f"{at}.kind: must be one of {list(CHANNEL_KINDS)}, got {kind!r}")
-    if kind not in SUPPORTED_KINDS:
-        raise ConfigError(f"{at}.kind: {kind!r} is not supported yet: the per-wing bridge has no stroke-plane "
-                          f"joints (supported: {list(SUPPORTED_KINDS)})")
-    if kind == "joint":
+    if kind in JOINT_KINDS:
         if "joint" not in c:
-            raise ConfigError(f"{at}.joint: missing: a 'joint' channel must name the joint it sets")
+            raise ConfigError(f"{at}.joint: missing: a {kind!r} channel must name the joint it sets")
         return Channel(name=name, kind=kind, joint=_name(c["joint"], f"{at}.joint"))
     if "joint" in c:
-        raise ConfigError(f"{at}.joint: a {kind!r} channel moves the stroke, not a joint (only 'joint' "
-                          "channels name one)")
+        raise ConfigError(f"{at}.joint: a {kind!r} channel moves the stroke, not a joint (only "
+                          f"{list(JOINT_KINDS)} channels name one)")
     twin = [ch.name for ch in out if ch.kind == kind]
     if twin:
         raise ConfigError(f"{at}.kind: {kind!r} is already channel {twin[0]!r} (one channel of each stroke kind)")
@@ -267,7 +264,7 @@ def _names(cfg: Mapping[str, Any], channels: tuple[Channel, ...], where: str) ->
     sides = [_table(wings[s], f"{where}: wings.{s}", _WING_KEYS, _WING_KEYS) for s in _WING_SIDES]
     fields = {f"wings.{s}.{k}": _name(w[k], f"{where}: wings.{s}.{k}")
               for k in _WING_KEYS for w, s in zip(sides, _WING_SIDES)}
-    fields.update({f"channels[{i}].joint": c.joint for i, c in enumerate(channels) if c.kind == "joint"})
+    fields.update({f"channels[{i}].joint": c.joint for i, c in enumerate(channels) if c.kind in JOINT_KINDS})
     seen: dict[str, str] = {}
     for field, joint in fields.items():
         if joint in seen:
@@ -275,8 +272,8 @@ def _names(cfg: Mapping[str, Any], channels: tuple[Channel, ...], where: str) ->
         seen[joint] = field
     pick = lambda key: tuple(fields[f"wings.{s}.{key}"] for s in _WING_SIDES)  # noqa: E731
     return JointNames(base=_name(cfg.get("base", "base"), f"{where}: base"), stroke=pick("stroke"),
-                      feathering=pick("feathering"), plate=tuple(c.joint for c in channels if c.kind == "joint"),
-                      channel_kinds=tuple(c.kind for c in channels))
+                      feathering=pick("feathering"), plate=tuple(c.joint for c in channels if c.kind in JOINT_KINDS),
+                      channel_kinds=tuple("joint" if c.kind in JOINT_KINDS else c.kind for c in channels))
 
 
 def description_from_dict(cfg: Mapping[str, Any], *, folder: str | Path = ".",

@@ -267,6 +267,29 @@ def check_description(description: FlapperDescription) -> None:
         raise ConfigError(f"{description.source}: base: body {description.names.base!r} must be a child of the "
                           "world without joints (the free root adds its freejoint)")
     _check_wing_frames(m, description, idx)
+    _check_stroke_plane_joints(m, description)
+
+
+def _carries(m: mujoco.MjModel, joint_body: int, body: int) -> bool:
+    """Whether ``body`` lies on the subtree of ``joint_body`` (so the joint moves it)."""
+    while body > 0:
+        if body == joint_body:
+            return True
+        body = int(m.body_parentid[body])
+    return False
+
+
+def _check_stroke_plane_joints(m: mujoco.MjModel, description: FlapperDescription) -> None:
+    """A ``"stroke_plane"`` channel's joint must carry both stroke hinges."""
+    for i, c in enumerate(description.channels):
+        if c.kind != "stroke_plane":
+            continue
+        owner = int(m.jnt_bodyid[m.joint(c.joint).id])
+        for side, stroke in zip(("left", "right"), description.names.stroke):
+            if not _carries(m, owner, int(m.jnt_bodyid[m.joint(stroke).id])):
+                raise ConfigError(f"{description.source}: channels[{i}] {c.name!r}.joint: a 'stroke_plane' joint "
+                                  f"must carry both stroke hinges; {c.joint!r} does not move wings.{side}.stroke "
+                                  f"{stroke!r}")
 
 
 def load_robot_description(path: str | Path) -> FlapperDescription:
