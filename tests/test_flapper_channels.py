@@ -152,8 +152,8 @@ def test_bad_channel_values_are_named(plate, amplitude, message):
 
 BAD_CHANNELS = [
     ("no channels", [], "robot.toml: channels: must be a non-empty list"),
-    ("stroke plane", [{"name": "tilt", "kind": "stroke_plane"}],
-     "robot.toml: channels[0] 'tilt'.kind: 'stroke_plane' is not supported yet"),
+    ("stroke plane without its joint", [{"name": "tilt", "kind": "stroke_plane"}],
+     "robot.toml: channels[0] 'tilt'.joint: missing: a 'stroke_plane' channel must name the joint it sets"),
     ("unknown kind", [{"name": "tilt", "kind": "tail"}], "robot.toml: channels[0] 'tilt'.kind: must be one of"),
     ("bias that names a joint", [{"name": "pitch", "kind": "stroke_bias", "joint": "left_pitch"}],
      "robot.toml: channels[0] 'pitch'.joint: a 'stroke_bias' channel moves the stroke, not a joint"),
