@@ -86,10 +86,10 @@ from flapjax.sim.flapper.sweep import (
     SweepResult,
     cycle_mean,
     cycle_window,
-    map_in_chunks,
     sweep,
     sweep_params,
 )
+from flapjax.sim.flapper.chunks import map_in_chunks
 from flapjax.sim.flapper.sweep_table import print_sweep_table
 from flapjax.sim.flapper.hover import (
     BasePose,

@@ -35,7 +35,8 @@ from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate
-from flapjax.sim.flapper.sweep import cycle_window, map_in_chunks, program_key, sweep_params, window_steps
+from flapjax.sim.flapper.chunks import map_in_chunks, program_key
+from flapjax.sim.flapper.sweep import cycle_window, sweep_params, window_steps
 from flapjax.sim.rollout import window_mean
 from flapjax.validation import check_positive
 

@@ -4,7 +4,8 @@
 (:func:`cycle_window`); :func:`sweep` runs many worlds (frequencies,
 amplitudes, plate angles) through one compiled scan of the vmapped step
 (:func:`batched_cycle_mean`, :func:`sweep_program`) in chunks
-(:func:`map_in_chunks`), so any number of rows reuses the same compilation.
+(:func:`flapjax.sim.flapper.chunks.map_in_chunks`), so any number of rows
+reuses the same compilation.
 The window and the seed's reference sweep: docs/physics.md, Cycle means.
 """
 
@@ -21,12 +22,13 @@ from jaxtyping import Array, Bool, Float, Int
 
 from flapjax.programs import ProgramCache, tree_key
 from flapjax.sim.flapper.channels import SEED_KINDS, check_values
+from flapjax.sim.flapper.chunks import map_in_chunks, program_key
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
 from flapjax.sim.flapper.step import simulate, step
 from flapjax.sim import tree
-from flapjax.sim.rollout import pad_worlds, remat, slice_worlds, window_mean, world_count
-from flapjax.validation import ConfigError, as_float_array, check_int, check_positive, check_range
+from flapjax.sim.rollout import remat, window_mean
+from flapjax.validation import ConfigError, as_float_array, check_positive, check_range
 
 Scalar = Float[Array, ""]
 
@@ -55,59 +57,6 @@ def cycle_window(frequency: Scalar, n_steps: int, discard_steps: int, dt: float)
     safe_f = jnp.where(n_cycles > 0, f, 1.0)
     start = jnp.where(n_cycles > 0, end - n_cycles / (safe_f * dt), end - span)
     return jnp.clip(jnp.minimum(k + 0.5, end) - jnp.maximum(k - 0.5, start), 0.0, 1.0)
-
-
-#: Chunk sizes of the programs compiled so far, per program (see :func:`map_in_chunks`).
-_COMPILED_CHUNKS: dict[Any, set[int]] = {}
-
-#: A compiled chunk of up to this many worlds is reused for fewer rows.
-REUSE_CHUNK_MAX = 16
-
-
-def program_key(*static: Any, per_world: Any) -> Any:
-    """A hashable key of the program that ``static`` (robots, step counts)
-    and one world of ``per_world`` (leading world axis dropped) compile to:
-    tree structure, shapes and dtypes; None when something is unhashable."""
-    leaves, treedef = jax.tree.flatten((static, per_world))
-    n_static = len(jax.tree.leaves(static))
-
-    def leaf(i, x):
-        if eqx.is_array(x):
-            shape = np.shape(x)[1:] if i >= n_static else np.shape(x)
-            return (shape, str(jnp.result_type(x)), bool(getattr(x, "weak_type", False)))
-        return x
-
-    key = (treedef, tuple(leaf(i, x) for i, x in enumerate(leaves)))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def map_in_chunks(fn: Callable[[Any], Any], batched: Any, batch_size: int, *, key: Any = None) -> Any:
-    """``fn`` over the leading world axis of ``batched`` in chunks of
-    ``batch_size`` worlds (the last chunk padded by repeating its last world,
-    so every chunk has one shape and one compilation); results concatenated
-    with the padding dropped.
-
-    With a program ``key`` (:func:`program_key`), rows that fit in one chunk
-    of a size already compiled for that key (up to :data:`REUSE_CHUNK_MAX`
-    worlds) run padded in that chunk instead of compiling another program:
-    running a few padded worlds costs far less than a compilation.
-    """
-    size = check_int("batch_size", batch_size, 1)
-    n = world_count(batched)
-    if key is not None:
-        compiled = _COMPILED_CHUNKS.setdefault(key, set())
-        fits = [c for c in compiled if n <= c <= REUSE_CHUNK_MAX]
-        if size not in compiled and n <= size and fits:
-            size = min(fits)
-        compiled.add(size)
-    n_pad = -(-n // size) * size
-    padded = pad_worlds(batched, n_pad)
-    chunks = [fn(slice_worlds(padded, i, i + size)) for i in range(0, n_pad, size)]
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs)[:n], *chunks)
 
 
 class CycleMean(eqx.Module):
