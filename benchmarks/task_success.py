@@ -34,12 +34,12 @@ def main() -> None:
                 t0 = time.perf_counter()
                 rep = evaluate(task, robot=robot, n_worlds=args.worlds, out_dir=out, randomize=randomize,
                                progress=False)
-                m = rep["metrics"][rep["primary_metric"]]
-                abl = rep["ablations"].get("ground_effect")
-                rows.append(dict(task=task, robot=robot, randomized=randomize, success_rate=rep["success_rate"],
-                                 metric=rep["primary_metric"], mean=m["mean"], p90=m["p90"],
-                                 saturation=rep["saturation"]["rotor_step_fraction_mean"],
-                                 min_margin=rep["saturation"]["min_control_margin"],
+                m = rep.metrics[rep.primary_metric]
+                abl = rep.ablations.get("ground_effect")
+                rows.append(dict(task=task, robot=robot, randomized=randomize, success_rate=rep.success_rate,
+                                 metric=rep.primary_metric, mean=m["mean"], p90=m["p90"],
+                                 saturation=rep.saturation["rotor_step_fraction_mean"],
+                                 min_margin=rep.saturation["min_control_margin"],
                                  ge_off=None if abl is None else abl["primary_off_mean"],
                                  ge_trace_rms=None if abl is None else abl["trace_rms_difference"],
                                  seconds=time.perf_counter() - t0))

@@ -170,7 +170,7 @@ def _identify_robot(robot: str, config, quick: bool, study, out: str, fresh: boo
     description = load_robot_description(robot)
     cfg = load_robot_config(config, description, quick=quick, studies=study or None)
     typer.echo("  left out for this robot: " + "; ".join(f"{k} ({why})" for k, why in SEED_ONLY.items()))
-    run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo, robot=description)
+    run_identification(cfg, out_dir=out, fresh=fresh, progress=progress, echo=typer.echo, robot=description)
 
 
 def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: bool) -> None:
@@ -185,7 +185,7 @@ def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: 
             check_choice("--study", name, STUDIES)
         cfg["run"]["studies"] = list(study)
         cfg = flapper.validate_config(cfg)
-    flapper.run_identification(cfg, out, fresh=fresh, progress=progress, echo=typer.echo)
+    flapper.run_identification(cfg, out_dir=out, fresh=fresh, progress=progress, echo=typer.echo)
 
 
 from flapjax.cli_evaluate import evaluate  # noqa: E402

@@ -109,19 +109,12 @@ def evaluate(
                      ablate=None if not ablate else tuple(ablate), progress=progress, video=video)
     except BaseException as exc:  # no traceback reaches the user: bad input exits 2
         exit_on_error(exc)
-    sat = report["saturation"]
-    lo, hi = report["success_rate_ci95"]
-    primary = report["metrics"][report["primary_metric"]]
-    typer.echo(f"{task}/{robot}: success rate {report['success_rate']:.3f} (95 % interval {lo:.3f}-{hi:.3f}) "
-               f"over {worlds} worlds; {report['primary_metric']} mean {primary['mean']:.4g} "
-               f"+- {1.96 * primary['sem']:.2g}; "
-               f"saturated rotor-steps {sat['rotor_step_fraction_mean']:.4f}, "
-               f"min control margin {sat['min_control_margin']:.3f}")
-    if report.get("unhealthy_worlds"):
-        typer.secho(f"warning: {report['unhealthy_worlds']} of {worlds} worlds turned unhealthy (non-finite or "
+    first, *ablations = report.summary().splitlines()
+    typer.echo(first)
+    if report.unhealthy_worlds:
+        typer.secho(f"warning: {report.unhealthy_worlds} of {worlds} worlds turned unhealthy (non-finite or "
                     f"beyond physical bounds) and were frozen; their metrics are excluded from the margins",
                     err=True, fg=typer.colors.YELLOW)
-    for effect, a in report["ablations"].items():
-        typer.echo(f"  {effect} off: {a['primary_metric']} {a['primary_off_mean']:.4g} "
-                   f"(on {a['primary_on_mean']:.4g}); trace RMS difference {a['trace_rms_difference']:.4g}")
-    typer.echo(f"wrote {', '.join(report.get('files', []))}")
+    for line in ablations:
+        typer.echo(line)
+    typer.echo(f"wrote {', '.join(report.files)}")

@@ -45,6 +45,7 @@ healthy in both runs (``worlds_compared``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pathlib
 import time
@@ -61,6 +62,7 @@ from flapjax.tasks.adapters import require
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
 from flapjax.evaluate_plot import plot_report
+from flapjax.evaluate_report import EvaluationReport, RunStatistics, aggregate
 from flapjax.files import lock_output_dir, to_jsonable, write_json
 from flapjax.programs import ProgramCache
 from flapjax.safe_io import atomic_write, available_memory, check_output_file
@@ -190,67 +192,11 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
                 seconds=time.perf_counter() - t0)
 
 
-def _stats(x: np.ndarray) -> dict:
-    """Mean with its standard error and 95 % interval (normal approximation,
-    ``mean +- 1.96 sem``), sample standard deviation (ddof 1), quantiles."""
-    x = np.asarray(x, dtype=np.float64)
-    n = x.size
-    std = float(np.std(x, ddof=1)) if n > 1 else math.nan
-    sem = std / math.sqrt(n) if n > 1 else math.nan
-    mean = float(np.mean(x))
-    return dict(mean=mean, sem=sem, mean_ci95=[mean - 1.96 * sem, mean + 1.96 * sem], std=std,
-                median=float(np.median(x)), p10=float(np.percentile(x, 10)), p90=float(np.percentile(x, 90)),
-                min=float(np.min(x)), max=float(np.max(x)))
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> list[float]:
-    """Wilson score interval ``[lo, hi]`` of a success rate (95 % for
-    ``z = 1.96``): unlike ``p +- z sqrt(p (1 - p) / n)`` it stays inside
-    [0, 1] and is not empty at 0 or n successes."""
-    if n <= 0:
-        return [math.nan, math.nan]
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, centre - half), min(1.0, centre + half)]
-
-
-def aggregate(env: TaskEnv, result: dict) -> dict:
-    """Report entries of one run: success rate (with its Wilson 95 %
-    interval), task metrics (with standard errors), saturation use; control
-    margins over the healthy worlds only (not diverged, finite margin)."""
-    s = result["summary"]
-    skip = {"success", "diverged", "saturation_fraction", "min_control_margin"}
-    sat = s["saturation_fraction"]
-    margin = np.asarray(s["min_control_margin"], dtype=np.float64)
-    finite = np.isfinite(margin)
-    healthy = finite & ~np.asarray(s["diverged"], dtype=bool)
-    margin_ok = margin[healthy] if healthy.any() else np.array([np.nan])
-    n_success = int(np.sum(s["success"]))
-    return dict(
-        success_rate=float(np.mean(s["success"])),
-        success_rate_ci95=wilson_interval(n_success, int(np.size(s["success"]))),
-        n_success=n_success,
-        diverged=int(np.sum(s["diverged"])),
-        unhealthy_worlds=int(np.sum(~healthy)),
-        non_finite_margins=int(np.sum(~finite)),
-        metrics={k: _stats(v) for k, v in s.items() if k not in skip},
-        saturation=dict(
-            rotor_step_fraction_mean=float(np.mean(sat)),
-            rotor_step_fraction_max=float(np.max(sat)),
-            worlds_with_saturation=float(np.mean(sat > 0)),
-            min_control_margin=float(np.min(margin_ok)),
-            min_control_margin_median=float(np.median(margin_ok)),
-        ),
-        seconds=result["seconds"],
-    )
-
-
 def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: str | pathlib.Path | None = None,
              seed: int = 0, noise_seed: int | None = None, randomize: bool = False,
              noise: NoiseConfig | None = None, disabled_effects: Sequence[str] = (),
              ablate: Sequence[str] | None = None, overrides: dict | None = None, progress: bool = True,
-             controller: Callable | None = None, video: int = 0) -> dict:
+             controller: Callable | None = None, video: int = 0) -> EvaluationReport:
     """Evaluate task ``task`` with robot ``robot`` over ``n_worlds`` worlds.
 
     Args:
@@ -272,7 +218,9 @@ def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: 
         (:func:`flapjax.render.task_videos`; needs the ``render`` extra).
 
     Returns:
-      The report (also written to ``out_dir/report.json``).
+      The :class:`~flapjax.evaluate_report.EvaluationReport` (its
+      :meth:`~flapjax.evaluate_report.EvaluationReport.to_json` is what
+      ``out_dir/report.json`` holds).
 
     Raises:
       ConfigError: before anything runs, for a bad setting, an ``out_dir``
@@ -313,7 +261,7 @@ def _make_noting_airframe(task: str, overrides: dict) -> tuple[TaskEnv, list[str
 
 
 def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, noise, disabled_effects, ablate,
-              overrides, progress, controller, video=0) -> dict:
+              overrides, progress, controller, video=0) -> EvaluationReport:
     ov = dict(overrides or {})
     ov["robot"] = robot
     ov["randomization.enabled"] = bool(randomize)
@@ -332,7 +280,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     result = run_episodes(env, n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
                           progress=progress)
     cfg = config_to_dict(env.config)
-    report = dict(
+    settings = dict(
         task=task, robot=robot, n_worlds=int(n_worlds), seed=int(seed), noise_seed=noise_seed,
         noise=cfg["noise"], randomization=cfg["randomization"], disabled_effects=list(env.config.disabled_effects),
         config=cfg, primary_metric=env.primary_metric,
@@ -341,7 +289,6 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
         jax=dict(version=jax.__version__, backend=jax.default_backend(),
                  x64=bool(jax.config.read("jax_enable_x64"))),
     )
-    report.update(aggregate(env, result))
     ablations = {}
     ablation_results = {}
     for effect in ablate:
@@ -352,22 +299,29 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
         off = run_episodes(off_env, n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
                            progress=progress, desc=f"{task}/{robot} {effect} off")
         ablation_results[effect] = off
-        ablations[effect] = _ablation_entry(env, result, off, aggregate(off_env, off))
-    report["ablations"] = ablations
-    if out_dir is not None:
-        out = pathlib.Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out / "report.png") as png:  # the figure first: report.json is never left without it
-            plot_report(env, report, result, ablation_results, png)
-        write_json(out / "report.json", to_jsonable(report), indent=2)
-        report["files"] = [str(out / "report.json"), str(out / "report.png")]
-        if video:
-            from flapjax import render
+        ablations[effect] = _ablation_entry(env, result, off, _statistics(off).to_json())
+    report = EvaluationReport.of(settings, _statistics(result), ablations)
+    if out_dir is None:
+        return report
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    record = report.to_json()
+    with atomic_write(out / "report.png") as png:  # the figure first: report.json is never left without it
+        plot_report(env, record, result, ablation_results, png)
+    write_json(out / "report.json", to_jsonable(record), indent=2)
+    files = [str(out / "report.json"), str(out / "report.png")]
+    if video:
+        from flapjax import render
 
-            videos = render.task_videos(env, min(int(video), int(n_worlds)), out, n_worlds=n_worlds, seed=seed,
-                                        noise_seed=noise_seed, controller=controller)
-            report["files"] += [str(v) for v in videos]
-    return report
+        videos = render.task_videos(env, min(int(video), int(n_worlds)), out, n_worlds=n_worlds, seed=seed,
+                                    noise_seed=noise_seed, controller=controller)
+        files += [str(v) for v in videos]
+    return dataclasses.replace(report, files=tuple(files))
+
+
+def _statistics(result: dict) -> RunStatistics:
+    """The statistics of a :func:`run_episodes` result."""
+    return aggregate(result["summary"], result["seconds"])
 
 
 def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:

@@ -119,7 +119,7 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     cfg_file = tmp_path / "tiny.toml"
     cfg_file.write_text(TINY.replace('studies = ["lift", "moments"]', 'studies = ["lift"]'))
     out = tmp_path / "out"
-    first = flapper.run_identification(flapper.load_config(cfg_file), out, progress=False, echo=lambda s: None)
+    first = flapper.run_identification(flapper.load_config(cfg_file), out_dir=out, progress=False, echo=lambda s: None)
     k_f = float(first.identified["k_f"])
 
     class Flown(Exception):
@@ -132,7 +132,7 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     cfg = flapper.load_config(cfg_file)
     cfg["run"]["studies"] = ["validation"]
     with pytest.raises(Flown) as flown:
-        flapper.run_identification(flapper.validate_config(cfg), out, progress=False, echo=lambda s: None)
+        flapper.run_identification(flapper.validate_config(cfg), out_dir=out, progress=False, echo=lambda s: None)
     assert float(flown.value.args[0].lift_coefficient) == pytest.approx(k_f, rel=1e-12)
     from flapjax.aero.cycle_averaged import CycleAveragedParams
     from flapjax.sim import flapper as fl

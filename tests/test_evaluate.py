@@ -8,6 +8,7 @@ import pytest
 
 from flapjax import tasks
 from flapjax.evaluate import evaluate, run_episodes
+from flapjax.files import to_jsonable
 from flapjax.validation import ConfigError
 
 N = 32  # same batch as the in-suite success checks, so compiled functions are shared
@@ -44,6 +45,10 @@ def test_report_json_holds_settings_saturation_and_the_ground_effect_ablation(ne
     assert abl["primary_on_mean"] > 1.5 * abl["primary_off_mean"]
     assert 0.005 < abl["trace_rms_difference"] < 0.05
     assert abl["off"]["saturation"]["min_control_margin"] > -10.0
+    # The returned report is what the file holds, plus the files written.
+    assert json.loads(json.dumps(to_jsonable(report.to_json()))) == data and list(report.to_json()) == list(data)
+    assert report.files == (str(out / "report.json"), str(out / "report.png"))
+    assert report.success_rate == data["success_rate"] and report.primary_metric == "height_rmse"
 
 
 def test_randomized_report_records_the_randomization(tmp_path):
@@ -55,7 +60,7 @@ def test_randomized_report_records_the_randomization(tmp_path):
     assert data["noise"]["sensor_position_std"] == 0.004
     assert data["ablations"] == {}
     assert "saturation" in data and "min_control_margin" in data["saturation"]
-    assert rep["metrics"]["height_rmse"]["std"] > 0.0
+    assert rep.metrics["height_rmse"]["std"] > 0.0
 
 
 def test_same_keys_identical_results_and_noise_keys_keep_the_worlds():
@@ -82,7 +87,7 @@ def test_bad_evaluation_arguments_fail_early():
 
 
 def test_wilson_interval_golden_values():
-    from flapjax.evaluate import wilson_interval
+    from flapjax.evaluate_report import wilson_interval
 
     # 8 of 10: the textbook example, 95 % (z = 1.96): [0.4902, 0.9433].
     np.testing.assert_allclose(wilson_interval(8, 10), [0.49016, 0.94332], atol=1e-5)
@@ -93,20 +98,19 @@ def test_wilson_interval_golden_values():
 
 
 def test_aggregate_excludes_diverged_worlds_from_the_margins_and_gives_uncertainties():
-    from flapjax.evaluate import aggregate
+    from flapjax.evaluate_report import aggregate
 
-    env = tasks.make("near_ground", backend="rigid")
     summary = dict(success=np.array([True, True, False, True]), diverged=np.array([False, False, True, False]),
                    saturation_fraction=np.zeros(4), min_control_margin=np.array([0.2, 0.3, -5.0, np.nan]),
                    height_rmse=np.array([0.010, 0.012, 0.030, 0.014]))
-    rep = aggregate(env, dict(summary=summary, seconds=1.0))
-    assert rep["saturation"]["min_control_margin"] == pytest.approx(0.2)  # the frozen world's -5 is not counted
-    assert rep["unhealthy_worlds"] == 2 and rep["non_finite_margins"] == 1
+    rep = aggregate(summary, 1.0)
+    assert rep.saturation["min_control_margin"] == pytest.approx(0.2)  # the frozen world's -5 is not counted
+    assert rep.unhealthy_worlds == 2 and rep.non_finite_margins == 1
     x = summary["height_rmse"]
-    st = rep["metrics"]["height_rmse"]
+    st = rep.metrics["height_rmse"]
     assert st["std"] == pytest.approx(np.std(x, ddof=1)) and st["sem"] == pytest.approx(np.std(x, ddof=1) / 2)
     np.testing.assert_allclose(st["mean_ci95"], [x.mean() - 1.96 * st["sem"], x.mean() + 1.96 * st["sem"]])
-    np.testing.assert_allclose(rep["success_rate_ci95"], [0.30064, 0.95442], atol=1e-5)
+    np.testing.assert_allclose(rep.success_rate_ci95, [0.30064, 0.95442], atol=1e-5)
 
 
 def test_ablation_compares_the_worlds_healthy_in_both_runs():

@@ -247,9 +247,9 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
     from pathlib import Path
 
     sample = Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv"
-    out = FL.run_flight_identification(sample, tmp_path, progress=False, echo=lambda s: None)
+    out = FL.run_flight_identification(sample, out_dir=tmp_path, progress=False, echo=lambda s: None)
     raw = assert_common_record(tmp_path, "flight_log", sample, tuple(FL.FLIGHT_PARAMETERS))
-    assert raw == out
+    assert raw == out.to_json()
     p = CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json")
     assert float(p.roll_speed_coupling) == pytest.approx(raw["L_v"])
     assert (tmp_path / "flight_residuals.png").is_file() and (tmp_path / "flight_validation.png").is_file()
@@ -257,8 +257,8 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
     assert raw["body"] == {"mass_kg": mass, "inertia_kgm2": inertia.tolist(), "given": []}
     # The same log flown by a robot 10 % heavier with 20 % more inertia: the
     # fitted forces scale with the mass and the moments with the inertia.
-    heavy = FL.run_flight_identification(sample, tmp_path / "heavy", progress=False, echo=lambda s: None,
-                                         mass=1.1 * mass, inertia=1.2 * inertia)
+    heavy = FL.run_flight_identification(sample, out_dir=tmp_path / "heavy", progress=False, echo=lambda s: None,
+                                         mass=1.1 * mass, inertia=1.2 * inertia).to_json()
     assert heavy["body"]["given"] == ["mass", "inertia"] and heavy["body"]["mass_kg"] == pytest.approx(1.1 * mass)
     for k in ("k_f", "k_v"):
         assert heavy[k] / raw[k] == pytest.approx(1.1, rel=1e-3), k

@@ -322,8 +322,9 @@ def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
     for j, a in enumerate("xyz"):
         cols[f"v{a}_mps"] = short_flight["velocity"][:, j]
     path = S.write_log(tmp_path / "clean.csv", cols)
-    res = run_hover_identification(path, robot="quad_x", out_dir=tmp_path / "out", progress=False, echo=lambda s: None,
-                                   validation_fraction=0.15)
+    report = run_hover_identification(path, robot="quad_x", out_dir=tmp_path / "out", progress=False,
+                                      echo=lambda s: None, validation_fraction=0.15)
+    res = report.to_json()
     truth = _truth_values(drawn["accel_bias"])
     for k, v in truth.items():
         assert abs(res[k] - v) <= 2e-3 * max(abs(v), 0.05), (k, res[k], v)

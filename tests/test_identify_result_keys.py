@@ -242,7 +242,7 @@ def test_key_paths_enter_nested_dicts_and_dicts_in_lists(tmp_path):
 def test_stand_table_keys(tmp_path):
     from flapjax.identify.flapper.stand import run_stand_identification
 
-    run_stand_identification(DATA / "stand_sample.csv", tmp_path, echo=lambda s: None)
+    run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None)
     assert_keys(tmp_path, STAND)
 
 
@@ -250,7 +250,7 @@ def test_stand_table_keys(tmp_path):
 def test_stand_table_with_physical_parameters_keys(tmp_path):
     from flapjax.identify.flapper.stand import run_stand_identification
 
-    run_stand_identification(DATA / "stand_sample.csv", tmp_path, echo=lambda s: None, physical=True,
+    run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None, physical=True,
                              physical_options={"parameters": ("lift_scale",), "duration": 0.04, "discard": 0.02,
                                                "max_steps": 4})
     assert_keys(tmp_path, STAND | STAND_PHYSICAL)
@@ -261,7 +261,7 @@ def test_quick_identification_keys(tmp_path):
     from flapjax.identify import flapper
 
     (tmp_path / "tiny.toml").write_text(TINY_CONFIG)
-    flapper.run_identification(flapper.load_config(tmp_path / "tiny.toml"), tmp_path / "out", progress=False,
+    flapper.run_identification(flapper.load_config(tmp_path / "tiny.toml"), out_dir=tmp_path / "out", progress=False,
                                echo=lambda s: None)
     assert_keys(tmp_path / "out", QUICK)
 
@@ -278,7 +278,7 @@ def test_phase_resolved_record_keys(tmp_path):
 def test_flight_log_keys(tmp_path):
     from flapjax.identify.flapper.flight_log import run_flight_identification
 
-    run_flight_identification(DATA / "flight_log.csv", tmp_path, quick=True, progress=False, echo=lambda s: None)
+    run_flight_identification(DATA / "flight_log.csv", out_dir=tmp_path, quick=True, progress=False, echo=lambda s: None)
     assert_keys(tmp_path, FLIGHT_LOG)
 
 

@@ -30,7 +30,7 @@ def _cfg() -> dict:
 def finished(tmp_path_factory):
     """A folder with one finished lift study and its ``results.json``."""
     out = tmp_path_factory.mktemp("identify") / "run"
-    run.run_identification(_cfg(), out, progress=False, echo=lambda _: None)
+    run.run_identification(_cfg(), out_dir=out, progress=False, echo=lambda _: None)
     return out
 
 
@@ -50,7 +50,7 @@ def _rerun(finished, tmp_path, monkeypatch, edit=None):
         return study_lift(cfg, **kw)
 
     monkeypatch.setattr(run, "study_lift", counted)
-    run.run_identification(_cfg(), out, progress=False, echo=said.append)
+    run.run_identification(_cfg(), out_dir=out, progress=False, echo=said.append)
     return calls, [s for s in said if s.startswith("warning")], json.loads((out / "results.json").read_text())
 
 

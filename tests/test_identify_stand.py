@@ -48,7 +48,7 @@ def test_seed_table_recovers_the_seeds_k_f():
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("stand")
-    res = S.run_stand_identification(SAMPLE, out, echo=lambda s: None)
+    res = S.run_stand_identification(SAMPLE, out_dir=out, echo=lambda s: None).to_json()
     return out, res
 
 
@@ -214,10 +214,10 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     fz = np.asarray(P.eval_stand(ro, {**nominal, "lift_scale": truth}))[:, 0] * np.array([1.002, 0.998])
     table = tmp_path / "tiny.csv"
     table.write_text("frequency_hz,fz_n\n" + "".join(f"{f},{float(v)!r}\n" for f, v in zip(freqs, fz)))
-    res = S.run_stand_identification(table, tmp_path / "out", echo=lambda s: None, physical=True,
+    res = S.run_stand_identification(table, out_dir=tmp_path / "out", echo=lambda s: None, physical=True,
                                      physical_options={"parameters": ("lift_scale",), "duration": 0.04,
                                                        "discard": 0.02, "max_steps": 6})
-    phys = res["physical"]
+    phys = res.details["physical"]
     est, std = phys["values"]["lift_scale"], phys["std"]["lift_scale"]
     assert 0 < std < 0.05 * truth
     assert abs(est - truth) < max(3 * std, 0.01 * truth), (est, truth, std)
@@ -225,7 +225,7 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     assert json.loads((tmp_path / "out" / "results.json").read_text())["physical"]["values"]["lift_scale"] == est
     # the values alone, loadable as a phase-resolved record's
     assert json.loads((tmp_path / "out" / "per_wing.json").read_text()) == {"lift_scale": est}
-    assert "per_wing.json" in res["files"]
+    assert "per_wing.json" in res.files
     P.apply_physical(ro.robot, ro.params, json.loads((tmp_path / "out" / "per_wing.json").read_text()))
     notes = phys.get("notes", [])
     assert not any("standard deviation above half" in n for n in notes)  # a well-determined lift scale
@@ -240,8 +240,8 @@ def test_cycle_means_leave_hinge_stiffness_and_inertia_open(tmp_path):
     half their values, and a note that says so and names the record that
     determines them."""
     said = []
-    res = S.run_stand_identification(SAMPLE, tmp_path / "out", echo=said.append, physical=True)
-    phys = res["physical"]
+    res = S.run_stand_identification(SAMPLE, out_dir=tmp_path / "out", echo=said.append, physical=True)
+    phys = res.details["physical"]
     assert phys["relative_std"]["lift_scale"] < 0.05
     assert phys["relative_std"]["hinge_stiffness"] > 0.5 and phys["relative_std"]["wing_inertia_scale"] > 0.5
     assert "hinge_stiffness, wing_inertia_scale" in phys["notes"][0] and "phase_rad" in phys["notes"][0]
@@ -376,7 +376,7 @@ def test_plates_that_never_move_hold_the_moment_gains(tmp_path):
     path.write_text("frequency_hz,fz_n,pitch_plate_rad,roll_plate_rad,mx_nm,my_nm\n"
                     + "".join(f"{a:.6g},{b:.6e},0,0,{c:.6e},{d:.6e}\n" for a, b, c, d in rows))
     said = []
-    res = S.run_stand_identification(path, tmp_path / "out", echo=said.append)
+    res = S.run_stand_identification(path, out_dir=tmp_path / "out", echo=said.append).to_json()
     on_disk = json.loads((tmp_path / "out" / "results.json").read_text())
     assert on_disk == res
     gains = ("k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")

@@ -95,9 +95,9 @@ def _cfg(studies, **section):
 def test_a_partial_study_run_merges_into_a_finished_folder(tmp_path, fake_studies):
     out = tmp_path / "run"
     said = []
-    first = run.run_identification(_cfg(["lift", "moments"]), out, progress=False, echo=said.append)
+    first = run.run_identification(_cfg(["lift", "moments"]), out_dir=out, progress=False, echo=said.append)
     (out / "moments_fit.png").write_bytes(b"an earlier run's plot")
-    second = run.run_identification(_cfg(["lift"], start_factor=1.2), out, progress=False, echo=said.append)
+    second = run.run_identification(_cfg(["lift"], start_factor=1.2), out_dir=out, progress=False, echo=said.append)
     assert fake_studies == ["lift", "moments", "lift"]
     saved = json.loads((out / "results.json").read_text())
     for key in ("k_roll", "k_pitch"):  # kept, not reset to defaults

@@ -14,7 +14,7 @@ import pytest
 
 from flapjax import rotor
 from flapjax.control.wrench import Reference
-from flapjax.evaluate import aggregate
+from flapjax.evaluate_report import aggregate
 from flapjax.sim import multirotor
 from flapjax.sim.multirotor import step as st
 from flapjax.tasks.config import NoiseConfig
@@ -113,9 +113,9 @@ def test_the_report_counts_unhealthy_worlds_and_keeps_nan_out_of_the_margins():
     summary = dict(success=np.array([True, False, True]), diverged=np.array([False, True, False]),
                    saturation_fraction=np.zeros(3), min_control_margin=np.array([0.4, np.nan, 0.2]),
                    tracking=np.zeros(3))
-    rep = aggregate(None, dict(summary=summary, seconds=0.0))
-    assert rep["unhealthy_worlds"] == 1 and rep["non_finite_margins"] == 1 and rep["diverged"] == 1
-    assert rep["saturation"]["min_control_margin"] == pytest.approx(0.2)
+    rep = aggregate(summary, 0.0)
+    assert rep.unhealthy_worlds == 1 and rep.non_finite_margins == 1 and rep.diverged == 1
+    assert rep.saturation["min_control_margin"] == pytest.approx(0.2)
 
 
 def test_noise_that_would_overflow_float32_is_refused_naming_the_field():

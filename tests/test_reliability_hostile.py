@@ -142,7 +142,7 @@ def test_flight_log_fit_too_large_for_memory_is_refused_before_any_fit(tmp_path,
 
     monkeypatch.setattr(safe_io, "available_memory", lambda: 100 * 2**20)
     with pytest.raises(ConfigError, match=r"flight_log\.csv: the flight-log fit of \d+ samples needs about .* free"):
-        flight_log.run_flight_identification(ROOT / "identification/data/flight_log.csv", tmp_path / "out",
+        flight_log.run_flight_identification(ROOT / "identification/data/flight_log.csv", out_dir=tmp_path / "out",
                                              progress=False, echo=lambda s: None)
     assert not (tmp_path / "out").exists()
 

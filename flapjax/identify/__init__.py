@@ -20,7 +20,7 @@ The studies of the flapping-wing robot (``flapjax identify``) are in
     from flapjax.identify import flapper as F
 
     cfg = F.load_config("identification/lift.toml", quick=True)
-    result = F.run_identification(cfg, "out/identify")
+    result = F.run_identification(cfg, out_dir="out/identify")
 """
 
 from flapjax.identify.fit import (

@@ -73,6 +73,27 @@ class FitReport:
         return cls(study=study, source=str(source), estimates=estimates, details=dict(details),
                    arrays=dict(arrays or {}))
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], arrays: Mapping[str, Any] | None = None) -> "FitReport":
+        """The report whose :meth:`to_json` is ``record``, a ``results.json``
+        body (the values are those ``record["units"]`` names; every other
+        key after the head goes to :attr:`details`, in order)."""
+        try:
+            names = list(record["units"])
+            head = {"study", "source", "units", *names, *(f"{n}_std" for n in names)}
+            values = {n: record[n] for n in names}
+            std = {n: record[f"{n}_std"] for n in names}
+            study, source = record["study"], record["source"]
+        except KeyError as exc:
+            raise KeyError(f"not a results.json body: no {exc.args[0]!r}") from None
+        details = {k: v for k, v in record.items() if k not in head}
+        return cls.of(study, source, values, std, record["units"], details, arrays)
+
+    @property
+    def files(self) -> list[str]:
+        """The other files written beside ``results.json`` (names; empty before writing)."""
+        return list(self.details.get("files", ()))
+
     @property
     def values(self) -> dict[str, float]:
         """name -> value."""

@@ -30,8 +30,9 @@ from typing import Callable
 
 from flapjax import safe_io
 from flapjax.identify.data import DataError, DataNote, column_names, separator_hint, split_unit
+from flapjax.identify.fit_report import FitReport
 
-__all__ = ["closest_study", "identify_from_file", "pick_study", "study_columns"]
+__all__ = ["closest_study", "identify_from_file", "pick_study"]
 
 
 def _describe(columns, *, extra: str = "") -> str:
@@ -56,7 +57,7 @@ def _studies() -> dict[str, tuple[str, tuple, str]]:
     }
 
 
-def study_columns() -> dict[str, str]:
+def _study_columns() -> dict[str, str]:
     """Study -> a description of the columns it needs (for error messages),
     from the columns each study's reader declares."""
     return {what: _describe(cols, extra=extra) for what, cols, extra in _studies().values()}
@@ -113,7 +114,7 @@ def pick_study(names, robot: str | None, path: str | Path = "") -> str:
     hint = ""
     if timed:
         hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
-    needs = "".join(f"\n  - {k}: {v}" for k, v in study_columns().items())
+    needs = "".join(f"\n  - {k}: {v}" for k, v in _study_columns().items())
     raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{separator}{hint} "
                     f"Each study needs (see docs/data_formats.md):{needs}")
 
@@ -125,10 +126,11 @@ SUMMARY_FILE = "summary.txt"
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
                        quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
                        physical: bool = False, mass: float | None = None, inertia=None,
-                       command_delay: int | str | None = None) -> dict:
+                       command_delay: int | str | None = None) -> FitReport:
     """Run the study the data file at ``path`` belongs to (module docstring)
-    and return its results dict (also written to ``out_dir/results.json``;
-    what the run printed goes to ``out_dir/summary.txt`` too).
+    and return its :class:`~flapjax.identify.fit_report.FitReport` (its
+    ``to_json()`` is what ``out_dir/results.json`` holds; what the run
+    printed goes to ``out_dir/summary.txt`` too).
 
     Args:
       path: CSV or NPZ data file.
@@ -181,7 +183,7 @@ def _data_notes(echo: Callable[[str], None]):
         yield
 
 
-def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay) -> dict:
+def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay) -> FitReport:
     study = pick_study(column_names(path), robot, path)
     what = {"hover": "multirotor hover log", "flight": "flapper flight log", "stand": "stand table",
             "waveform": "phase-resolved stand record"}[study]
@@ -201,7 +203,7 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
             echo(f"note: --robot {robot} is ignored for a stand record (flapping-wing robot)")
         if quick:
             echo("note: --quick is ignored for a stand record (its fit has no shorter form)")
-        return run_waveform_identification(path, out_dir, echo=echo)
+        return run_waveform_identification(path, out_dir=out_dir, echo=echo)
     if study == "stand":
         from flapjax.identify.flapper.stand import run_stand_identification
 
@@ -209,12 +211,12 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
             echo(f"note: --robot {robot} is ignored for a stand table (flapping-wing robot)")
         if quick:
             echo("note: --quick is ignored for a stand table (its fit has no shorter form)")
-        return run_stand_identification(path, out_dir, echo=echo, physical=physical)
+        return run_stand_identification(path, out_dir=out_dir, echo=echo, physical=physical)
     if study == "hover":
         from flapjax.identify.multirotor import run_hover_identification
 
         return run_hover_identification(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo)
     from flapjax.identify.flapper.flight_log import run_flight_identification
 
-    return run_flight_identification(path, out_dir, quick=quick, progress=progress, echo=echo, mass=mass,
+    return run_flight_identification(path, out_dir=out_dir, quick=quick, progress=progress, echo=echo, mass=mass,
                                      inertia=inertia, command_delay=0 if command_delay is None else command_delay)

@@ -88,6 +88,7 @@ from flapjax.identify.flapper.flight_synthetic import (
     SAMPLE_HIDDEN,
     synthetic_flight_log,
 )
+from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import data_record, write_record
 from flapjax.safe_io import check_fit_memory
 from flapjax.identify.results import lock_output_dir, write_json
@@ -147,21 +148,22 @@ def flight_fit_bytes(time_s: np.ndarray) -> float:
 
 def run_flight_identification(
     path: str | Path,
-    out_dir: str | Path,
     *,
+    out_dir: str | Path,
     quick: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] = print,
     mass: float | None = None,
     inertia=None,
     command_delay: int | str = 0,
-) -> dict:
+) -> FitReport:
     """Identify the cycle-averaged model from the flight log at ``path`` and
     write ``out_dir/results.json`` (every identified value ``name`` with
     ``name_std``, fit and noise summaries, the held-out validation),
     ``out_dir/cycle_averaged.json`` (loads with
     :meth:`CycleAveragedParams.from_json`) and the residual and validation
-    plots (PNG). Returns the ``results.json`` dict. ``quick`` caps the
+    plots (PNG). Returns the :class:`~flapjax.identify.fit_report.FitReport`
+    whose ``to_json()`` is what ``results.json`` holds. ``quick`` caps the
     Levenberg-Marquardt iterations; ``progress`` shows a bar over them.
     ``mass`` [kg] and ``inertia`` [kg m^2] are those of the robot that flew
     (:func:`~flapjax.identify.flapper.flight_dynamics.body`; default the
@@ -225,6 +227,6 @@ def run_flight_identification(
         files = write_flight_plots(out, result)
         written = write_record(out, results, ["cycle_averaged.json", *files], started)
         echo(summary(results) + "\n" + written)
-        return results
+        return FitReport.from_record(results)
     finally:
         lock.release()

@@ -91,8 +91,8 @@ def _save_done(path: Path, config: Mapping, result: StudyResult) -> None:
 
 def run_identification(
     cfg: Mapping,
-    out_dir: str | Path,
     *,
+    out_dir: str | Path,
     fresh: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] = print,

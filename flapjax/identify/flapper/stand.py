@@ -151,9 +151,9 @@ def _physical(data, res: StandFit, out: Path, physical_options: Mapping[str, Any
     return phys
 
 
-def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Callable[[str], None] = print,
+def run_stand_identification(path: str | Path, *, out_dir: str | Path, echo: Callable[[str], None] = print,
                              physical: bool = False, holdout_every: int = 5,
-                             physical_options: Mapping[str, Any] | None = None) -> dict:
+                             physical_options: Mapping[str, Any] | None = None) -> FitReport:
     """Identify the stand model from the table at ``path``.
 
     Writes into ``out_dir``: ``results.json`` (every fitted value ``name``
@@ -165,7 +165,9 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
     ``cycle_averaged.json`` (the fitted k_f, and k_roll / k_pitch when the
     table identifies them, loadable by
     :meth:`flapjax.aero.cycle_averaged.CycleAveragedParams.from_json`) and
-    the plots of :func:`write_stand_plots`; returns the results dict.
+    the plots of :func:`write_stand_plots`; returns the
+    :class:`~flapjax.identify.fit_report.FitReport` whose ``to_json()`` is
+    what ``results.json`` holds.
 
     ``physical=True`` also fits per-wing physical parameters through the
     fixed-base per-wing rollout to the table (slow: minutes;
@@ -195,4 +197,4 @@ def run_stand_identification(path: str | Path, out_dir: str | Path, *, echo: Cal
             extra.append("per_wing.json")
         written = write_record(out, results, [*plots, *extra], t0)
     echo(written)
-    return results
+    return FitReport.from_record(results)

@@ -58,15 +58,17 @@ def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir:
     return save_figure(fig, Path(out_dir) / "waveform_fit.png", dpi=100)
 
 
-def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: Callable[[str], None] = print,
-                                **options) -> dict:
+def run_waveform_identification(path: str | Path, *, out_dir: str | Path, echo: Callable[[str], None] = print,
+                                **options) -> FitReport:
     """Fit the per-wing physical parameters to the phase-resolved stand
     record at ``path`` (options: :func:`fit_waveform`) and write
     ``out_dir/results.json`` (every value ``name`` with ``name_std``, the
     sensor offsets, the held-out conditions' prediction error, residual
     standard deviations, correlations), ``per_wing.json`` (the fitted values
     alone, for :func:`flapjax.identify.flapper.physical.apply_physical`) and
-    ``waveform_fit.png``."""
+    ``waveform_fit.png``; returns the
+    :class:`~flapjax.identify.fit_report.FitReport` whose ``to_json()`` is
+    what ``results.json`` holds."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     with lock_output_dir(out, name="out"):
@@ -89,4 +91,4 @@ def run_waveform_identification(path: str | Path, out_dir: str | Path, *, echo: 
         results = report.to_json()
         written = write_record(out, results, [plot, "per_wing.json"], t0)
     echo(written)
-    return results
+    return FitReport.from_record(results)

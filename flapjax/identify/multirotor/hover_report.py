@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax import rotor
+from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.log import describe_scene, read_hover_log, scene_sources, sidecar_path
 from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover, resolve_robot
@@ -107,7 +108,7 @@ def hover_summary(res: Mapping[str, Any]) -> str:
 
 def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progress: bool = True,
                              echo: Callable[[str], None] = print, scene: Mapping[str, Any] | None = None,
-                             validation_fraction: float = 0.2) -> dict[str, Any]:
+                             validation_fraction: float = 0.2) -> FitReport:
     """Identify ground-effect, near-wall and drag coefficients from a hover log.
 
     Args:
@@ -121,14 +122,18 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
       scene: scene keys overriding the log's (``wall_x_m``, ...).
       validation_fraction: the final part of the log held out [-].
 
-    Returns the dict written to ``results.json``: every identified value and
+    Returns the :class:`~flapjax.identify.fit_report.FitReport` whose
+    :meth:`~flapjax.identify.fit_report.FitReport.to_json` is what
+    ``results.json`` holds: every identified value and
     its standard deviation (``wall_thrust_coeff``, ``wall_thrust_coeff_std``,
     ...; ``None`` for a value held at its default), ``not_identified`` and
     ``weakly_identified`` (name -> reason), ``validation`` (the held-out
     segment's RMS prediction error per body axis [m/s^2], also relative to
     the fit's residual standard deviation and with the default
     coefficients), ``fit`` (rows, steps, convergence, ``correlation`` with
-    its ``names`` and ``matrix``), units.
+    its ``names`` and ``matrix``), units, ``scene_source``, ``files``,
+    ``seconds``, ``versions``; the fit's arrays (time, measured and
+    predicted specific force, fit and validation masks) as its ``arrays``.
     Load the values into a chain with
     :func:`flapjax.identify.multirotor.chain_params_from_results`.
     """
@@ -167,4 +172,4 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
         echo(hover_summary(res))
         written = write_record(out, res, files, started)
     echo(written)
-    return res
+    return FitReport.from_record(res, arrays=report.arrays)
