@@ -75,7 +75,8 @@ residuals.moments.base_drift_max residuals.moments.cross_moment_max residuals.mo
 residuals.moments.fit_steps residuals.moments.k_pitch_least_squares
 residuals.moments.k_roll_least_squares residuals.moments.primary_moment_max
 residuals.moments.r2_pitch residuals.moments.r2_roll residuals.moments.reference_frequency
-residuals.moments.rms_residual settings settings.damping settings.damping.armature
+residuals.moments.rms_residual settings settings.calibration settings.calibration.source
+settings.calibration.values settings.damping settings.damping.armature
 settings.damping.axes settings.damping.discard settings.damping.duration settings.damping.frequency
 settings.damping.learning_rate settings.damping.max_steps settings.damping.optimizer
 settings.damping.rates settings.damping.speeds settings.damping.start_factor settings.fidelity

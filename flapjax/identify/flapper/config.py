@@ -19,20 +19,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import optax
 
-from flapjax.identify.fit import (
-    GRAD_MODES,
-    LINE_SEARCHES,
-    OPTIMIZERS,
-    Convergence,
-    FitResult,
-    combine,
-    fit,
-    make_optimizer,
-    split,
-)
+from flapjax.identify.fit import (GRAD_MODES, LINE_SEARCHES, OPTIMIZERS, Convergence, FitResult, combine, fit,
+                                  make_optimizer, split)
 from flapjax.identify.losses import Measurements, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.identify.flapper.results import PHYSICAL_UNITS
 from flapjax.safe_io import read_settings
+from flapjax.identify.flapper.calibration import check_calibration
 from flapjax.identify.flapper.fidelity import check_fidelity_settings
 from flapjax.identify.flapper.plate_motion import check_plate_motion_settings
 from flapjax.sim import flapper as fl
@@ -127,6 +119,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "phases": 2,
         "backend": "rigid",
     },
+    # The seed flapper's per-wing calibration (identify/flapper/calibration.py): a table of values, or the path
+    # of a phase-resolved stand fit's results.json; {}: the nominal one
+    "calibration": {},
 }
 
 QUICK_OVERRIDES: dict[str, Any] = {
@@ -147,7 +142,7 @@ def _merge(base: dict, over: Mapping, where: str) -> dict:
     for key, value in over.items():
         if key not in base:
             raise ConfigError(f"{where}{key}: unknown setting; allowed: {sorted(base)}")
-        if isinstance(base[key], dict) and key != "start":
+        if isinstance(base[key], dict) and key not in ("start", "calibration"):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}{key}: expected a table of settings, got {value!r}")
             out[key] = _merge(base[key], value, f"{where}{key}.")
@@ -330,6 +325,7 @@ def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     _check_validation(cfg["validation"])
     check_fidelity_settings(cfg["fidelity"])
     check_plate_motion_settings(cfg["plate_motion"])
+    check_calibration(cfg.get("calibration", {}))
     return cfg
 
 

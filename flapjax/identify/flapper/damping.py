@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
@@ -165,6 +166,7 @@ def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None, descr
     t0 = time.perf_counter()
     robot = fl.make_driven_robot(s["armature"], description=description) if robot is None else robot
     params = fl.default_params(robot, frequency=float(frequency), description=description)
+    robot, params = calibrate(robot, params, calibration_values(cfg))
     drives, kinds = _drives(s)
     out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
                           batch_size=cfg["run"]["batch_size"])

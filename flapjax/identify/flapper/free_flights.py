@@ -24,6 +24,7 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.hover import HoverGains
+from flapjax.identify.flapper.calibration import calibrate
 from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, check_choice, check_int, check_range
 
@@ -202,13 +203,14 @@ def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
 
 
 def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *, backend: str = "rigid",
-                     timestep: float = FREE_FLIGHT_TIMESTEP, **kwargs) -> dict:
+                     timestep: float = FREE_FLIGHT_TIMESTEP, calibration=None, **kwargs) -> dict:
     """:func:`fly_manoeuvres` for the free per-wing robot at ``timestep``
     [s], at the hover frequency of ``averaged`` (the model under test sets
-    the operating point; the robot's own physics answers)."""
+    the operating point; the robot's own physics answers), with the
+    ``calibration`` values (:mod:`flapjax.identify.flapper.calibration`; None: nominal)."""
     robot = fl.make_robot("free", "wing", backend=backend, timestep=timestep)
     f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
-    params = fl.default_params(robot, frequency=f_h, averaged=averaged)
+    robot, params = calibrate(robot, fl.default_params(robot, frequency=f_h, averaged=averaged), calibration)
     return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
 
 

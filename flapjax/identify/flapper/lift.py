@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.flapper.config import fit_averaged
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin, valid_rows
@@ -59,6 +60,7 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None, description=None) -> Study
         description = resolve_description(description)
         robot = fl.make_robot("fixed", "wing", description=description, backend="rigid") if robot is None else robot
         params = fl.default_params(robot, description=description, frequency=float(np.mean(description.frequency_range)))
+    robot, params = calibrate(robot, params, calibration_values(cfg))
     zeros = (0.0, 0.0) if robot is None else np.zeros(len(robot.channel_kinds))
     sw = fixed_sweep(freqs, zeros, s, cfg["run"]["batch_size"], robot, params)
     fz = np.asarray(sw.force[:, 2])

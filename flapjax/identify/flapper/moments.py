@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.flapper import robot_config
+from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
@@ -98,6 +99,7 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None, description=None) -> St
     kinds = robot.channel_kinds
     rows_f, rows_p = _tilt_rows(s, kinds)
     params = fl.default_params(robot, frequency=float(rows_f[0]), description=description)
+    robot, params = calibrate(robot, params, calibration_values(cfg))
     sw = fl.driven_sweep(robot, params, np.zeros((rows_f.size, 5)), duration=float(s["duration"]),
                          discard=float(s["discard"]), batch_size=cfg["run"]["batch_size"], frequencies=rows_f,
                          plate=rows_p)

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.flapper.config import PHYSICAL_UNITS, convergence_for, optimizer_for, progress_callback
 from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
 from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
@@ -90,9 +91,9 @@ class LiftRollout(eqx.Module):
     discard_steps: int = eqx.field(static=True)
 
     @classmethod
-    def make(cls, frequencies, *, duration: float, discard: float, robot=None) -> "LiftRollout":
+    def make(cls, frequencies, *, duration: float, discard: float, robot=None, params=None) -> "LiftRollout":
         robot, n_steps, discard_steps = _fixed_base_run(robot, duration, discard)
-        params = fl.sweep_params(np.asarray(frequencies, dtype=float), robot=robot)
+        params = fl.sweep_params(np.asarray(frequencies, dtype=float), params=params, robot=robot)
         return cls(robot=robot, params=params, n_steps=n_steps, discard_steps=discard_steps)
 
     def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
@@ -158,8 +159,10 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     s = cfg["physical"]
     t0 = time.perf_counter()
     freqs = np.asarray(s["frequencies"], dtype=float)
-    lift = LiftRollout.make(freqs, duration=float(s["duration"]), discard=float(s["discard"]), robot=robot)
-    nominal = nominal_physical(lift.robot)
+    robot, params = calibrate(robot, None, calibration := calibration_values(cfg))
+    lift = LiftRollout.make(freqs, duration=float(s["duration"]), discard=float(s["discard"]), robot=robot,
+                            params=params)
+    nominal = {k: calibration.get(k, v) for k, v in nominal_physical(lift.robot).items()}
     names = list(s["parameters"])
     targets, source, truth = _lift_targets(s["targets"], lift, nominal, freqs)
     start = dict(nominal)

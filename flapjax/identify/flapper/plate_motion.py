@@ -53,6 +53,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.design import LinearHoverModel, design_gains
 from flapjax.identify.flapper import free_flights as ff
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.results import StudyResult
 from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation
@@ -124,7 +125,7 @@ def _measured(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict):
     """The pulses, the per-wing robot's paired open-loop flights and their tilts (M, T, 2) [rad]."""
     manoeuvres = pulses(s, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
-                              phases=int(s["phases"]), **kw)
+                              phases=int(s["phases"]), calibration=s.get("calibration"), **kw)
     return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
 
 
@@ -140,7 +141,7 @@ def _measured_closed_loop(model: CycleAveragedParams, s: Mapping, f_h: float, kw
     """The plate pulses flown under ``gains`` by the per-wing robot: pulses, flights, tilts (M, T, 2) [rad]."""
     manoeuvres = pulses({**s, "gust": 0.0}, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
-                              phases=int(s["phases"]), gains=gains, **kw)
+                              phases=int(s["phases"]), gains=gains, calibration=s.get("calibration"), **kw)
     return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
 
 
@@ -178,7 +179,7 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
     f_h = float(jnp.sqrt(model.mass * model.gravity / model.lift_coefficient))
     if bar is not None:
         bar.set_postfix_str("per-wing plate pulses")
-    sets = _data_sets(model, s, f_h)
+    sets = _data_sets(model, {**s, "calibration": calibration_values(cfg)}, f_h)  # the per-wing robot's
     robot = fl.make_robot("lumped", "averaged", backend="rigid", timestep=float(s["timestep"]))
     params = fl.default_params(robot, frequency=f_h, averaged=model)
 

@@ -30,6 +30,7 @@ import equinox as eqx
 import jax
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.identify.flapper.calibration import calibration_record, calibration_values, check_calibration_robot
 from flapjax.identify.flapper.config import STUDIES, validate_config
 from flapjax.identify.flapper.channel_validation import study_channel_validation
 from flapjax.identify.flapper.damping import damping_frequency, study_damping
@@ -118,6 +119,7 @@ def run_identification(
     description = None if robot is None else resolve_description(robot)
     if description is not None:
         check_robot_studies(cfg["run"]["studies"], description)
+        check_calibration_robot(cfg, description)
     out = Path(out_dir)
     lock = lock_output_dir(out, name="out")
     try:
@@ -168,6 +170,8 @@ class _Upstream:
             model = {n: r for n in STUDIES if n not in CHECKS and n != name and (r := self.get(n)) is not None}
             self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
             extra["identified"] = self.avg.to_dict()
+        if calibration := calibration_values(cfg):  # a study of another per-wing calibration is not reused
+            extra["calibration"] = calibration
         if self.description is not None:  # a study of another robot is not reused
             extra["robot"] = str(self.description.source)
         return extra
@@ -233,7 +237,7 @@ def _final_result(cfg: Mapping, out: Path, up: _Upstream, skipped: list[str]) ->
                 kept.append(name)
     done = {name: done[name] for name in STUDIES if name in done}
     validation = done.pop("validation", None)
-    settings = {**json.loads(json.dumps(cfg)), "reused_studies": skipped}
+    settings = {**json.loads(json.dumps(cfg)), "calibration": calibration_record(cfg), "reused_studies": skipped}
     if kept:
         settings["kept_studies"] = kept
     if up.description is not None:

@@ -31,6 +31,7 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.plate_motion_design import design_gains_with_plate_motion
 from flapjax.control.hover import HoverGains
+from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 
@@ -102,8 +103,10 @@ def validation_gains(cfg_validation: Mapping, identified: CycleAveragedParams, h
 LABELS = ("hover", "pitch_joint step", "roll_joint step")
 
 
-def _fly_both(s: Mapping, averaged: CycleAveragedParams, f_h: float, g: float, target: np.ndarray, bar):
-    """Fly the validation flights with the per-wing free robot and the lumped
+def _fly_both(s: Mapping, averaged: CycleAveragedParams, f_h: float, g: float, target: np.ndarray, bar,
+              calibration: Mapping[str, float] | None = None):
+    """Fly the validation flights with the per-wing free robot (with the
+    ``calibration``, :mod:`flapjax.identify.flapper.calibration`) and the lumped
     averaged one under the same gains: ``(records, healthy, per-wing robot)``
     keyed ``per_wing`` and ``averaged``."""
     step = float(s["plate_step"])
@@ -114,7 +117,8 @@ def _fly_both(s: Mapping, averaged: CycleAveragedParams, f_h: float, g: float, t
     flights, healthy = {}, {}
     gains = validation_gains(s, averaged, f_h)
     for name, robot in (("per_wing", wing_robot), ("averaged", avg_robot)):
-        params = fl.default_params(robot, frequency=f_h, averaged=averaged)
+        robot, params = calibrate(robot, fl.default_params(robot, frequency=f_h, averaged=averaged),
+                                  calibration if name == "per_wing" else None)
         ok, records = _fly_batch(robot, params, gains, f_h, g, jnp.asarray(target), jnp.asarray(offsets), n_steps,
                                  float(s["step_start"]), float(s["step_length"]))
         flights[name], healthy[name] = jax.tree.map(np.asarray, records), np.asarray(ok)
@@ -173,7 +177,7 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     f_h = math.sqrt(mass * g / float(identified.lift_coefficient))
     averaged = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
     target = np.array([0.0, 0.0, float(s["height"])])
-    flights, healthy, wing_robot = _fly_both(s, averaged, f_h, g, target, bar)
+    flights, healthy, wing_robot = _fly_both(s, averaged, f_h, g, target, bar, calibration_values(cfg))
     w, a = flights["per_wing"], flights["averaged"]
     dt_record = wing_robot.dt * RECORD_EVERY
     t = np.arange(w.position.shape[1]) * dt_record
@@ -191,7 +195,8 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     }
     # The fixed-base per-wing robot at the identified hover frequency should
     # carry the weight: k_f f_h^2 = m g by construction, the rollout is the check.
-    sw = fl.sweep([f_h], duration=0.6, discard=0.3, batch_size=1)
+    fixed_robot, fixed_params = calibrate(None, None, calibration_values(cfg))
+    sw = fl.sweep([f_h], duration=0.6, discard=0.3, batch_size=1, robot=fixed_robot, params=fixed_params)
     metrics["fixed_base_lift_at_hover_over_weight"] = float(sw.force[0, 2]) / (mass * g)
     labels = list(LABELS)
     rows = {label: _flight_row(i, w, a, w_mean, a_mean, compared, tail,
