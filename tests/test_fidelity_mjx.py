@@ -10,6 +10,8 @@ flipped fails the gust, one with the control moments halved fails the plate
 step, and the MJX reference is the joint tree's to round-off.
 """
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -40,8 +42,6 @@ PLATE_STEP = ff.Manoeuvre("pitch_joint step 0.05 rad", plate=(0.05, 0.0))
 LATERAL_GUST = ff.Manoeuvre("lateral gust 0.5 m/s", gust=(0.0, 0.5, 0.0))
 MANOEUVRES = (PLATE_STEP, LATERAL_GUST)
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def identified():
@@ -61,6 +61,7 @@ def _score(reference, model):
         return fd.score_flights(reference, ff.averaged_flights(model, MANOEUVRES), MANOEUVRES)
 
 
+@pytest.mark.slow
 def test_the_identified_model_passes_on_the_mjx_reference(mjx_reference, identified):
     score = _score(mjx_reference, identified)
     rows = score["manoeuvres"]
@@ -74,6 +75,7 @@ def test_the_identified_model_passes_on_the_mjx_reference(mjx_reference, identif
     assert abs(rows[LATERAL_GUST.name]["signals"]["tilt"]["reference_peak"]) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong, fails", [("L_v flipped", LATERAL_GUST.name),
                                           ("control moments x0.5", PLATE_STEP.name)])
 def test_a_wrong_model_fails_on_the_mjx_reference(mjx_reference, identified, wrong, fails):
@@ -83,6 +85,7 @@ def test_a_wrong_model_fails_on_the_mjx_reference(mjx_reference, identified, wro
     assert not tilt["passed"] and tilt["nrmse"] > 0.3, tilt
 
 
+@pytest.mark.slow
 def test_the_mjx_reference_is_the_joint_trees(mjx_reference, identified):
     """The two backends integrate the same model with the same Euler step
     (no contacts, no limits: the feathering stops are the bridge's penalty
@@ -96,3 +99,43 @@ def test_the_mjx_reference_is_the_joint_trees(mjx_reference, identified):
             scale = np.max(np.abs(rigid[m.name][key]))
             np.testing.assert_allclose(mjx_reference[m.name][key], rigid[m.name][key], rtol=0, atol=1e-9 * scale,
                                        err_msg=f"{m.name} {key}")
+
+
+@pytest.mark.parametrize("args, match", [
+    (["missing.json"], "cannot read"),
+    (["{model}", "--only", "no such manoeuvre"], "--only"),
+    (["{model}", "--phases", "0"], "--phases"),
+])
+def test_the_power_test_command_refuses_bad_input_by_name(tmp_path, capsys, args, match):
+    model = tmp_path / "cycle_averaged.json"
+    model.write_text(json.dumps(IDENTIFIED_QUICK))
+    args = [a.replace("{model}", str(model)).replace("missing.json", str(tmp_path / "missing.json")) for a in args]
+    assert fd.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and match in err, err
+
+
+def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(tmp_path, monkeypatch, capsys):
+    """The command's verdict (exit 0 only when the model passes and every
+    wrong model fails), ``--only`` and ``--json``, on a stand-in table."""
+    model = tmp_path / "cycle_averaged.json"
+    model.write_text(json.dumps(IDENTIFIED_QUICK))
+    asked, wrong_passes = {}, [False]
+
+    def table(identified, manoeuvres, *, backend, phases):
+        asked.update(backend=backend, phases=phases, names=[m.name for m in manoeuvres])
+        row = lambda ok: {"passed": ok, "manoeuvres": {m.name: {"passed": ok, "signals": {"tilt": {  # noqa: E731
+            "nrmse": 0.1, "peak_ratio": 1.0, "sign_agrees": ok, "peak_time_error": 0.0}}} for m in manoeuvres}}
+        return {"identified": row(True), **{w: row(wrong_passes[0]) for w in fd.wrong_models(identified)}}
+
+    monkeypatch.setattr(fd, "fidelity_table", table)
+    out = tmp_path / "table.json"
+    assert fd.main([str(model), "--backend", "mjx", "--only", "gust", "--phases", "1", "--json", str(out)]) == 0
+    assert asked == {"backend": "mjx", "phases": 1, "names": ["forward gust 0.5 m/s", "lateral gust 0.5 m/s"]}
+    written = json.loads(out.read_text())
+    assert written["backend"] == "mjx" and set(written["models"]) == {"identified", *fd.wrong_models(
+        CycleAveragedParams.from_dict(IDENTIFIED_QUICK))}
+    assert "power test: PASS" in capsys.readouterr().out
+    wrong_passes[0] = True  # wrong models that pass: the score has no power
+    assert fd.main([str(model), "--only", "gust"]) == 1
+    assert "power test: FAIL" in capsys.readouterr().out
