@@ -139,3 +139,19 @@ def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(t
     wrong_passes[0] = True  # wrong models that pass: the score has no power
     assert fd.main([str(model), "--only", "gust"]) == 1
     assert "power test: FAIL" in capsys.readouterr().out
+
+
+def test_the_mjx_config_changes_only_the_reference_backend():
+    """``identification/fidelity_mjx.toml`` loads and differs from the
+    defaults only in ``[fidelity] backend``, so a rerun into an output
+    folder reuses every other study and flies the fidelity study on MJX."""
+    from pathlib import Path
+
+    from flapjax.identify.flapper.config import load_config
+
+    path = Path(__file__).resolve().parent.parent / "identification" / "fidelity_mjx.toml"
+    for quick in (True, False):
+        cfg, default = load_config(path, quick=quick), load_config(None, quick=quick)
+        assert cfg["fidelity"]["backend"] == "mjx" and default["fidelity"]["backend"] == "rigid"
+        cfg["fidelity"]["backend"] = "rigid"
+        assert cfg == default

@@ -274,7 +274,8 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
         name="fidelity", values={}, std={}, loss=jnp.zeros((0,)), data=data,
         metrics={"fidelity_passed": score["passed"], "thresholds": score["thresholds"],
                  "manoeuvres": score["manoeuvres"], "labels": [m.name for m in manoeuvres]},
-        notes="open loop (every gain zero) at f_h = sqrt(m g / k_f) of the identified model; each manoeuvre a "
+        notes=f"the per-wing robot on the {s['backend']} backend; "
+        "open loop (every gain zero) at f_h = sqrt(m g / k_f) of the identified model; each manoeuvre a "
         "+/- pair, half the difference compared as cycle means from the onset; pass when NRMSE <= "
         f"{score['thresholds']['max_nrmse']}, peak ratio in {tuple(score['thresholds']['peak_ratio'])}, the same "
         "sign and the peak within one wingbeat; the null model (a prediction of zero) is scored beside each",
