@@ -21,10 +21,10 @@ def near_ground_1024_worlds(n_worlds: int = 1024, n_steps: int = 1000) -> None:
     from flapjax.evaluate import run_episodes
 
     env = tasks.make("near_ground", substeps=1, episode_length=n_steps, **{"randomization.enabled": True})
-    res = run_episodes(env, n_worlds, seed=0)
-    h = res["trace"]["ee_height"]
+    res = run_episodes(env, n_worlds=n_worlds, seed=0)
+    h = res.trace["ee_height"]
     assert h.shape == (n_steps, n_worlds), h.shape
-    assert np.all(np.isfinite(h)) and not res["summary"]["diverged"].any()
+    assert np.all(np.isfinite(h)) and not res.summary["diverged"].any()
     assert h.min() > 0.0 and h.max() < 1.0, (h.min(), h.max())
 
 

@@ -75,11 +75,11 @@ def env_steps_per_second(task_env, n_worlds: int, n_steps: int) -> dict:
 def evaluate_policy(task_env, controller, n_worlds: int, seed: int) -> dict:
     from flapjax.evaluate import run_episodes
 
-    result = run_episodes(task_env, n_worlds, seed=seed, controller=controller)
-    s = result["summary"]
+    result = run_episodes(task_env, n_worlds=n_worlds, seed=seed, controller=controller)
+    s = result.summary
     return dict(success_rate=float(np.mean(s["success"])), height_rmse_mean=float(np.mean(s["height_rmse"])),
                 height_rmse_median=float(np.median(s["height_rmse"])),
-                touched=float(np.mean(s.get("touched", np.zeros(1)))), seconds=result["seconds"])
+                touched=float(np.mean(s.get("touched", np.zeros(1)))), seconds=result.seconds)
 
 
 def _load_sentence(la: dict) -> str:

@@ -62,7 +62,7 @@ from flapjax.tasks.adapters import require
 from flapjax.tasks.base import TaskEnv
 from flapjax.tasks.config import EFFECTS, NoiseConfig, config_to_dict, replace_config
 from flapjax.evaluate_plot import plot_report
-from flapjax.evaluate_report import EvaluationReport, RunStatistics, aggregate
+from flapjax.evaluate_report import Episodes, EvaluationReport
 from flapjax.files import lock_output_dir, to_jsonable, write_json
 from flapjax.programs import ProgramCache
 from flapjax.safe_io import atomic_write, available_memory, check_output_file
@@ -145,8 +145,8 @@ def check_batch_memory(env: TaskEnv, n_worlds: int, controller: Callable | None 
             f"(several runs with different seeds)")
 
 
-def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int | None = None,
-                 controller: Callable | None = None, progress: bool = False, desc: str | None = None) -> dict:
+def run_episodes(env: TaskEnv, *, n_worlds: int, seed: int = 0, noise_seed: int | None = None,
+                 controller: Callable | None = None, progress: bool = False, desc: str | None = None) -> Episodes:
     """Run one episode in each of ``n_worlds`` worlds.
 
     Args:
@@ -160,8 +160,9 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
       progress: show a tqdm progress bar over the episode.
 
     Returns:
-      ``{"summary": {name: (N,)}, "scenario": {name: (N,)}, "trace": {name: (T, N)},
-      "seconds": wall time}`` as NumPy arrays.
+      The :class:`~flapjax.evaluate_report.Episodes`: ``summary`` and
+      ``scenario`` {name: (N,)}, ``trace`` {name: (T, N)} as NumPy arrays,
+      ``seconds`` the wall time [s].
     """
     check_int("n_worlds", n_worlds, 1)
     check_batch_memory(env, n_worlds, controller)
@@ -187,9 +188,9 @@ def run_episodes(env: TaskEnv, n_worlds: int, *, seed: int = 0, noise_seed: int 
         bar.close()
     summary, scenario = finish(state)
     trace = {k: np.concatenate([np.asarray(t[k]) for t in traces], axis=0) for k in traces[0]}
-    return dict(summary={k: np.asarray(v) for k, v in summary.items()},
-                scenario={k: np.asarray(v) for k, v in scenario.items()}, trace=trace,
-                seconds=time.perf_counter() - t0)
+    return Episodes(summary={k: np.asarray(v) for k, v in summary.items()},
+                    scenario={k: np.asarray(v) for k, v in scenario.items()}, trace=trace,
+                    seconds=time.perf_counter() - t0)
 
 
 def evaluate(task: str, *, robot: str = "quad_x", n_worlds: int = 256, out_dir: str | pathlib.Path | None = None,
@@ -277,7 +278,7 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
         if e in env.config.disabled_effects:
             raise ConfigError(f"ablate: {e!r} is also disabled; an ablation would compare it off with itself "
                               "(drop one of --ablate and --disable)")
-    result = run_episodes(env, n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
+    result = run_episodes(env, n_worlds=n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
                           progress=progress)
     cfg = config_to_dict(env.config)
     settings = dict(
@@ -296,19 +297,18 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
             continue
         off_env = registry.get_class(task)(replace_config(
             env.config, disabled_effects=tuple(env.config.disabled_effects) + (effect,)))
-        off = run_episodes(off_env, n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
+        off = run_episodes(off_env, n_worlds=n_worlds, seed=seed, noise_seed=noise_seed, controller=controller,
                            progress=progress, desc=f"{task}/{robot} {effect} off")
         ablation_results[effect] = off
-        ablations[effect] = _ablation_entry(env, result, off, _statistics(off).to_json())
-    report = EvaluationReport.of(settings, _statistics(result), ablations)
+        ablations[effect] = _ablation_entry(env, result, off, off.statistics().to_json())
+    report = EvaluationReport.of(settings, result.statistics(), ablations)
     if out_dir is None:
         return report
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    record = report.to_json()
     with atomic_write(out / "report.png") as png:  # the figure first: report.json is never left without it
-        plot_report(env, record, result, ablation_results, png)
-    write_json(out / "report.json", to_jsonable(record), indent=2)
+        plot_report(env, report, result, ablation_results, png)
+    write_json(out / "report.json", to_jsonable(report.to_json()), indent=2)
     files = [str(out / "report.json"), str(out / "report.png")]
     if video:
         from flapjax import render
@@ -319,21 +319,16 @@ def _evaluate(task, robot, n_worlds, out_dir, *, seed, noise_seed, randomize, no
     return dataclasses.replace(report, files=tuple(files))
 
 
-def _statistics(result: dict) -> RunStatistics:
-    """The statistics of a :func:`run_episodes` result."""
-    return aggregate(result["summary"], result["seconds"])
-
-
-def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:
+def _ablation_entry(env: TaskEnv, on: Episodes, off: Episodes, off_agg: dict) -> dict:
     """The same worlds with the effect on and off: the primary metric's means
     over the worlds healthy in both runs (``worlds_compared``), success rates,
     and the difference of the first traced signal."""
     name = env.primary_metric
-    healthy = ~(np.asarray(on["summary"]["diverged"], bool) | np.asarray(off["summary"]["diverged"], bool))
+    healthy = ~(np.asarray(on.summary["diverged"], bool) | np.asarray(off.summary["diverged"], bool))
     compared = int(np.sum(healthy))
     sel = healthy if compared else np.ones_like(healthy)  # none healthy: over all worlds, worlds_compared = 0
-    m_on = on["summary"][name].astype(np.float64)[sel]
-    m_off = off["summary"][name].astype(np.float64)[sel]
+    m_on = on.summary[name].astype(np.float64)[sel]
+    m_off = off.summary[name].astype(np.float64)[sel]
     entry = dict(
         off=off_agg,
         worlds_compared=compared,
@@ -342,11 +337,11 @@ def _ablation_entry(env: TaskEnv, on: dict, off: dict, off_agg: dict) -> dict:
         primary_off_mean=float(np.mean(m_off)),
         primary_difference_mean=float(np.mean(m_on - m_off)),
         primary_ratio_on_off=float(np.mean(m_on) / max(np.mean(m_off), 1e-12)),
-        success_rate_on=float(np.mean(on["summary"]["success"])),
-        success_rate_off=float(np.mean(off["summary"]["success"])),
+        success_rate_on=float(np.mean(on.summary["success"])),
+        success_rate_off=float(np.mean(off.summary["success"])),
     )
-    first = next(iter(on["trace"]))
-    gap = (on["trace"][first].astype(np.float64) - off["trace"][first].astype(np.float64))[:, sel]
+    first = next(iter(on.trace))
+    gap = (on.trace[first].astype(np.float64) - off.trace[first].astype(np.float64))[:, sel]
     entry["trace"] = first
     entry["trace_rms_difference"] = float(np.sqrt(np.mean(gap**2)))
     entry["trace_max_abs_difference"] = float(np.max(np.abs(gap)))

@@ -4,7 +4,8 @@ episodes and the whole :class:`EvaluationReport` of
 
 :meth:`EvaluationReport.to_json` gives the ``report.json`` body (its keys in
 their order), :meth:`EvaluationReport.summary` the lines the command line
-prints. The statistics: the success rate with its Wilson 95 % interval
+prints. :class:`Episodes` holds the raw arrays of a batch of episodes. The
+statistics: the success rate with its Wilson 95 % interval
 (:func:`wilson_interval`), each task metric with its standard error and a
 95 % interval of its mean, the saturation use and the control margins over
 the healthy worlds only.
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EvaluationReport", "RunStatistics", "aggregate", "wilson_interval"]
+__all__ = ["Episodes", "EvaluationReport", "RunStatistics", "aggregate", "wilson_interval"]
 
 #: Summary entries that are not task metrics.
 _NOT_METRICS = frozenset({"success", "diverged", "saturation_fraction", "min_control_margin"})
@@ -49,6 +50,29 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> list[float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """One episode in each of N worlds, as NumPy arrays
+    (:func:`flapjax.evaluate.run_episodes`).
+
+    Attributes:
+      summary: name -> (N,) per-world result (``success``, ``diverged``,
+        ``saturation_fraction``, ``min_control_margin``, the task metrics).
+      scenario: name -> (N,) what each world drew (randomization).
+      trace: name -> (T, N) signals per step.
+      seconds: wall time of the episodes [s].
+    """
+
+    summary: Mapping[str, np.ndarray]
+    scenario: Mapping[str, np.ndarray]
+    trace: Mapping[str, np.ndarray]
+    seconds: float
+
+    def statistics(self) -> "RunStatistics":
+        """Their :class:`RunStatistics` (:func:`aggregate`)."""
+        return aggregate(self.summary, self.seconds)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import pytest
 
 from flapjax import tasks
 from flapjax.evaluate import evaluate, run_episodes
+from flapjax.evaluate_report import Episodes
 from flapjax.files import to_jsonable
 from flapjax.validation import ConfigError
 
@@ -49,6 +50,10 @@ def test_report_json_holds_settings_saturation_and_the_ground_effect_ablation(ne
     assert json.loads(json.dumps(to_jsonable(report.to_json()))) == data and list(report.to_json()) == list(data)
     assert report.files == (str(out / "report.json"), str(out / "report.png"))
     assert report.success_rate == data["success_rate"] and report.primary_metric == "height_rmse"
+    first, ablation = report.summary().splitlines()
+    assert first.startswith(f"near_ground/quad_x: success rate {data['success_rate']:.3f} (95 % interval ")
+    assert f"over {N} worlds; height_rmse mean {data['metrics']['height_rmse']['mean']:.4g}" in first
+    assert ablation.startswith(f"  ground_effect off: height_rmse {abl['primary_off_mean']:.4g}")
 
 
 def test_randomized_report_records_the_randomization(tmp_path):
@@ -65,16 +70,16 @@ def test_randomized_report_records_the_randomization(tmp_path):
 
 def test_same_keys_identical_results_and_noise_keys_keep_the_worlds():
     env = tasks.make("near_ground")
-    a = run_episodes(env, N, seed=0)
-    b = run_episodes(env, N, seed=0)
-    for k in a["summary"]:
-        np.testing.assert_array_equal(a["summary"][k], b["summary"][k])
-    np.testing.assert_array_equal(a["trace"]["ee_height"], b["trace"]["ee_height"])
-    c = run_episodes(env, N, seed=0, noise_seed=1)
+    a = run_episodes(env, n_worlds=N, seed=0)
+    b = run_episodes(env, n_worlds=N, seed=0)
+    for k in a.summary:
+        np.testing.assert_array_equal(a.summary[k], b.summary[k])
+    np.testing.assert_array_equal(a.trace["ee_height"], b.trace["ee_height"])
+    c = run_episodes(env, n_worlds=N, seed=0, noise_seed=1)
     # Different noise: different trajectories, same worlds.
-    assert not np.array_equal(a["trace"]["ee_height"], c["trace"]["ee_height"])
-    for k in a["scenario"]:
-        np.testing.assert_array_equal(a["scenario"][k], c["scenario"][k])
+    assert not np.array_equal(a.trace["ee_height"], c.trace["ee_height"])
+    for k in a.scenario:
+        np.testing.assert_array_equal(a.scenario[k], c.scenario[k])
 
 
 def test_bad_evaluation_arguments_fail_early():
@@ -83,7 +88,7 @@ def test_bad_evaluation_arguments_fail_early():
     with pytest.raises(ConfigError, match="ablate"):
         evaluate("near_ground", n_worlds=2, ablate=("magic",), progress=False, overrides={"episode_length": 1})
     with pytest.raises(ConfigError, match="n_worlds"):
-        run_episodes(tasks.make("near_ground"), 0)
+        run_episodes(tasks.make("near_ground"), n_worlds=0)
 
 
 def test_wilson_interval_golden_values():
@@ -117,12 +122,12 @@ def test_ablation_compares_the_worlds_healthy_in_both_runs():
     from flapjax.evaluate import _ablation_entry
 
     env = tasks.make("near_ground", backend="rigid")
-    on = dict(summary=dict(height_rmse=np.array([0.01, 0.02, 9.0]), diverged=np.array([False, False, True]),
-                           success=np.array([True, True, False])),
-              trace=dict(ee_height=np.array([[0.1, 0.2, 5.0], [0.1, 0.2, 7.0]])))
-    off = dict(summary=dict(height_rmse=np.array([0.005, 0.01, 0.01]), diverged=np.zeros(3, bool),
-                            success=np.ones(3, bool)),
-               trace=dict(ee_height=np.array([[0.1, 0.1, 0.1], [0.1, 0.3, 0.1]])))
+    on = Episodes(summary=dict(height_rmse=np.array([0.01, 0.02, 9.0]), diverged=np.array([False, False, True]),
+                               success=np.array([True, True, False])),
+                  scenario={}, trace=dict(ee_height=np.array([[0.1, 0.2, 5.0], [0.1, 0.2, 7.0]])), seconds=0.0)
+    off = Episodes(summary=dict(height_rmse=np.array([0.005, 0.01, 0.01]), diverged=np.zeros(3, bool),
+                                success=np.ones(3, bool)),
+                   scenario={}, trace=dict(ee_height=np.array([[0.1, 0.1, 0.1], [0.1, 0.3, 0.1]])), seconds=0.0)
     e = _ablation_entry(env, on, off, {})
     assert e["worlds_compared"] == 2
     assert e["primary_on_mean"] == pytest.approx(0.015) and e["primary_off_mean"] == pytest.approx(0.0075)

@@ -174,8 +174,8 @@ def test_jit_vmap_step_equals_a_loop_of_steps():
 def test_reference_controller_succeeds_in_nominal_worlds(task):
     env = tasks.make(task)
     # Box contacts need more solver iterations: fewer worlds keep object_push affordable here.
-    res = run_episodes(env, N_SUCCESS // 2 if task == "object_push" else N_SUCCESS, seed=0)
-    s = res["summary"]
+    res = run_episodes(env, n_worlds=N_SUCCESS // 2 if task == "object_push" else N_SUCCESS, seed=0)
+    s = res.summary
     assert not s["diverged"].any()
     assert s["success"].mean() >= 0.9, {k: v.mean() for k, v in s.items()}
     # The success criterion is the task's own threshold on its metric.
@@ -184,8 +184,8 @@ def test_reference_controller_succeeds_in_nominal_worlds(task):
         assert s["min_ee_height"].min() < 0.1  # it really went near the ground
     elif task == "wall_contact":
         assert np.median(s["contact_fraction"]) > 0.95
-        hold = res["trace"]["force_command"][:, 0] == env.config.normal_force
-        assert abs(np.median(res["trace"]["normal_force"][hold]) - env.config.normal_force) < 0.3
+        hold = res.trace["force_command"][:, 0] == env.config.normal_force
+        assert abs(np.median(res.trace["normal_force"][hold]) - env.config.normal_force) < 0.3
     else:
         assert np.median(s["box_travel"]) > 0.3 and np.median(s["final_error"]) < env.config.success_distance
     assert 0.0 <= s["saturation_fraction"].max() <= 1.0
@@ -197,10 +197,10 @@ def test_randomized_worlds_1000_steps_stay_finite():
     # 1024-world batch runs in benchmarks/long_flights.py.
     n = N_SUCCESS
     env = tasks.make("near_ground", substeps=1, episode_length=1000, **{"randomization.enabled": True})
-    res = run_episodes(env, n, seed=0)
-    h = res["trace"]["ee_height"]
+    res = run_episodes(env, n_worlds=n, seed=0)
+    h = res.trace["ee_height"]
     assert h.shape == (1000, n)
-    assert np.all(np.isfinite(h)) and not res["summary"]["diverged"].any()
+    assert np.all(np.isfinite(h)) and not res.summary["diverged"].any()
     assert h.min() > 0.0 and h.max() < 1.0
 
 

@@ -172,11 +172,12 @@ def test_short_ppo_run_with_the_tuned_settings_beats_the_untrained_policy():
         env = cfg.make_env()
         make_policy, params, metrics = ppo.train(environment=env, bootstrap_on_timeout=True, **cfg.brax_kwargs())
         assert 0.0 <= float(metrics["eval/episode_success"]) <= 1.0 and "eval/episode_height_rmse" in metrics
-        trained = run_episodes(env.task_env, 64, seed=1000, controller=tasks.policy_controller(make_policy, params))
-        untrained = run_episodes(env.task_env, 64, seed=1000)
-    rmse_trained, rmse_untrained = (np.mean(r["summary"]["height_rmse"]) for r in (trained, untrained))
+        trained = run_episodes(env.task_env, n_worlds=64, seed=1000,
+                               controller=tasks.policy_controller(make_policy, params))
+        untrained = run_episodes(env.task_env, n_worlds=64, seed=1000)
+    rmse_trained, rmse_untrained = (np.mean(r.summary["height_rmse"]) for r in (trained, untrained))
     assert rmse_trained < 0.85 * rmse_untrained
-    assert np.mean(trained["summary"]["success"]) > np.mean(untrained["summary"]["success"])
+    assert np.mean(trained.summary["success"]) > np.mean(untrained.summary["success"])
 
 
 def test_missing_extras_are_named_before_any_work(monkeypatch, tmp_path):
