@@ -7,7 +7,11 @@ correlation, the held-out prediction error, notes for the reader, the fit's
 own diagnostics and arrays for the plots. :meth:`FitReport.to_json` gives the
 ``results.json`` body (:func:`flapjax.identify.outputs.data_record`'s head,
 then the study's keys in their order; the arrays are not written), and
-:meth:`FitReport.summary` the lines the command line prints.
+:meth:`FitReport.summary` the lines the command line prints. The
+measured-data entry points (:func:`flapjax.identify.from_file.identify_from_file`
+and the study drivers it picks) return the report of what they wrote:
+:meth:`FitReport.from_record` of the ``results.json`` body, whose
+:meth:`~FitReport.to_json` is that body again.
 """
 
 from __future__ import annotations
