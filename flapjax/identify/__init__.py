@@ -40,6 +40,7 @@ from flapjax.identify.fit import (
     scale_trainable,
     split,
 )
+from flapjax.identify.fit_report import Estimate, FitReport
 from flapjax.identify.losses import (
     Measurements,
     correlation_among,
@@ -57,6 +58,8 @@ __all__ = [
     "LINE_SEARCHES",
     "OPTIMIZERS",
     "Convergence",
+    "Estimate",
+    "FitReport",
     "FitResult",
     "LossFn",
     "Measurements",
