@@ -360,7 +360,7 @@ def determinacy(record_path: Path, *, step: float = 0.02) -> dict[str, Any]:
 
 def determinacy_markdown(d: dict) -> str:
     """The determinacy report as markdown."""
-    lines = ["# Determinacy of the driven-base derivatives from a phase-resolved stand fit", "",
+    lines = [f"## Determinacy from a fit of {', '.join(d['fitted'])}", "",
              f"Produced by `python -m benchmarks.calibration_admissible_set --determinacy {d['record']}`: the "
              "Gauss-Newton covariance of the per-wing values that `flapjax identify --data` fitted, propagated "
              f"through central differences ({100 * d['step']:g} % steps) of the damping study (`--quick` settings) "
@@ -387,17 +387,20 @@ def main(argv=None) -> int:
     ap.add_argument("--tables-only", action="store_true", help="rewrite the tables from the saved rows")
     ap.add_argument("--hover-nominal-model", action="store_true",
                     help="add to the saved rows the hover under the nominal calibration's controller")
-    ap.add_argument("--determinacy", metavar="RESULTS_JSON", default=None,
-                    help="instead: propagate a phase-resolved stand fit's covariance to D_x, D_y, L_v, M_u")
+    ap.add_argument("--determinacy", metavar="RESULTS_JSON", action="append", default=[],
+                    help="instead: propagate a phase-resolved stand fit's covariance to D_x, D_y, L_v, M_u "
+                    "(repeatable: one section per fit)")
     args = ap.parse_args(argv)
     if args.determinacy:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        d = determinacy(Path(args.determinacy))
-        (RESULTS / "calibration_determinacy.json").write_text(json.dumps(d, indent=1))
-        (RESULTS / "calibration_determinacy.md").write_text(determinacy_markdown(d))
-        print(determinacy_markdown(d))
+        reports = [determinacy(Path(p)) for p in args.determinacy]
+        (RESULTS / "calibration_determinacy.json").write_text(json.dumps(reports, indent=1))
+        text = "# Determinacy of the driven-base derivatives from phase-resolved stand fits\n\n" + "\n".join(
+            determinacy_markdown(d) for d in reports)
+        (RESULTS / "calibration_determinacy.md").write_text(text)
+        print(text)
         return 0
     if args.tables_only:
         refresh_tables(Path(args.json), Path(args.md), Path(args.out_root))
