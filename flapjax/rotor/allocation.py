@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from flapjax.rotor.profile import RotorProfile
+from flapjax.rotor.unrolled import matvec, rmatvec
 
 
 class Allocation(eqx.Module):
@@ -98,8 +99,8 @@ def allocate_with_residual(
     """
     if inverse is None:
         inverse = allocation_inverse(prof, weights=weights)
-    thrust = inverse @ wrench
-    reachable = allocation_matrix(prof) @ thrust
+    thrust = matvec(inverse, wrench)
+    reachable = jnp.concatenate([rmatvec(prof.axes, thrust), rmatvec(rotor_moment_arms(prof), thrust)])
     return Allocation(thrust=thrust, reachable=reachable, unreachable=wrench - reachable)
 
 

@@ -32,16 +32,15 @@ are finite; beyond the limits the derivative is 0.
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from flapjax.math import skew
 from flapjax.rotor import allocation as _alloc
 from flapjax.rotor.actuator import ActuatorState, actuator_step
 from flapjax.rotor.disturbance import DisturbanceState, DragParams, WindParams, drag_force, turbulence_step, wind_force
 from flapjax.rotor.profile import RotorProfile
 from flapjax.rotor.proximity import ProximityInput, ProximityParams, ground_effect_factor, wall_effect
+from flapjax.rotor.unrolled import cross_rows, rmatvec, sum_rows
 
 
 class ChainOptions(eqx.Module):
@@ -164,13 +163,17 @@ class ChainOutput(eqx.Module):
 
 
 def rotor_wrench(prof: RotorProfile, thrust: Float[Array, " n"], lateral: Float[Array, "n 3"]) -> Float[Array, "6"]:
-    """Body wrench (6,) of rotor thrusts (n,) [N] plus lateral rotor forces (n, 3) [N]."""
-    n = prof.n_rotors
-    # One (6, 4n) matrix-vector product: [B | stacked (I; skew(p_i))] @ [T; lateral].
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=thrust.dtype), (n, 3, 3))
-    lever = jnp.concatenate([eye, jax.vmap(skew)(prof.positions)], axis=1)  # (n, 6, 3)
-    matrix = jnp.concatenate([_alloc.allocation_matrix(prof), lever.transpose(1, 0, 2).reshape(6, 3 * n)], axis=1)
-    return matrix @ jnp.concatenate([thrust, lateral.reshape(-1)])
+    """Body wrench (6,) of rotor thrusts (n,) [N] plus lateral rotor forces (n, 3) [N].
+
+    ``[sum_i a_i T_i + f_i; sum_i m_i T_i + p_i x f_i]`` with axes ``a_i``,
+    moment arms ``m_i`` (:func:`flapjax.rotor.allocation.rotor_moment_arms`),
+    positions ``p_i`` and lateral forces ``f_i``: ``B T`` plus the lateral
+    forces and their moments, written out so that it fuses
+    (:mod:`flapjax.rotor.unrolled`).
+    """
+    force = sum_rows(prof.axes * thrust[:, None] + lateral)
+    torque = sum_rows(_alloc.rotor_moment_arms(prof) * thrust[:, None] + cross_rows(prof.positions, lateral))
+    return jnp.concatenate([force, torque])
 
 
 def _saturate(prof: RotorProfile, thrust_command, options: ChainOptions):
@@ -210,13 +213,13 @@ def _drag_and_wind(inputs: ChainInput, options: ChainOptions, params: ChainParam
     motion, disturbance = inputs.motion, inputs.disturbance
     rot = motion.rotation
     if options.drag:
-        v_air = motion.velocity_body - rot.T @ params.wind.air_velocity
+        v_air = motion.velocity_body - rmatvec(rot, params.wind.air_velocity)
         f_drag = drag_force(params.drag, v_air)
     else:
         f_drag = zero3
     if options.wind:
-        f_wind = rot.T @ wind_force(params.wind, disturbance, motion.time, gusts=options.gusts,
-                                    turbulence=options.turbulence)
+        f_wind = rmatvec(rot, wind_force(params.wind, disturbance, motion.time, gusts=options.gusts,
+                                         turbulence=options.turbulence))
     else:
         f_wind = zero3
     if options.wind and options.turbulence:

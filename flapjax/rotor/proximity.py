@@ -34,12 +34,12 @@ identified from data (they are pytree leaves, so ``jax.grad`` reaches them).
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from flapjax import scene as sc
 from flapjax.rotor.profile import RotorProfile
+from flapjax.rotor.unrolled import rotate_rows
 from flapjax.validation import ConfigError, as_float_array, check_range, is_traced
 
 Scalar = Float[Array, ""]
@@ -163,7 +163,10 @@ def wall_effect(
     w = wall_window(distance, radius, params)
     finite = jnp.isfinite(distance)
     d = jnp.maximum(jnp.where(finite, distance, 1.0), radius)
-    proximity = jnp.where(finite, (radius / d) ** 2, 0.0) * w
+    # w (R / d)^2 ending in the division: XLA:CPU then computes it once per
+    # rotor instead of inside every consumer that reads it (a division is
+    # too expensive to duplicate; a product is not).
+    proximity = (w * radius * radius) / (d * d)
     factor = 1.0 + params.wall_thrust_coeff * proximity
     lateral = -(params.wall_lateral_coeff * thrust * proximity)[:, None] * normal
     return factor, lateral
@@ -189,7 +192,7 @@ def rotor_proximity(
     ground, wall and box; ``wall_distance``/``wall_normal`` describe the
     nearest near-vertical surface (:func:`flapjax.scene.surface_distances`).
     """
-    centres = position + prof.positions @ rotation.T
-    downwash = -(prof.axes @ rotation.T)
+    centres = position + rotate_rows(prof.positions, rotation)
+    downwash = -rotate_rows(prof.axes, rotation)
     h, d, n_world = sc.surface_distances(scene, centres, downwash, box)
-    return ProximityInput(ground_distance=h, wall_distance=d, wall_normal=jax.vmap(lambda n: rotation.T @ n)(n_world))
+    return ProximityInput(ground_distance=h, wall_distance=d, wall_normal=rotate_rows(n_world, rotation.T))

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.rotor.unrolled import any_rows, matvec, rmatvec, rotate_rows
 from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix, is_traced
 
 Scalar = Float[Array, ""]
@@ -156,11 +157,11 @@ def accelerations(body: RigidBody | PreparedBody, state: RigidState, wrench_worl
     rot = state.rotation
     w = state.angular_velocity
     inertia = prepared.inertia_matrix
-    tau_body = rot.T @ wrench_world[3:]
-    ang = prepared.inverse_inertia_matrix @ (tau_body - jnp.cross(w, inertia @ w))
+    tau_body = rmatvec(rot, wrench_world[3:])
+    ang = matvec(prepared.inverse_inertia_matrix, tau_body - jnp.cross(w, matvec(inertia, w)))
     a_com = wrench_world[:3] / body.mass + body.gravity
-    c_w, w_w = rot @ body.com_offset, rot @ w
-    lin = a_com - jnp.cross(rot @ ang, c_w) - jnp.cross(w_w, jnp.cross(w_w, c_w))
+    c_w, w_w = matvec(rot, body.com_offset), matvec(rot, w)
+    lin = a_com - jnp.cross(matvec(rot, ang), c_w) - jnp.cross(w_w, jnp.cross(w_w, c_w))
     return lin, ang
 
 
@@ -193,6 +194,6 @@ def touching(points_body: Float[Array, "k 3"], radii: Float[Array, " k"], state:
              planes: Float[Array, "m 4"]) -> Bool[Array, ""]:
     """True if any probe sphere (body-frame centre, radius [m]) reaches any
     plane ``(n, c)`` (free side ``n . x > c``): contact would begin."""
-    centres = state.position + points_body @ state.rotation.T
-    gap = centres @ planes[:, :3].T - planes[:, 3][None, :] - radii[:, None]
-    return jnp.any(gap <= 0.0)
+    centres = state.position + rotate_rows(points_body, state.rotation)
+    gap = rotate_rows(centres, planes[:, :3]) - planes[:, 3][None, :] - radii[:, None]
+    return any_rows(jnp.ravel(gap <= 0.0))

@@ -38,6 +38,7 @@ from flapjax import noise, rotor
 from flapjax import scene as sc
 from flapjax.math import quat_to_mat
 from flapjax.noise import StateEstimate
+from flapjax.rotor.unrolled import matvec, rmatvec
 from flapjax.sim.multirotor.types import Prepared, WorldParams
 
 #: A world whose CoM leaves this box [m] (any axis) has diverged.
@@ -113,7 +114,7 @@ def chain_input(params: WorldParams, actuator: rotor.ActuatorState, disturbance:
     the body's motion at ``time`` [s], and the command noise [N] and
     turbulence draws of :func:`split_draws`."""
     _, z_command, xi = draws
-    motion = rotor.BodyMotion(rotation=body.rotation, velocity_body=body.rotation.T @ body.velocity, time=time)
+    motion = rotor.BodyMotion(rotation=body.rotation, velocity_body=rmatvec(body.rotation, body.velocity), time=time)
     command = None if z_command is None else noise.command_noise(params.noise.command, z_command)
     return rotor.ChainInput(actuator=actuator, proximity=prox, motion=motion, disturbance=disturbance,
                             turbulence_normal=xi, command_noise=command)
@@ -129,7 +130,7 @@ def realize(prepared: Prepared, wrench_cmd: Float[Array, "6"], inputs: rotor.Cha
 
 def to_world(rotation: Float[Array, "3 3"], wrench_body: Float[Array, "6"]) -> Float[Array, "6"]:
     """(6,) body wrench ``[F; tau]`` about the CoM rotated to the world frame."""
-    return jnp.concatenate([rotation @ wrench_body[:3], rotation @ wrench_body[3:]])
+    return jnp.concatenate([matvec(rotation, wrench_body[:3]), matvec(rotation, wrench_body[3:])])
 
 
 def in_bounds(qpos: Float[Array, " nq"]) -> Bool[Array, ""]:
