@@ -1,5 +1,6 @@
 """Identification, validation, fidelity and hover across the admissible
-per-wing calibrations.
+per-wing calibrations (the determinacy of a phase-resolved stand fit:
+:mod:`benchmarks.calibration_determinacy`).
 
 The seed's table 11.2 (cycle-mean lift at three frequencies) does not pin
 the per-wing robot's calibration: the 192 candidates of
@@ -243,6 +244,12 @@ def markdown(rows: list[dict], meta: dict) -> str:
                f"{'pass' if h['passed'] else 'FAIL'} ({h['tilt_rms_deg']:.2f} deg, {h['cycle_mean_tilt_deg']:.2f} deg, "
                f"{1e3 * h['altitude_error_m']:.1f} mm) |" if "error" not in r else
                "not run | not run | not run |") + f" {_hover_cell(r.get('hover_nominal_model'))} |")
+    return "\n".join(lines + _summary_lines(rows)) + "\n"
+
+
+def _summary_lines(rows: list[dict]) -> list[str]:
+    """The stopped identifications, the spread table and the fidelity scores."""
+    lines = []
     failed = [r for r in rows if "error" in r]
     if failed:
         lines += ["", "Identifications that stopped (after the studies named; the identified values above are theirs):", ""]
@@ -262,7 +269,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
         lines.append(f"| {r['label']} | " + " | ".join(
             f"{ms[n]['nrmse']:.2f} / {ms[n]['peak_ratio']:.2f}{'' if ms[n]['passed'] else ' FAIL'}" if n in ms
             else "not run" for n in names) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _folder(label: str) -> str:
@@ -301,82 +308,6 @@ def refresh_tables(json_path: Path, md_path: Path, out_root: Path) -> None:
     md_path.write_text(markdown(record["rows"], record["meta"]))
 
 
-#: The driven-base derivatives the determinacy report propagates to: symbol -> damping-study metric.
-DRIVEN = {"D_x": "slope_w_x", "D_y": "slope_w_y", "L_v": "slope_L_v", "M_u": "slope_M_u"}
-
-
-def _driven_derivatives(calibration: dict, frequency: float) -> np.ndarray:
-    """(4,) D_x, D_y, L_v, M_u of the damping study (``--quick`` settings) at
-    ``frequency`` [Hz] with ``calibration``."""
-    from flapjax.identify.flapper.config import default_config
-    from flapjax.identify.flapper.damping import study_damping
-
-    cfg = default_config(quick=True)
-    cfg["calibration"] = dict(calibration)
-    metrics = study_damping(cfg, frequency=frequency).metrics
-    return np.array([metrics[k] for k in DRIVEN.values()])
-
-
-def determinacy(record_path: Path, *, step: float = 0.02) -> dict[str, Any]:
-    """Propagate the Gauss-Newton covariance of a phase-resolved stand fit
-    (its ``results.json``: values, ``*_std``, correlation) to D_x, D_y, L_v,
-    M_u by central differences (relative ``step``) of the damping study at
-    the fitted calibration's hover frequency (held: its own sensitivity is
-    second order here). Returns the sensitivities, each derivative's value,
-    std, std / abs(value), and whether its sign is certain (abs(value) > 3 std)."""
-    from flapjax.identify.flapper.calibration import CALIBRATION_UNITS, read_calibration_record
-    from flapjax.identify.flapper.config import default_config
-    from flapjax.identify.flapper.damping import damping_frequency
-    from flapjax.identify.flapper.lift import study_lift
-    from flapjax.identify.results import read_json
-
-    record = read_json(record_path)
-    theta = read_calibration_record(record_path)
-    corr_names = record["correlation"]["names"]
-    names = [n for n in corr_names if n in theta]
-    idx = [corr_names.index(n) for n in names]
-    corr = np.asarray(record["correlation"]["matrix"])[np.ix_(idx, idx)]
-    sd = np.array([record[f"{n}_std"] for n in names])
-    cov = corr * np.outer(sd, sd)
-    cfg = default_config(quick=True)
-    cfg["calibration"] = theta
-    k_f = float(study_lift(cfg).values["k_f"])
-    f = damping_frequency(cfg, k_f)
-    base = _driven_derivatives(theta, f)
-    jac = np.zeros((len(DRIVEN), len(names)))
-    for j, n in enumerate(names):
-        h = step * theta[n]
-        up, down = _driven_derivatives({**theta, n: theta[n] + h}, f), _driven_derivatives({**theta, n: theta[n] - h}, f)
-        jac[:, j] = (up - down) / (2 * h)
-    std = np.sqrt(np.diag(jac @ cov @ jac.T))
-    rows = {sym: {"value": float(base[i]), "std": float(std[i]), "relative_std": float(std[i] / abs(base[i])),
-                  "sign_certain": bool(abs(base[i]) > 3 * std[i]),
-                  "sensitivity": {n: float(jac[i, j]) for j, n in enumerate(names)}}
-            for i, sym in enumerate(DRIVEN)}
-    held = [n for n in CALIBRATION_UNITS if n not in theta]
-    return {"record": str(record_path), "fitted": {n: {"value": theta[n], "std": float(sd[k])} for k, n in enumerate(names)},
-            "held_at_nominal": held, "frequency": f, "k_f": k_f, "step": step, "derivatives": rows}
-
-
-def determinacy_markdown(d: dict) -> str:
-    """The determinacy report as markdown."""
-    lines = [f"## Determinacy from a fit of {', '.join(d['fitted'])}", "",
-             f"Produced by `python -m benchmarks.calibration_admissible_set --determinacy {d['record']}`: the "
-             "Gauss-Newton covariance of the per-wing values that `flapjax identify --data` fitted, propagated "
-             f"through central differences ({100 * d['step']:g} % steps) of the damping study (`--quick` settings) "
-             f"at the fitted calibration's hover frequency {d['frequency']:.3f} Hz (k_f {d['k_f']:.4e} N/Hz^2). "
-             f"Held at their nominal values by the fit (not in the covariance): {', '.join(d['held_at_nominal'])}.", "",
-             "| fitted | value | std |", "|---|---|---|"]
-    lines += [f"| {n} | {v['value']:.6g} | {v['std']:.2g} |" for n, v in d["fitted"].items()]
-    lines += ["", "| derivative | value | std | std / abs(value) | sign certain (abs > 3 std) | "
-              + " | ".join(f"d/d {n}" for n in d["fitted"]) + " |", "|" + "---|" * (5 + len(d["fitted"]))]
-    for sym, r in d["derivatives"].items():
-        lines.append(f"| {sym} | {r['value']:+.4e} | {r['std']:.2e} | {100 * r['relative_std']:.3f} % | "
-                     f"{'yes' if r['sign_certain'] else 'no'} | "
-                     + " | ".join(f"{v:+.3e}" for v in r["sensitivity"].values()) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-root", default="out/calibration_admissible_set")
@@ -387,21 +318,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tables-only", action="store_true", help="rewrite the tables from the saved rows")
     ap.add_argument("--hover-nominal-model", action="store_true",
                     help="add to the saved rows the hover under the nominal calibration's controller")
-    ap.add_argument("--determinacy", metavar="RESULTS_JSON", action="append", default=[],
-                    help="instead: propagate a phase-resolved stand fit's covariance to D_x, D_y, L_v, M_u "
-                    "(repeatable: one section per fit)")
     args = ap.parse_args(argv)
-    if args.determinacy:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        reports = [determinacy(Path(p)) for p in args.determinacy]
-        (RESULTS / "calibration_determinacy.json").write_text(json.dumps(reports, indent=1))
-        text = "# Determinacy of the driven-base derivatives from phase-resolved stand fits\n\n" + "\n".join(
-            determinacy_markdown(d) for d in reports)
-        (RESULTS / "calibration_determinacy.md").write_text(text)
-        print(text)
-        return 0
     if args.tables_only:
         refresh_tables(Path(args.json), Path(args.md), Path(args.out_root))
         return 0
