@@ -65,6 +65,7 @@ def test_no_calibration_changes_nothing():
     params = fl.default_params(robot)
     assert calibrate(robot, params, calibration_values(cfg)) == (robot, params)
     assert calibrate(None, None, {}) == (None, None)
+    assert calibration_values({"plate_motion": cfg["plate_motion"]}) == {}  # a study's part of a config
     assert calibration_record(cfg) == {"source": "nominal", "values": {}}
 
 
@@ -76,6 +77,7 @@ def test_no_calibration_changes_nothing():
     ({"stop_width": "wide"}, "calibration.stop_width"),
     ({"hinge_damping": True}, "calibration.hinge_damping"),
     ({"hinge_stifness": 3e-4}, "calibration.hinge_stifness"),
+    ({"lift": 0.75}, "calibration.lift"),
     (42, "calibration"),
 ])
 def test_bad_calibration_is_refused_by_name(calibration, field):

@@ -89,13 +89,14 @@ def read_calibration_record(path: str | Path) -> dict[str, float]:
     return _check_values(values, f"calibration ({path}): ")
 
 
-def calibration_values(calibration: Any) -> dict[str, float]:
-    """The calibration's values [SI] from a config's ``calibration`` entry
-    (a table of values, the path of a stand fit's ``results.json``, or
-    ``{}``: none), or from a whole config holding one. Raises
-    :class:`ConfigError` naming the field for a bad value or an unknown key."""
-    if isinstance(calibration, Mapping) and "run" in calibration:  # a whole config
-        calibration = calibration.get("calibration", {})
+#: Keys of a study config (or of a part of one handed to a study): a
+#: mapping holding one is a config, never a calibration table.
+CONFIG_KEYS = ("run", "lift", "moments", "damping", "physical", "plate_motion", "validation", "fidelity",
+               "calibration")
+
+
+def _entry_values(calibration: Any) -> dict[str, float]:
+    """The values of a config's ``calibration`` entry (see :func:`calibration_values`)."""
     if isinstance(calibration, (str, Path)):
         return read_calibration_record(calibration)
     if not isinstance(calibration, Mapping):
@@ -103,9 +104,22 @@ def calibration_values(calibration: Any) -> dict[str, float]:
     return _check_values(calibration, "calibration.")
 
 
+def calibration_values(calibration: Any) -> dict[str, float]:
+    """The calibration's values [SI] from a study config (or the part of
+    one a study is handed: any mapping with a key of :data:`CONFIG_KEYS`;
+    no ``calibration`` key: none) or from its ``calibration`` entry (a
+    table of values, the path of a stand fit's ``results.json``, or ``{}``:
+    none). Raises :class:`ConfigError` naming the field for a bad value or
+    an unknown key."""
+    if isinstance(calibration, Mapping) and any(k in CONFIG_KEYS for k in calibration):
+        calibration = calibration.get("calibration", {})
+    return _entry_values(calibration)
+
+
 def check_calibration(calibration: Any) -> None:
-    """Check a config's ``calibration`` entry (see :func:`calibration_values`)."""
-    calibration_values(calibration)
+    """Check a config's ``calibration`` entry (see :func:`calibration_values`;
+    an entry holding a config key such as ``lift`` is refused by name)."""
+    _entry_values(calibration)
 
 
 def calibration_record(cfg: Mapping) -> dict[str, Any]:
@@ -114,7 +128,7 @@ def calibration_record(cfg: Mapping) -> dict[str, Any]:
     units of :data:`CALIBRATION_UNITS` (empty: the nominal per-wing model)."""
     calibration = cfg.get("calibration", {})
     source = str(calibration) if isinstance(calibration, (str, Path)) else ("config" if calibration else "nominal")
-    return {"source": source, "values": calibration_values(calibration)}
+    return {"source": source, "values": _entry_values(calibration)}
 
 
 def _set(tree, where, value):
