@@ -12,8 +12,10 @@ the nominal calibration (the baseline, measured in the same run), runs
 ``flapjax identify --quick`` on each through the Python API with the
 candidate as ``[calibration]`` (studies lift, moments, damping,
 plate_motion, validation, fidelity; ``physical`` re-fits ``lift_scale`` to
-the same table and is left out), then flies the designed-gains hover of the
-per-wing free robot with that calibration and its identified model (2 s
+the same table and is left out), then flies the per-wing free robot with
+that calibration under ``hover_rollout``'s defaults (the designed gains of
+the per-wing linear hover model, :func:`flapjax.sim.flapper.hover_gains.designed_gains`,
+at the hover frequency ``sqrt(m g / k_f)`` of the identified model; 2 s
 from z = 0.5 m on the periodic orbit; pass: cycle-mean tilt < 1 deg, tilt
 RMS < 3 deg, altitude error < 5 mm over the last 0.5 s).
 
@@ -105,10 +107,11 @@ def _fidelity_row(final) -> dict[str, Any]:
 
 
 def hover_check(calibration: dict, averaged, *, backend: str = "rigid", duration: float = 2.0) -> dict[str, Any]:
-    """The designed-gains hover of the per-wing free robot with ``calibration``
-    and the identified ``averaged`` model (its hover frequency, its designed
-    gains), from rest on the periodic orbit at z = 0.5 m: the hover quality
-    over the last 0.5 s [deg, deg, m] and whether it meets the bounds."""
+    """The hover of the per-wing free robot with ``calibration`` under
+    ``hover_rollout``'s defaults (designed gains at the hover frequency of
+    ``averaged``, which also sets the robot's stroke frequency), from rest on
+    the periodic orbit at z = 0.5 m: the hover quality over the last 0.5 s
+    [deg, deg, m] and whether it meets the bounds."""
     import jax.numpy as jnp
 
     from flapjax.identify.flapper.calibration import calibrate
@@ -148,15 +151,16 @@ def _failed_row(label: str, calibration: dict, out: Path, exc: Exception, second
             "identify_seconds": seconds}
 
 
-def run_candidate(label: str, calibration: dict, out: Path, *, hover_backend: str) -> dict[str, Any]:
-    """Identify (``--quick`` settings, :data:`STUDIES`) with ``calibration``
+def run_candidate(label: str, calibration: dict, out: Path, *, hover_backend: str,
+                  studies: list[str] = STUDIES) -> dict[str, Any]:
+    """Identify (``--quick`` settings, ``studies``) with ``calibration``
     into ``out`` and fly the hover; one row of the table."""
     from flapjax.identify.flapper.config import default_config
     from flapjax.identify.flapper.run import run_identification
     from flapjax.validation import ConfigError
 
     cfg = default_config(quick=True)
-    cfg["run"]["studies"], cfg["run"]["plots"] = list(STUDIES), False
+    cfg["run"]["studies"], cfg["run"]["plots"] = list(studies), False
     cfg["calibration"] = dict(calibration)
     t0 = time.perf_counter()
     try:
@@ -208,21 +212,24 @@ def _hover_cell(h: dict | None) -> str:
 def markdown(rows: list[dict], meta: dict) -> str:
     """The table of :func:`run_candidate` rows and the spread summary."""
     lines = ["# Identification across the admissible per-wing calibrations", "",
-             f"Produced by `python -m benchmarks.calibration_admissible_set` ({meta['seconds']:.0f} s wall, "
+             "Produced by `python -m benchmarks.calibration_admissible_set"
+             + ("" if "plate_motion" in meta.get("studies", STUDIES) else " --without-plate-motion")
+             + f"` ({meta['seconds']:.0f} s wall, "
              f"{meta['device']}, JAX {meta['jax']}; two CPU cores shared with other work). Each row: "
-             "`flapjax identify --quick` (studies " + ", ".join(STUDIES) + ") with the candidate as "
-             "`[calibration]`, then the designed-gains hover of the per-wing free robot "
+             "`flapjax identify --quick` (studies " + ", ".join(meta.get("studies", STUDIES)) + ") with the candidate as "
+             "`[calibration]`, then the per-wing free robot's hover under `hover_rollout`'s defaults "
              f"({meta['hover_backend']} backend, 2 s). The nominal row is the baseline.", "",
              "D_x, D_y, L_v, M_u (driven): the damping study's signed slopes on the driven base; L_v, M_u "
              "(free flight): the final model's, refitted by the plate_motion study. Units: k_f N/Hz^2, k_roll "
-             "and k_pitch N m/rad, D N m s/rad, L_v and M_u N m s/m. Hover: the designed gains of the row's own "
-             "identified model; \"nominal model's controller\": the same robot under the gains designed on the "
-             "nominal row's model (the controller the project ships), pass: tilt RMS < 3 deg, cycle-mean tilt "
-             "< 1 deg, altitude error < 5 mm over the last 0.5 s.", "",
+             "and k_pitch N m/rad, D N m s/rad, L_v and M_u N m s/m. Hover: `hover_rollout`'s defaults (the "
+             "designed gains of the per-wing linear hover model) at the hover frequency of the row's identified "
+             "model; \"at the nominal f_h\": the same at the nominal row's (42.214 Hz; the only hover of a row "
+             "whose identification stopped). Pass: tilt RMS < 3 deg, cycle-mean tilt < 1 deg, altitude error "
+             "< 5 mm over the last 0.5 s.", "",
              "| calibration | k_h [N m/rad] | b_h [N m s/rad] | lift_scale | k_f | k_roll / k_pitch | "
              "D_x / D_y (driven) | L_v / M_u (driven) | L_v / M_u (free flight) | "
              "validation (att. RMS max) | fidelity | hover (tilt RMS, cycle-mean tilt, alt. err.) | "
-             "hover, nominal model's controller |",
+             "hover at the nominal f_h |",
              "|" + "---|" * 13]
     for r in rows:
         c, v, d = r["calibration"], r["identified"], r.get("driven_slopes", {})
@@ -277,16 +284,16 @@ def _folder(label: str) -> str:
 
 
 def hover_with_nominal_model(json_path: Path, md_path: Path, out_root: Path, *, backend: str) -> None:
-    """Add to each saved row the hover of its calibrated per-wing robot under
-    the controller of the nominal calibration (designed on the model that
-    ``identify --quick`` gives for the nominal robot, at its hover frequency):
-    the shipped controller flying each admissible robot."""
+    """Add to each saved row the hover of its calibrated per-wing robot
+    under ``hover_rollout``'s defaults at the hover frequency of the nominal
+    calibration's identified model (a row whose identification stopped has
+    no hover frequency of its own)."""
     from flapjax.aero.cycle_averaged import CycleAveragedParams
 
     record = json.loads(json_path.read_text())
     nominal = CycleAveragedParams.from_json(out_root / "nominal" / "cycle_averaged.json")
     for row in record["rows"]:
-        print(f"{row['label']}: hover under the nominal model's controller ...", flush=True)
+        print(f"{row['label']}: hover at the nominal hover frequency ...", flush=True)
         row["hover_nominal_model"] = hover_check(row["calibration"], nominal, backend=backend)
         json_path.write_text(json.dumps(record, indent=1, default=float))
     md_path.write_text(markdown(record["rows"], record["meta"]))
@@ -316,8 +323,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=str(RESULTS / "calibration_admissible_set.json"))
     ap.add_argument("--md", default=str(RESULTS / "calibration_admissible_set.md"))
     ap.add_argument("--tables-only", action="store_true", help="rewrite the tables from the saved rows")
+    ap.add_argument("--without-plate-motion", action="store_true",
+                    help="leave the plate_motion study out (the model of lift, moments and damping alone)")
     ap.add_argument("--hover-nominal-model", action="store_true",
-                    help="add to the saved rows the hover under the nominal calibration's controller")
+                    help="add to the saved rows the hover at the nominal calibration's hover frequency")
     args = ap.parse_args(argv)
     if args.tables_only:
         refresh_tables(Path(args.json), Path(args.md), Path(args.out_root))
@@ -334,15 +343,17 @@ def main(argv=None) -> int:
     jax.config.update("jax_enable_x64", True)
     t0 = time.perf_counter()
     cands = [c for c in admissible_candidates() if not args.only or any(t in c[0] for t in args.only)]
+    studies = [k for k in STUDIES if k != "plate_motion" or not args.without_plate_motion]
     rows = []
     for label, calibration, search in cands:
         print(f"{label}: identify ...", flush=True)
-        row = run_candidate(label, calibration, Path(args.out_root) / _folder(label), hover_backend=args.hover_backend)
+        row = run_candidate(label, calibration, Path(args.out_root) / _folder(label), hover_backend=args.hover_backend,
+                            studies=studies)
         row["search"] = search
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("label", "identified", "validation", "hover")}, default=float), flush=True)
         meta = {"seconds": time.perf_counter() - t0, "device": str(jax.devices()[0].platform), "jax": jax.__version__,
-                "hover_backend": args.hover_backend}
+                "hover_backend": args.hover_backend, "studies": studies}
         Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows, "spread": spread(rows)}, indent=1,
                                               default=float))
         Path(args.md).write_text(markdown(rows, meta))

@@ -45,6 +45,30 @@ def _driven_derivatives(calibration: dict, frequency: float) -> np.ndarray:
     return np.array([metrics[k] for k in DRIVEN.values()])
 
 
+#: Values a stand fit may hold at their nominal ones whose influence the report measures.
+HELD = ("hinge_damping", "stop_angle", "stop_stiffness", "stop_width")
+
+
+def _nominal_held() -> dict[str, float]:
+    """The nominal per-wing values of :data:`HELD` (MJCF and flapper_params.json)."""
+    from flapjax.sim import flapper as fl
+
+    hinge = fl.default_params().hinge
+    return {"hinge_damping": float(hinge.damping), "stop_angle": float(hinge.stop_angle),
+            "stop_stiffness": float(hinge.stop_stiffness), "stop_width": float(hinge.stop_width)}
+
+
+def _central_jacobian(theta: dict, names, frequency: float, step: float) -> np.ndarray:
+    """(4, len(names)) d(D_x, D_y, L_v, M_u) / d value by central differences (relative ``step``)."""
+    jac = np.zeros((len(DRIVEN), len(names)))
+    for j, n in enumerate(names):
+        h = step * theta[n]
+        up = _driven_derivatives({**theta, n: theta[n] + h}, frequency)
+        down = _driven_derivatives({**theta, n: theta[n] - h}, frequency)
+        jac[:, j] = (up - down) / (2 * h)
+    return jac
+
+
 def determinacy(record_path: Path, *, step: float = 0.02) -> dict[str, Any]:
     """Propagate the Gauss-Newton covariance of a phase-resolved stand fit
     (its ``results.json``: values, ``*_std``, correlation) to D_x, D_y, L_v,
@@ -71,15 +95,14 @@ def determinacy(record_path: Path, *, step: float = 0.02) -> dict[str, Any]:
     k_f = float(study_lift(cfg).values["k_f"])
     f = damping_frequency(cfg, k_f)
     base = _driven_derivatives(theta, f)
-    jac = np.zeros((len(DRIVEN), len(names)))
-    for j, n in enumerate(names):
-        h = step * theta[n]
-        up, down = _driven_derivatives({**theta, n: theta[n] + h}, f), _driven_derivatives({**theta, n: theta[n] - h}, f)
-        jac[:, j] = (up - down) / (2 * h)
+    jac = _central_jacobian(theta, names, f, step)
     std = np.sqrt(np.diag(jac @ cov @ jac.T))
+    held_values = {n: v for n, v in _nominal_held().items() if n not in theta}
+    held_jac = _central_jacobian({**held_values, **theta}, list(held_values), f, step)
     rows = {sym: {"value": float(base[i]), "std": float(std[i]), "relative_std": float(std[i] / abs(base[i])),
                   "sign_certain": bool(abs(base[i]) > 3 * std[i]),
-                  "sensitivity": {n: float(jac[i, j]) for j, n in enumerate(names)}}
+                  "sensitivity": {n: float(jac[i, j]) for j, n in enumerate(names)},
+                  "held_elasticity": {n: float(held_jac[i, j] * v / base[i]) for j, (n, v) in enumerate(held_values.items())}}
             for i, sym in enumerate(DRIVEN)}
     held = [n for n in CALIBRATION_UNITS if n not in theta]
     return {"record": str(record_path), "fitted": {n: {"value": theta[n], "std": float(sd[k])} for k, n in enumerate(names)},
@@ -102,6 +125,13 @@ def determinacy_markdown(d: dict) -> str:
         lines.append(f"| {sym} | {r['value']:+.4e} | {r['std']:.2e} | {100 * r['relative_std']:.3f} % | "
                      f"{'yes' if r['sign_certain'] else 'no'} | "
                      + " | ".join(f"{v:+.3e}" for v in r["sensitivity"].values()) + " |")
+    held = list(next(iter(d["derivatives"].values())).get("held_elasticity", {}))
+    if held:
+        lines += ["", "What the held values would move (elasticity: per cent change of the derivative per per cent "
+                  "change of the held value, central differences at the same steps):", "",
+                  "| derivative | " + " | ".join(held) + " |", "|" + "---|" * (len(held) + 1)]
+        lines += [f"| {sym} | " + " | ".join(f"{r['held_elasticity'][n]:+.2f}" for n in held) + " |"
+                  for sym, r in d["derivatives"].items()]
     return "\n".join(lines) + "\n"
 
 
