@@ -39,6 +39,14 @@ def test_lift_scale_calibration_raises_k_f_as_measured():
     assert 1.09 < up / base < 1.105
 
 
+def test_a_stand_fit_record_reaches_the_identified_k_f(tmp_path):
+    """``calibration = "results.json"``: the record's lift_scale (x1.1) raises k_f as the table's does."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"study": "stand_waveform", "lift_scale": 1.1 * NOMINAL_LIFT_SCALE, "fz_offset": 1e-3}))
+    base = float(study_lift(_lift_cfg({})).values["k_f"])
+    assert 1.09 < float(study_lift(_lift_cfg(str(path))).values["k_f"]) / base < 1.105
+
+
 def test_calibration_values_reach_params_and_robot():
     robot = fl.make_robot("fixed", "wing", backend="rigid")
     params = fl.sweep_params(np.array([30.0, 40.0, 45.0]), robot=robot)  # batched: one world per frequency
