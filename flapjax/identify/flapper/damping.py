@@ -160,16 +160,24 @@ def _notes(s: Mapping, frequency: float, res, slopes: dict, kinds: np.ndarray) -
 _LABELS = ("v_x", "v_y", "w_x", "w_y", "w_z")
 
 
-def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None, description=None) -> StudyResult:
-    """D_w and k_v from imposed body motion (see the module docstring)."""
+def _driven_worlds(cfg: Mapping, frequency: float, robot, description):
+    """The driven-base sweep of the study's drives on the (calibrated)
+    driven robot: ``(sweep output, drives (n, 5), drive kinds (n,))``."""
     s = cfg["damping"]
-    t0 = time.perf_counter()
     robot = fl.make_driven_robot(s["armature"], description=description) if robot is None else robot
     params = fl.default_params(robot, frequency=float(frequency), description=description)
     robot, params = calibrate(robot, params, calibration_values(cfg))
     drives, kinds = _drives(s)
     out = fl.driven_sweep(robot, params, drives, duration=float(s["duration"]), discard=float(s["discard"]),
                           batch_size=cfg["run"]["batch_size"])
+    return out, drives, kinds
+
+
+def study_damping(cfg: Mapping, *, frequency: float, bar=None, robot=None, description=None) -> StudyResult:
+    """D_w and k_v from imposed body motion (see the module docstring)."""
+    s = cfg["damping"]
+    t0 = time.perf_counter()
+    out, drives, kinds = _driven_worlds(cfg, frequency, robot, description)
     force, moment, mean_drive = np.asarray(out.force), np.asarray(out.moment), np.asarray(out.drive)
     meas = np.concatenate([force[:, :2], moment], axis=1)  # (n, 5) aligned with drive dofs
     # Each world measures the load on the axis it drives; the regressor is the
