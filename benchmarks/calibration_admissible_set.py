@@ -23,7 +23,9 @@ Run: ``python -m benchmarks.calibration_admissible_set [--out-root DIR]
 [--only LABEL ...] [--hover-backend rigid|mjx]``. Each candidate's
 identification goes to ``DIR/<label>/`` and resumes there; rows are written
 after each candidate to ``benchmarks/results/calibration_admissible_set.json``
-and the table to ``benchmarks/results/calibration_admissible_set.md``.
+and the table to ``benchmarks/results/calibration_admissible_set.md``; with
+``--only`` the rows run replace theirs among the saved ones (``meta.rerun``
+names them, ``meta.seconds`` is that run's).
 """
 
 from __future__ import annotations
@@ -315,6 +317,24 @@ def refresh_tables(json_path: Path, md_path: Path, out_root: Path) -> None:
     md_path.write_text(markdown(record["rows"], record["meta"]))
 
 
+def _saved_rows(json_path: Path) -> dict[str, dict]:
+    """The rows of an earlier run, by label (empty when there is none)."""
+    if not json_path.exists():
+        return {}
+    return {r["label"]: r for r in json.loads(json_path.read_text())["rows"]}
+
+
+def _merged(saved: dict[str, dict], rows: list[dict]) -> list[dict]:
+    """The earlier rows with those run now replaced (in their place; new
+    labels at the end). A rerun row keeps the earlier row's entries it does
+    not make itself (the hover at the nominal f_h of ``--hover-nominal-model``,
+    which depends on the calibration and the nominal model only)."""
+    new = {r["label"]: r for r in rows}
+    kept = ("hover_nominal_model",)
+    table = [{**{n: saved[k][n] for n in kept if n in saved[k]}, **new[k]} if k in new else saved[k] for k in saved]
+    return table + [r for r in rows if r["label"] not in saved]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-root", default="out/calibration_admissible_set")
@@ -344,7 +364,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     cands = [c for c in admissible_candidates() if not args.only or any(t in c[0] for t in args.only)]
     studies = [k for k in STUDIES if k != "plate_motion" or not args.without_plate_motion]
-    rows = []
+    rows, saved = [], _saved_rows(Path(args.json)) if args.only else {}
     for label, calibration, search in cands:
         print(f"{label}: identify ...", flush=True)
         row = run_candidate(label, calibration, Path(args.out_root) / _folder(label), hover_backend=args.hover_backend,
@@ -354,9 +374,12 @@ def main(argv=None) -> int:
         print(json.dumps({k: row[k] for k in ("label", "identified", "validation", "hover")}, default=float), flush=True)
         meta = {"seconds": time.perf_counter() - t0, "device": str(jax.devices()[0].platform), "jax": jax.__version__,
                 "hover_backend": args.hover_backend, "studies": studies}
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows, "spread": spread(rows)}, indent=1,
+        table = _merged(saved, rows)
+        if saved:
+            meta["rerun"] = [r["label"] for r in rows]
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": table, "spread": spread(table)}, indent=1,
                                               default=float))
-        Path(args.md).write_text(markdown(rows, meta))
+        Path(args.md).write_text(markdown(table, meta))
     return 0
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax.aero.control_matrix import channel_control, check_control_matrix
-from flapjax.validation import ConfigError, as_float_array, check_positive, inertia_matrix
+from flapjax.validation import ConfigError, as_float_array, check_finite, check_positive, inertia_matrix
 
 #: The largest plate angle |delta_p|, |delta_r| of the robot's plate servos
 #: [rad]: the range of the simulator's plate commands and sweeps and of the
@@ -84,7 +84,10 @@ class CycleAveragedParams(eqx.Module):
       horizontal_damping: () k_v, world-frame horizontal drag [N s/m].
       roll_gain: () k_roll, roll moment per rad of pitch_joint [N m/rad].
       pitch_gain: () k_pitch, pitch moment per rad of roll_joint [N m/rad].
-      rate_damping: (3,) D_w diagonal, body-rate damping [N m s/rad].
+      rate_damping: (3,) D_w diagonal, body-rate damping [N m s/rad], finite and
+        signed: an identified cycle-mean slope, which may push with the rate
+        (D < 0: an anti-damped axis, as the free-flight D_w,y of some admissible
+        calibrations; the hover gains are then designed on an unstable open loop).
       roll_speed_coupling: () L_v, body roll moment per body lateral speed
         v_B,y [N m s/m] (> 0: drag above the centre of mass); default 0.
       pitch_speed_coupling: () M_u, body pitch moment per body forward speed
@@ -135,7 +138,7 @@ class CycleAveragedParams(eqx.Module):
     def __check_init__(self):
         check_positive("CycleAveragedParams.lift_coefficient", self.lift_coefficient)
         check_positive("CycleAveragedParams.horizontal_damping", self.horizontal_damping, allow_zero=True)
-        check_positive("CycleAveragedParams.rate_damping", self.rate_damping, allow_zero=True)
+        check_finite("CycleAveragedParams.rate_damping", self.rate_damping)  # signed: see the docstring
         if jnp.shape(self.rate_damping)[-1:] != (3,):
             raise ConfigError(
                 f"CycleAveragedParams.rate_damping: expected shape (3,), got shape {jnp.shape(self.rate_damping)}"

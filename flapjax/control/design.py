@@ -57,7 +57,7 @@ class LinearHoverModel:
         that tilts the body toward +x, +y [kg m^2].
       control_gain: (k_pitch, k_roll) lambda_f at the hover frequency, the
         moment per rad of plate [N m/rad].
-      rate_damping: (D_y, D_x) [N m s/rad].
+      rate_damping: (D_y, D_x) [N m s/rad], signed (< 0: anti-damped axis).
       coupling: (M_u, -L_v), tilt moment per m/s of horizontal speed
         [N m s/m] (tilt coordinates; negative when the drag acts above the
         centre of mass).
@@ -99,8 +99,8 @@ class LinearHoverModel:
                 raise ConfigError(f"LinearHoverModel.{name}: expected 2 finite numbers (x, y), got {getattr(self, name)!r}")
         for name in ("inertia", "control_gain"):
             check_positive(f"LinearHoverModel.{name}", np.asarray(getattr(self, name)))
-        for name in ("rate_damping", "horizontal_damping"):
-            check_positive(f"LinearHoverModel.{name}", np.asarray(getattr(self, name)), allow_zero=True)
+        # rate_damping may be negative (an anti-damped axis); LQR stabilizes that open loop too
+        check_positive("LinearHoverModel.horizontal_damping", np.asarray(self.horizontal_damping), allow_zero=True)
         check_positive("LinearHoverModel.plate_lag", self.plate_lag, allow_zero=True)
         check_positive("LinearHoverModel.estimate_lag", self.estimate_lag, allow_zero=True)
         if len(set(self.channels)) != 2 or not all(isinstance(j, int) and j >= 0 for j in self.channels):

@@ -134,6 +134,21 @@ def design_feedback_with_plate_motion(model: LinearHoverModel, terms: PlateMotio
     return k
 
 
+def _stabilizing(model: LinearHoverModel, terms: PlateMotionTerms, axis: int, gains: np.ndarray) -> np.ndarray:
+    """Gains (4,) near ``gains`` that stabilize the axis's loop with the plate's
+    motion: the closed loop's spectral abscissa minimized (Nelder-Mead). A
+    large plate reaction on an anti-damped axis (D < 0) needs a much smaller
+    rate gain than the rigid-body LQR's; the start is returned unchanged when
+    none is found (then :func:`design_feedback_with_plate_motion` refuses it)."""
+    def abscissa(g):
+        k = np.zeros((2, 4))
+        k[axis] = g
+        return float(np.max(np.linalg.eigvals(closed_loop_with_plate_motion(model, terms, k, axis)[0]).real))
+
+    fit = scipy.optimize.minimize(abscissa, gains, method="Nelder-Mead", options={"maxiter": 4000})
+    return fit.x if fit.fun < -0.1 and fit.x[2] > 0 else gains
+
+
 def design_gains_with_plate_motion(params: CycleAveragedParams, hover_frequency: float, *,
                                    base: HoverGains | None = None) -> HoverGains:
     """The designed gains of ``params`` (:func:`flapjax.control.design.design_gains`
@@ -151,5 +166,7 @@ def design_gains_with_plate_motion(params: CycleAveragedParams, hover_frequency:
     for axis in (0, 1):  # the rigid-body design may not hold the loop with the plate's motion: start from a gentler one
         if not np.isfinite(_cost(model, terms, LqrWeights(), axis, start[axis])):
             start[axis] = start[axis] * np.array([0.3, 0.3, 0.6, 0.6])
+        if not np.isfinite(_cost(model, terms, LqrWeights(), axis, start[axis])):
+            start[axis] = _stabilizing(model, terms, axis, start[axis])
     k = design_feedback_with_plate_motion(model, terms, start)
     return gains_from_feedback(k, model.gravity, gains)
