@@ -36,9 +36,11 @@ by multiple shooting (:func:`run_flight_identification`). Stand tables
 (:mod:`.stand`, per-wing parameters through the rollout: :mod:`.stand_physical`)
 and phase-resolved stand records (:mod:`.waveform`) are fitted the same way.
 
-:mod:`.config` holds the settings and their checks, :mod:`.run` the driver
-with resume, :mod:`.report` the plots and the summary table,
-:mod:`.results` the aggregate :class:`IdentificationResult`.
+:mod:`.config` holds the settings and their checks, :mod:`.calibration`
+the per-wing calibration a config's ``[calibration]`` section sets for every
+simulated study, :mod:`.run` the driver with resume, :mod:`.report` the
+plots and the summary table, :mod:`.results` the aggregate
+:class:`IdentificationResult`.
 """
 
 from flapjax.identify.flapper.config import (
