@@ -84,10 +84,8 @@ class CycleAveragedParams(eqx.Module):
       horizontal_damping: () k_v, world-frame horizontal drag [N s/m].
       roll_gain: () k_roll, roll moment per rad of pitch_joint [N m/rad].
       pitch_gain: () k_pitch, pitch moment per rad of roll_joint [N m/rad].
-      rate_damping: (3,) D_w diagonal, body-rate damping [N m s/rad], finite and
-        signed: an identified cycle-mean slope, which may push with the rate
-        (D < 0: an anti-damped axis, as the free-flight D_w,y of some admissible
-        calibrations; the hover gains are then designed on an unstable open loop).
+      rate_damping: (3,) D_w diagonal, body-rate damping [N m s/rad]; finite, signed: an identified
+        slope (< 0: anti-damped, as some calibrations' free-flight D_w,y; gains then hold an unstable loop).
       roll_speed_coupling: () L_v, body roll moment per body lateral speed
         v_B,y [N m s/m] (> 0: drag above the centre of mass); default 0.
       pitch_speed_coupling: () M_u, body pitch moment per body forward speed
