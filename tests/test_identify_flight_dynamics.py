@@ -1,4 +1,4 @@
-"""The flight-log fit's rigid body (flapjax.identify.flapper.flight_dynamics)
+"""The flight-log fit's rigid body (flapjax.sim.flapper.averaged_body)
 against the simulator's (flapjax.sim.rigid): the same conventions (state
 layout, quaternion R_WB as (w, x, y, z), world velocity, body rates) and the
 same equations of motion, integrated differently (RK4 on the sample grid in
@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
-from flapjax.identify.flapper import flight_dynamics as FD
-from flapjax.math import quat_integrate, quat_to_mat
+from flapjax.sim.flapper import averaged_body as FD
+from flapjax.math import euler_to_quat, quat_integrate, quat_to_mat
 from flapjax.sim import rigid
 
 PARAMS = CycleAveragedParams(roll_speed_coupling=8e-4, pitch_speed_coupling=-5e-4)
@@ -23,7 +23,7 @@ FREQ, PLATE = 44.0, jnp.array([0.05, -0.03])
 
 
 def _state13():
-    q = FD.euler_to_quat(0.2, -0.3, 1.1)
+    q = euler_to_quat(0.2, -0.3, 1.1)
     return jnp.concatenate([jnp.array([0.1, -0.2, 0.5, 0.3, -0.2, 0.1]), q, jnp.array([0.7, -1.1, 0.5])])
 
 

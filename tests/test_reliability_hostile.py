@@ -385,7 +385,7 @@ STRICT_CASES = [
 
 
 def _flight_body(**kw):
-    from flapjax.identify.flapper.flight_dynamics import body
+    from flapjax.sim.flapper.averaged_body import body
 
     return body(**kw)
 

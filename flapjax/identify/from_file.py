@@ -143,7 +143,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         parameters through the fixed-base rollout (slow).
       mass, inertia: flapper flight logs only: the mass [kg] and inertia
         [kg m^2] of the robot that flew (default the nominal robot's; see
-        :func:`flapjax.identify.flapper.flight_dynamics.body`).
+        :func:`flapjax.sim.flapper.averaged_body.body`).
       command_delay: flapper flight logs only: samples by which the logged
         commands lag, or ``"auto"`` (default 0; see
         :func:`flapjax.identify.flapper.flight_log.run_flight_identification`).

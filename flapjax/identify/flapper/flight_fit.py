@@ -15,7 +15,6 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
-from flapjax.identify.flapper.flight_dynamics import robot_body, start_model
 from flapjax.identify.flapper.far_from_nominal import far_from_nominal
 from flapjax.identify.flapper.flight_format import POSE_NAMES as POSE_CHANNELS, noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
@@ -45,6 +44,7 @@ from flapjax.identify.solve import (
     std_and_correlation,
     unidentified,
 )
+from flapjax.sim.flapper.averaged_body import robot_body, start_model
 from flapjax.validation import ConfigError, check_range
 
 #: Fit residual RMS over the log's own noise level (second differences)

@@ -31,7 +31,7 @@ attitude errors of that prediction are the validation, reported for the
 identified and for the start (seed) model.
 
 Modules: :mod:`.flight_format` (the log: columns, reading, writing, noise
-levels), :mod:`.flight_dynamics` (the rigid body under the averaged model),
+levels), :mod:`flapjax.sim.flapper.averaged_body` (the rigid body under the averaged model),
 :mod:`.flight_parameters` (the identified parameters and their normalized
 form), :mod:`.flight_shooting` (segments, compiled residuals and
 Jacobians), :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
@@ -50,20 +50,6 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from flapjax.identify.flapper.flight_dynamics import (
-    body,
-    derivative,
-    euler_to_quat,
-    fly,
-    measure,
-    quat_mul,
-    quat_to_euler,
-    quat_to_rot,
-    rk4,
-    robot_body,
-    rotvec_to_quat,
-    start_model,
-)
 from flapjax.identify.flapper.flight_fit import (
     DEFAULTS,
     QUICK,
@@ -90,7 +76,10 @@ from flapjax.identify.flapper.flight_synthetic import (
 )
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import data_record, write_record
+from flapjax.math import euler_to_quat, quat_mul, quat_to_euler, rotvec_to_quat
+from flapjax.math import quat_to_mat as quat_to_rot
 from flapjax.safe_io import check_fit_memory
+from flapjax.sim.flapper.averaged_body import body, derivative, fly, measure, rk4, robot_body, start_model
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
@@ -166,7 +155,7 @@ def run_flight_identification(
     whose ``to_json()`` is what ``results.json`` holds. ``quick`` caps the
     Levenberg-Marquardt iterations; ``progress`` shows a bar over them.
     ``mass`` [kg] and ``inertia`` [kg m^2] are those of the robot that flew
-    (:func:`~flapjax.identify.flapper.flight_dynamics.body`; default the
+    (:func:`~flapjax.sim.flapper.averaged_body.body`; default the
     nominal robot's); the fitted forces scale with the mass and the moments
     with the inertia, so give yours. ``results.json`` records them under
     ``body``. ``command_delay``: samples by which the logged commands lag

@@ -16,13 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.flapper.flight_dynamics import (
-    euler_to_quat,
-    fly,
-    measure,
-    quat_mul,
-    rotvec_to_quat,
-)
+from flapjax.math import euler_to_quat, quat_mul, rotvec_to_quat
+from flapjax.sim.flapper.averaged_body import fly, measure
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
     decode,

@@ -10,13 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, linearize_hover
-from flapjax.identify.flapper.flight_dynamics import (
-    quat_to_euler,
-    quat_to_rot,
-    rk4,
-    robot_body,
-)
 from flapjax.identify.flapper.flight_parameters import with_values
+from flapjax.math import quat_to_euler
+from flapjax.math import quat_to_mat as quat_to_rot
+from flapjax.sim.flapper.averaged_body import rk4, robot_body
 from flapjax.validation import ConfigError
 
 #: Hidden values of the sample log ``identification/data/flight_log.csv``.

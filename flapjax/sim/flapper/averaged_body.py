@@ -1,9 +1,10 @@
 """Rigid body of the flight-log identification under the cycle-averaged
-model: quaternion helpers, the state derivative, RK4 and the pose a motion
+model: the state derivative, RK4 on the sample grid and the pose a motion
 capture system measures; the robot's mass and inertia.
 
 The state (13,) is position (3) [m], velocity (3) [m/s] (world frame, z
 up), the quaternion R_WB (w, x, y, z) and the body rates (3) [rad/s].
+The quaternion and Euler helpers are :mod:`flapjax.math`'s.
 """
 
 from __future__ import annotations
@@ -14,40 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, cycle_averaged_wrench
-from flapjax.math import quat_mul
+from flapjax.math import quat_mul, quat_to_euler
 from flapjax.math import quat_to_mat as quat_to_rot  # R_WB of (w, x, y, z)
 from flapjax.validation import ConfigError, as_float_array, check_positive, check_range, inertia_matrix
-
-
-def euler_to_quat(roll, pitch, yaw):
-    """Quaternion (w, x, y, z) of ZYX Euler angles, ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    cr, sr = jnp.cos(roll / 2), jnp.sin(roll / 2)
-    cp, sp = jnp.cos(pitch / 2), jnp.sin(pitch / 2)
-    cy, sy = jnp.cos(yaw / 2), jnp.sin(yaw / 2)
-    return jnp.stack([
-        cr * cp * cy + sr * sp * sy,
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-    ], axis=-1)
-
-
-def quat_to_euler(q):
-    """ZYX Euler (roll, pitch, yaw) [rad] of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    roll = jnp.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = jnp.arcsin(jnp.clip(2 * (w * y - z * x), -1.0, 1.0))
-    yaw = jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return jnp.stack([roll, pitch, yaw])
-
-
-def rotvec_to_quat(v):
-    """Quaternion of a rotation vector (angle * axis) [rad]; exact, smooth at 0."""
-    angle2 = jnp.sum(v * v)
-    angle = jnp.sqrt(angle2 + 1e-30)
-    half = 0.5 * angle
-    s = jnp.where(angle2 > 1e-12, jnp.sin(half) / angle, 0.5 - angle2 / 48.0)
-    return jnp.concatenate([jnp.cos(half)[None], s * v])
 
 
 def derivative(params: CycleAveragedParams, inertia, state, frequency, plate):
