@@ -46,7 +46,7 @@ from benchmarks import workloads as W
 from flapjax import rotor
 from flapjax.identify.fit import choose_grad_mode, value_and_grad
 from flapjax.sim import tree
-from flapjax.identify.flapper import physical as P
+from flapjax.sim.flapper import stand as P
 from flapjax.identify.flapper.lift import predict_lift
 from flapjax.identify.flapper.moments import predict_moments
 from flapjax.identify.losses import Measurements, least_squares

@@ -206,10 +206,11 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     (``physical=True``), on a tiny case (2 frequencies, 40 ms rollouts) with
     a known answer."""
     from flapjax.identify.flapper import physical as P
+    from flapjax.sim.flapper import stand as ST
 
     freqs = [30.0, 40.0]
-    ro = P.StandRollout.make(freqs, np.zeros((2, 2)), duration=0.04, discard=0.02)
-    nominal = P.nominal_physical(ro.robot)
+    ro = ST.StandRollout.make(freqs, np.zeros((2, 2)), duration=0.04, discard=0.02)
+    nominal = ST.nominal_physical(ro.robot)
     truth = 0.9 * nominal["lift_scale"]
     fz = np.asarray(P.eval_stand(ro, {**nominal, "lift_scale": truth}))[:, 0] * np.array([1.002, 0.998])
     table = tmp_path / "tiny.csv"
@@ -226,7 +227,7 @@ def test_physical_parameters_from_a_stand_table(tmp_path):
     # the values alone, loadable as a phase-resolved record's
     assert json.loads((tmp_path / "out" / "per_wing.json").read_text()) == {"lift_scale": est}
     assert "per_wing.json" in res.files
-    P.apply_physical(ro.robot, ro.params, json.loads((tmp_path / "out" / "per_wing.json").read_text()))
+    ST.apply_physical(ro.robot, ro.params, json.loads((tmp_path / "out" / "per_wing.json").read_text()))
     notes = phys.get("notes", [])
     assert not any("standard deviation above half" in n for n in notes)  # a well-determined lift scale
     # six steps leave the optimizer short of its tolerance: said, not hidden

@@ -18,6 +18,7 @@ from flapjax.identify.data import DataError
 from flapjax.identify.flapper import waveform as W
 from flapjax.identify.flapper.waveform_format import load_stand_waveform, stand_waveform
 from flapjax.identify.from_file import identify_from_file, pick_study
+from flapjax.sim.flapper import stand_waveform as SW
 from tests.record_check import assert_common_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,12 +128,12 @@ def test_physical_flag_is_refused_for_a_waveform_record():
 def test_bin_edges_split_the_circle_halfway_between_centres():
     n = 8
     c = (np.arange(n) + 0.5) * 2 * np.pi / n
-    lo, hi = (np.asarray(a) for a in W.bin_edges(jnp.asarray(c[None])))
+    lo, hi = (np.asarray(a) for a in SW.bin_edges(jnp.asarray(c[None])))
     np.testing.assert_allclose(lo[0], np.arange(n) * 2 * np.pi / n, atol=1e-6)
     np.testing.assert_allclose(hi[0], np.arange(1, n + 1) * 2 * np.pi / n, atol=1e-6)
     # unsorted, unequal centres with a padded slot: bins still tile the circle once
     c2 = np.array([[3.0, 0.5, 5.5, 1.0, np.nan]])
-    lo, hi = (np.asarray(a)[0] for a in W.bin_edges(jnp.asarray(c2)))
+    lo, hi = (np.asarray(a)[0] for a in SW.bin_edges(jnp.asarray(c2)))
     np.testing.assert_allclose(hi - lo, [2.25, 0.75 - 0.5 * (6.0 - 2 * np.pi), 0.5 * (6.0 + 2 * np.pi) - 4.25,
                                          1.25, 0.0], rtol=1e-6)
     assert lo[4] == hi[4] == 0.0
@@ -157,7 +158,7 @@ def test_momenta_match_mujoco_subtree_momenta():
     def run(s, _):
         new, _ = fl.step(robot, p, s)
         # new.data holds the kinematics and velocities of the step's start: s.data's qpos, qvel
-        return new, (W.momenta(robot.model, new.data), s.data.qpos, s.data.qvel, new.data)
+        return new, (SW.momenta(robot.model, new.data), s.data.qpos, s.data.qvel, new.data)
 
     _, (mom, qpos, qvel, _data) = jax.jit(lambda s: jax.lax.scan(run, s, None, length=60))(fl.init_state(robot, p))
     mj = fm.build("fixed")
@@ -177,7 +178,7 @@ def test_momenta_match_mujoco_subtree_momenta():
     # about another point: H_c = H_0 - c x P, sum m (x - c) = sum m x - M c
     k, c = 35, np.array([0.01, -0.02, 0.5])
     d_k = jax.tree.map(lambda x: x[k], _data)
-    about = W.momenta(robot.model, d_k, jnp.asarray(c))
+    about = SW.momenta(robot.model, d_k, jnp.asarray(c))
     lin, ang, first = (np.asarray(x[k], dtype=float) for x in mom)
     np.testing.assert_allclose(np.asarray(about.angular), ang - np.cross(c, lin), rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(np.asarray(about.first_moment), first - total * c, rtol=1e-9, atol=1e-15)
@@ -189,7 +190,8 @@ def test_bin_means_average_to_the_cycle_mean_aero_loads():
     condition average to the cycle-mean aerodynamic force of the stand model
     (a momentum term with a wrong sign or factor would not), and the moments
     to the aerodynamic moment plus the weight's."""
-    from flapjax.identify.flapper.physical import StandRollout, eval_stand
+    from flapjax.identify.flapper.physical import eval_stand
+    from flapjax.sim.flapper.stand import StandRollout
 
     gen = _generator()
     cols = gen.clean_record()
@@ -265,7 +267,7 @@ def test_hidden_values_are_covered_over_noise_seeds():
 
 
 def test_identified_values_apply_to_robot_and_params():
-    from flapjax.identify.flapper.physical import apply_physical
+    from flapjax.sim.flapper.stand import apply_physical
     from flapjax.sim import flapper as fl
 
     robot = fl.make_robot("fixed", "wing", backend="rigid")

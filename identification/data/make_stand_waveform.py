@@ -4,7 +4,7 @@ Generates what a force sensor under the fixed flapping-wing robot records,
 phase-averaged against the stroke drive: five conditions (25, 30, 35 and
 40 Hz with level plates, 35 Hz with the pitch plate at 0.2 rad), 24 phase
 bins each, channels F_z, F_x, F_y, M_x, M_y, from the per-wing model
-(:func:`flapjax.identify.flapper.waveform_reading.sensor_waveform`: aerodynamic load
+(:func:`flapjax.sim.flapper.stand_waveform.sensor_waveform`: aerodynamic load
 minus the rate of change of the robot's momenta, plus the moment of the
 weight the plate and wings move; tared once with the robot at rest and the
 plates level) with the hidden values
@@ -64,7 +64,7 @@ _CLEAN: dict = {}
 
 def clean_record(hidden: dict | None = None) -> dict[str, np.ndarray]:
     """Noise-free columns of the record at ``hidden`` (cached per values)."""
-    from flapjax.identify.flapper.waveform_reading import READING_COLUMNS, WaveformRollout, eval_waveform
+    from flapjax.sim.flapper.stand_waveform import READING_COLUMNS, WaveformRollout, eval_waveform
 
     hidden = dict(HIDDEN if hidden is None else hidden)
     key = tuple(sorted(hidden.items()))

@@ -4,7 +4,7 @@ Targets: cycle-mean world F_z = 0.06618 / 0.14864 / 0.26391 N at 20 / 30 / 40 Hz
 of the fixed-base robot with its stiff plate servo (0.6 s runs, first 0.3 s
 discarded). Unknowns: the lift scale of the per-wing model, the feathering
 hinge stiffness and the hinge damping (all positive, trained in log space;
-the names of :func:`flapjax.identify.flapper.physical.with_physical`), and
+the names of :func:`flapjax.sim.flapper.stand.with_physical`), and
 optionally (``--stop-angle``) the feathering stop angle.
 Method: the package's fit (:mod:`flapjax.identify.fit`): least squares on the
 log-force residuals, L-BFGS with a value-only backtracking line search and

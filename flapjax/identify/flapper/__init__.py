@@ -60,14 +60,8 @@ from flapjax.identify.flapper.damping import coupling_slopes, damping_frequency,
 from flapjax.identify.flapper.flight_log import identify_flight_log, read_flight_log, run_flight_identification
 from flapjax.identify.flapper.lift import fixed_sweep, predict_lift, study_lift
 from flapjax.identify.flapper.moments import REFERENCE_FREQUENCY, predict_moments, study_moments
-from flapjax.identify.flapper.physical import (
-    LiftRollout,
-    eval_lift,
-    nominal_physical,
-    physical_loss,
-    study_physical,
-    with_physical,
-)
+from flapjax.identify.flapper.physical import eval_lift, physical_loss, study_physical
+from flapjax.sim.flapper.stand import LiftRollout, nominal_physical, with_physical
 from flapjax.identify.flapper.report import summary_table, write_plots
 from flapjax.identify.flapper.results import SEED_NAMES, SEED_UNITS, SEED_VALUES, IdentificationResult
 from flapjax.identify.flapper.run import run_identification

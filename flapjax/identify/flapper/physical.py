@@ -2,16 +2,17 @@
 through the fixed-base rollout (the pure-JAX joint tree by default, any
 fixed-base robot on request).
 
-:class:`LiftRollout` makes the cycle-mean world F_z of vmapped fixed-base
-worlds a differentiable function of per-wing physical parameters (feathering
-hinge stiffness and damping, lift and moment scales); :func:`study_physical`
+:class:`~flapjax.sim.flapper.stand.LiftRollout` makes the cycle-mean world
+F_z of vmapped fixed-base worlds a differentiable function of per-wing
+physical parameters (feathering hinge stiffness and damping, lift and moment
+scales); :func:`study_physical`
 fits the chosen ones to cycle-mean F_z "measurements" (the seed's table 11.2,
 configured values, or a synthetic round trip) with forward-mode gradients and
 reports Gauss-Newton standard deviations from the curvature of the loss.
 
-:class:`StandRollout` gives the cycle-mean F_z and optionally the body
-moments at a stand table's frequencies and plate angles, with a scale of the
-wings' rotational inertia among the parameters;
+:class:`~flapjax.sim.flapper.stand.StandRollout` gives the cycle-mean F_z
+and optionally the body moments at a stand table's frequencies and plate
+angles, with a scale of the wings' rotational inertia among the parameters;
 :func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand` fits
 them to a measured table.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,79 +33,14 @@ from flapjax.identify.losses import Measurements, correlation_among, gauss_newto
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim import tree
-from flapjax.validation import ConfigError
-
-
-def with_physical(params: fl.FlapperParams, values: Mapping[str, jax.Array]) -> fl.FlapperParams:
-    """Write per-wing physical parameters into (batched) FlapperParams."""
-    where = {
-        "hinge_stiffness": lambda p: p.hinge.stiffness,
-        "hinge_damping": lambda p: p.hinge.damping,
-        "lift_scale": lambda p: p.aero.lift_scale,
-        "moment_scale": lambda p: p.aero.moment_scale,
-    }
-    for name, value in values.items():
-        leaf = where[name](params)
-        params = eqx.tree_at(where[name], params, jnp.broadcast_to(jnp.asarray(value, dtype=leaf.dtype), leaf.shape))
-    return params
-
-
-def nominal_physical(robot: fl.FlapperRobot) -> dict[str, float]:
-    """The per-wing model's nominal physical parameters (MJCF and defaults)."""
-    p = fl.default_params(robot)
-    return {
-        "hinge_stiffness": float(p.hinge.stiffness),
-        "hinge_damping": float(p.hinge.damping),
-        "lift_scale": float(p.aero.lift_scale),
-        "moment_scale": float(p.aero.moment_scale),
-    }
-
-
-def _fixed_base_run(robot, duration: float, discard: float) -> tuple[fl.FlapperRobot, int, int]:
-    """``(robot, n_steps, discard_steps)`` of a fixed-base rollout of ``duration``
-    [s] whose first ``discard`` [s] are dropped (default robot: the fixed-base
-    per-wing robot on the pure-JAX joint tree)."""
-    robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
-    n_steps = int(round(duration / robot.dt))
-    discard_steps = int(round(discard / robot.dt))
-    if not 0 <= discard_steps < n_steps:
-        raise ConfigError(f"discard: must be shorter than duration ({duration}), got {discard}")
-    return robot, n_steps, discard_steps
-
-
-class LiftRollout(eqx.Module):
-    """Cycle-mean world F_z of fixed-base worlds as a differentiable function
-    of per-wing physical parameters (the fixed-base rollout inside; by
-    default on the pure-JAX joint tree, :mod:`flapjax.sim.tree`, which gives
-    the MJX robot's cycle means to round-off at a fraction of the cost).
-
-    Attributes:
-      robot: fixed-base per-wing robot.
-      params: batched FlapperParams, one world per frequency.
-      n_steps, discard_steps: run length and transient (static).
-    """
-
-    robot: fl.FlapperRobot
-    params: fl.FlapperParams
-    n_steps: int = eqx.field(static=True)
-    discard_steps: int = eqx.field(static=True)
-
-    @classmethod
-    def make(cls, frequencies, *, duration: float, discard: float, robot=None, params=None) -> "LiftRollout":
-        robot, n_steps, discard_steps = _fixed_base_run(robot, duration, discard)
-        params = fl.sweep_params(np.asarray(frequencies, dtype=float), params=params, robot=robot)
-        return cls(robot=robot, params=params, n_steps=n_steps, discard_steps=discard_steps)
-
-    def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
-        """(n,) cycle-mean F_z [N] with the given physical parameters."""
-        params = with_physical(self.params, values)
-        out = jax.vmap(lambda p: fl.cycle_mean(self.robot, p, self.n_steps, self.discard_steps))(params)
-        return out.force[:, 2]
-
-
-@tree.filter_jit
-def _eval_lift(rollout: LiftRollout, values: Mapping[str, jax.Array]) -> jax.Array:
-    return rollout(values)
+from flapjax.sim.flapper.stand import (
+    STAND_PHYSICAL_PARAMETERS,
+    LiftRollout,
+    StandRollout,
+    nominal_physical,
+    run_lift,
+    run_stand,
+)
 
 
 def _as_traced(values: Mapping[str, Any]) -> dict[str, jax.Array]:
@@ -120,7 +55,7 @@ def _as_traced(values: Mapping[str, Any]) -> dict[str, jax.Array]:
 def eval_lift(rollout: LiftRollout, values: Mapping[str, Any]) -> jax.Array:
     """(n,) cycle-mean F_z [N] of ``rollout`` at ``values`` (jitted, no
     gradient needed; one compilation for any values of the same names)."""
-    return _eval_lift(rollout, _as_traced(values))
+    return run_lift(rollout, _as_traced(values))
 
 
 def _physical_residuals(trainable, nominal, data: Measurements) -> jax.Array:
@@ -131,7 +66,7 @@ def _physical_residuals(trainable, nominal, data: Measurements) -> jax.Array:
 
 
 def _predict_lift(values: Params, rollout: LiftRollout) -> jax.Array:
-    return _eval_lift(rollout, _as_traced(values))
+    return run_lift(rollout, _as_traced(values))
 
 
 def physical_loss(p: Params, data: Measurements) -> jax.Array:
@@ -215,90 +150,10 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
 # Per-wing physical parameters from a measured stand table
 # ---------------------------------------------------------------------------
 
-#: Parameters :func:`~flapjax.identify.flapper.stand_physical.fit_physical_to_stand` can fit: the per-wing model's
-#: (see :func:`with_physical`) and ``wing_inertia_scale``, a factor on the
-#: rotational inertia of both wing bodies in the MJCF [-].
-STAND_PHYSICAL_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
-
 #: Units of :data:`STAND_PHYSICAL_PARAMETERS` in reports.
 STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-"}
 
 
-def with_wing_inertia(robot: fl.FlapperRobot, scale: jax.Array) -> fl.FlapperRobot:
-    """``robot`` with the wing bodies' rotational inertia multiplied by ``scale``."""
-    idx = np.asarray(robot.wing_bodies)
-    inertia = robot.model.body_inertia
-    new = inertia.at[idx].set(inertia[idx] * jnp.asarray(scale, dtype=inertia.dtype))
-    return eqx.tree_at(lambda r: r.model.body_inertia, robot, new)
-
-
-def apply_physical(robot: fl.FlapperRobot, params: fl.FlapperParams,
-                   values: Mapping[str, float]) -> tuple[fl.FlapperRobot, fl.FlapperParams]:
-    """``(robot, params)`` with identified per-wing values applied:
-    ``wing_inertia_scale`` on the robot's wing inertia, the others
-    (:func:`with_physical`: lift and moment scale, hinge stiffness and
-    damping) on ``params``; e.g. the ``per_wing.json`` that ``flapjax
-    identify --data RECORD.csv`` writes for a phase-resolved stand record.
-    Raises :class:`ConfigError` for an unknown name or a non-positive value."""
-    values = dict(values)
-    for name, v in values.items():
-        if name not in STAND_PHYSICAL_PARAMETERS:
-            raise ConfigError(f"values: unknown per-wing parameter {name!r}; known: {list(STAND_PHYSICAL_PARAMETERS)}")
-        if not float(v) > 0:
-            raise ConfigError(f"values: {name} must be > 0, got {v!r}")
-    if "wing_inertia_scale" in values:
-        robot = with_wing_inertia(robot, jnp.asarray(float(values.pop("wing_inertia_scale"))))
-    return robot, with_physical(params, {k: float(v) for k, v in values.items()})
-
-
-class StandRollout(eqx.Module):
-    """Cycle-mean loads of fixed-base worlds at a stand table's conditions as
-    a differentiable function of per-wing physical parameters.
-
-    Attributes:
-      robot: fixed-base per-wing robot.
-      params: batched FlapperParams, one world per row (frequency, plate).
-      lever: (3,) robot centre of mass minus base origin at rest [m].
-      n_steps, discard_steps: run length and transient (static).
-      moments: also return the body x/y moments about the centre of mass (static).
-    """
-
-    robot: fl.FlapperRobot
-    params: fl.FlapperParams
-    lever: jax.Array
-    n_steps: int = eqx.field(static=True)
-    discard_steps: int = eqx.field(static=True)
-    moments: bool = eqx.field(static=True, default=False)
-
-    @classmethod
-    def make(cls, frequencies, plates, *, duration: float, discard: float, moments: bool = False,
-             robot=None) -> "StandRollout":
-        robot, n_steps, discard_steps = _fixed_base_run(robot, duration, discard)
-        params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
-                                 robot=robot)
-        return cls(robot=robot, params=params, lever=jnp.asarray(fl.robot_com_offset()), n_steps=n_steps,
-                   discard_steps=discard_steps, moments=bool(moments))
-
-    def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
-        """(n, 1) cycle-mean F_z [N], or (n, 3) F_z, M_x, M_y [N, N m, N m]."""
-        values = dict(values)
-        robot = self.robot
-        if "wing_inertia_scale" in values:
-            robot = with_wing_inertia(robot, values.pop("wing_inertia_scale"))
-        params = with_physical(self.params, values)
-        out = jax.vmap(lambda p: fl.cycle_mean(robot, p, self.n_steps, self.discard_steps))(params)
-        fz = out.force[:, 2:3]
-        if not self.moments:
-            return fz
-        moment = out.moment - jnp.cross(self.lever, out.force)  # fixed base: body = world frame
-        return jnp.concatenate([fz, moment[:, :2]], axis=1)
-
-
-@tree.filter_jit
-def _eval_stand(rollout: StandRollout, values: Mapping[str, jax.Array]) -> jax.Array:
-    return rollout(values)
-
-
 def eval_stand(rollout: StandRollout, values: Mapping[str, Any]) -> jax.Array:
     """(n, C) cycle-mean loads of ``rollout`` at ``values`` (jitted)."""
-    return _eval_stand(rollout, _as_traced(values))
+    return run_stand(rollout, _as_traced(values))

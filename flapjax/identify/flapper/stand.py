@@ -174,7 +174,7 @@ def run_stand_identification(path: str | Path, *, out_dir: str | Path, echo: Cal
     :func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand`, options
     in ``physical_options``), adds them under ``"physical"`` and writes
     them alone to ``per_wing.json`` (for
-    :func:`flapjax.identify.flapper.physical.apply_physical`).
+    :func:`flapjax.sim.flapper.stand.apply_physical`).
     """
     t0 = time.perf_counter()
     out = Path(out_dir)

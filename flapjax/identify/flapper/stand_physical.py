@@ -1,5 +1,5 @@
 """Per-wing physical parameters fitted to a measured stand table by gradient
-through the fixed-base per-wing rollout (:class:`~flapjax.identify.flapper.physical.StandRollout`):
+through the fixed-base per-wing rollout (:class:`~flapjax.sim.flapper.stand.StandRollout`):
 cycle-mean F_z and optionally the body moments at the table's frequencies and
 plate angles, weighted by the channels' noise, with standard deviations from
 the curvature and the residual variance estimated from the data."""
@@ -16,22 +16,17 @@ import numpy as np
 from flapjax.identify.data import DataError
 from flapjax.identify.fit import Params, as_step_outputs, combine, fit, make_fit_step, split
 from flapjax.identify.flapper.config import convergence_for, optimizer_for
-from flapjax.identify.flapper.physical import (
-    STAND_PHYSICAL_PARAMETERS,
-    StandRollout,
-    _as_traced,
-    _eval_stand,
-    nominal_physical,
-)
+from flapjax.identify.flapper.physical import eval_stand
 from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.sim import tree
+from flapjax.sim.flapper.stand import STAND_PHYSICAL_PARAMETERS, StandRollout, nominal_physical
 from flapjax.validation import ConfigError
 
 __all__ = ["fit_physical_to_stand", "stand_physical_loss"]
 
 
 def _predict_stand_rollout(values: Params, rollout: StandRollout) -> jax.Array:
-    return _eval_stand(rollout, _as_traced(values))
+    return eval_stand(rollout, values)
 
 
 def stand_physical_loss(p: Params, data: Measurements) -> jax.Array:

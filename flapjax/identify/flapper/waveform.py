@@ -12,9 +12,9 @@ the reaction between them; phase-averaged into bins, a few conditions fix the
 lift scale, the hinge stiffness and the wings' rotational inertia to a few
 percent or better.
 
-:class:`~flapjax.identify.flapper.waveform_reading.WaveformRollout` is that
+:class:`~flapjax.sim.flapper.stand_waveform.WaveformRollout` is that
 reading (forces and moments) as a differentiable function of the parameters
-(:mod:`flapjax.identify.flapper.waveform_reading`, re-exported here).
+(:mod:`flapjax.sim.flapper.stand_waveform`, re-exported here).
 :func:`fit_waveform` fits the parameters (log space) and one sensor offset per
 channel by Levenberg-Marquardt with forward-mode Jacobians, weighting each
 channel by its residual standard deviation, with Gauss-Newton standard
@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.data import DataError
-from flapjax.identify.flapper.physical import nominal_physical
 from flapjax.identify.flapper.waveform_format import StandWaveform
-from flapjax.identify.flapper.waveform_reading import (
+from flapjax.sim.flapper.stand import nominal_physical
+from flapjax.sim.flapper.stand_waveform import (
     READING_COLUMNS,
     Momenta,
     WaveformRollout,

@@ -65,7 +65,7 @@ def run_waveform_identification(path: str | Path, *, out_dir: str | Path, echo: 
     ``out_dir/results.json`` (every value ``name`` with ``name_std``, the
     sensor offsets, the held-out conditions' prediction error, residual
     standard deviations, correlations), ``per_wing.json`` (the fitted values
-    alone, for :func:`flapjax.identify.flapper.physical.apply_physical`) and
+    alone, for :func:`flapjax.sim.flapper.stand.apply_physical`) and
     ``waveform_fit.png``; returns the
     :class:`~flapjax.identify.fit_report.FitReport` whose ``to_json()`` is
     what ``results.json`` holds."""

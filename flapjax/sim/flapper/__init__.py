@@ -23,6 +23,11 @@ robot's own inertia (:func:`lumped_inertia`, :func:`linearize_hover`);
 ``gain_refinement`` refines designed hover gains by gradient through
 per-wing free flight (:func:`refine_gains`).
 
+``stand`` and ``stand_waveform`` give the fixed-base stand rollouts (cycle
+means, a force sensor's phase-binned reading) as differentiable functions
+of per-wing physical parameters; ``averaged_body`` the rigid body of the
+flight-log fit under the averaged model. Import them from their modules.
+
 ``hover_gains`` gives the hover controller's default gains per robot
 (:func:`hover_gains`, :func:`designed_gains`); ``hover_quality`` the
 acceptance numbers of a hover record (:func:`hover_quality`).

@@ -1,7 +1,7 @@
 """The reading of a six-axis sensor under the fixed flapping-wing robot,
 phase-averaged against the stroke drive, as a differentiable function of
 the per-wing physical parameters (the model that
-:mod:`flapjax.identify.flapper.waveform` fits to a phase-resolved stand
+``flapjax.identify.flapper.waveform`` fits to a phase-resolved stand
 record).
 
 Fixed-base worlds (one per condition) run from a periodic start; at every
@@ -24,8 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.physical import with_physical, with_wing_inertia
-from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.driven import robot_com_offset
+from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, make_robot
+from flapjax.sim.flapper.state import init_state
+from flapjax.sim.flapper.step import step
+from flapjax.sim.flapper.sweep import cycle_window, sweep_params
+from flapjax.sim.flapper.stand import with_physical, with_wing_inertia
 from flapjax.sim.rollout import remat
 from flapjax.validation import ConfigError
 
@@ -52,8 +56,8 @@ class WaveformRollout(eqx.Module):
       n_steps, discard_steps: run length and transient (static).
     """
 
-    robot: fl.FlapperRobot
-    params: fl.FlapperParams
+    robot: FlapperRobot
+    params: FlapperParams
     centres: jax.Array
     lever: jax.Array
     n_steps: int = eqx.field(static=True)
@@ -61,16 +65,16 @@ class WaveformRollout(eqx.Module):
 
     @classmethod
     def make(cls, frequencies, plates, centres, *, duration: float, discard: float, robot=None) -> WaveformRollout:
-        robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
+        robot = make_robot("fixed", "wing", backend="rigid") if robot is None else robot
         n_steps = round(duration / robot.dt)
         discard_steps = round(discard / robot.dt)
         if not 1 <= discard_steps < n_steps:
             raise ConfigError(f"discard: must lie in (0, duration={duration}) s, got {discard}")
-        params = fl.sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
+        params = sweep_params(np.asarray(frequencies, dtype=float), plate=np.asarray(plates, dtype=float),
                                  robot=robot)
         dtype = robot.model.body_mass.dtype
         centres = jnp.asarray(centres, dtype=dtype)
-        lever = jnp.asarray(fl.robot_com_offset(), dtype=dtype)
+        lever = jnp.asarray(robot_com_offset(), dtype=dtype)
         return cls(robot=robot, params=params, centres=centres, lever=lever, n_steps=n_steps,
                    discard_steps=discard_steps)
 
@@ -85,7 +89,7 @@ class WaveformRollout(eqx.Module):
         return sensor_waveform(robot, params, self.centres, self.n_steps, self.discard_steps, self.lever)
 
 
-def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: jax.Array, n_steps: int,
+def sensor_waveform(robot: FlapperRobot, params: FlapperParams, centres: jax.Array, n_steps: int,
                     discard_steps: int, lever: jax.Array) -> jax.Array:
     """(m, B, 5) phase-bin means of what a tared six-axis sensor under the
     fixed robot reads (:data:`READING_COLUMNS`), for the m worlds of
@@ -112,8 +116,8 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
     """
     dt = robot.dt
     m = robot.model
-    state = jax.vmap(lambda p: fl.init_state(robot, p))(params)
-    one_step = jax.vmap(lambda p, s: fl.step(robot, p, s))
+    state = jax.vmap(lambda p: init_state(robot, p))(params)
+    one_step = jax.vmap(lambda p, s: step(robot, p, s))
 
     def about_c(d):  # the base is fixed: c = base origin + lever at every step
         return momenta(m, d, d.xpos[robot.base_body] + lever.astype(d.xpos.dtype))
@@ -140,7 +144,7 @@ def sensor_waveform(robot: fl.FlapperRobot, params: fl.FlapperParams, centres: j
         w = sum(jnp.clip(jnp.minimum(hi_b[None], theta[:, None] + s + half)
                          - jnp.maximum(lo_b[None], theta[:, None] + s - half), 0.0, None)
                 for s in (-2.0 * jnp.pi, 0.0, 2.0 * jnp.pi))  # (T, B) phase overlap [rad]
-        w = w * fl.cycle_window(f, n_steps, discard_steps, dt).astype(r.dtype)[:, None]
+        w = w * cycle_window(f, n_steps, discard_steps, dt).astype(r.dtype)[:, None]
         count = jnp.sum(w, axis=0)
         mean = (w.T @ r) / jnp.where(count > 0, count, 1.0)[:, None]
         return jnp.where((count > 0)[:, None], mean, jnp.nan)
