@@ -132,7 +132,8 @@ def quat_integrate(q: Float[Array, "4"], w_body: Float[Array, "3"], dt: Scalar) 
 
 
 def euler_to_quat(roll, pitch, yaw):
-    """Quaternion (w, x, y, z) of ZYX Euler angles, ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
+    """(..., 4) quaternion ``[w, x, y, z]`` of ZYX Euler angles ``roll``, ``pitch``,
+    ``yaw`` (...) [rad], ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
     cr, sr = jnp.cos(roll / 2), jnp.sin(roll / 2)
     cp, sp = jnp.cos(pitch / 2), jnp.sin(pitch / 2)
     cy, sy = jnp.cos(yaw / 2), jnp.sin(yaw / 2)
@@ -145,7 +146,8 @@ def euler_to_quat(roll, pitch, yaw):
 
 
 def quat_to_euler(q):
-    """ZYX Euler (roll, pitch, yaw) [rad] of a unit quaternion (w, x, y, z)."""
+    """(3,) ZYX Euler angles (roll, pitch, yaw) [rad] of a unit quaternion ``q``
+    (4,) ``[w, x, y, z]``; pitch is clipped to +-pi/2 at the singularity."""
     w, x, y, z = q[0], q[1], q[2], q[3]
     roll = jnp.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
     pitch = jnp.arcsin(jnp.clip(2 * (w * y - z * x), -1.0, 1.0))
@@ -154,7 +156,8 @@ def quat_to_euler(q):
 
 
 def rotvec_to_quat(v):
-    """Quaternion of a rotation vector (angle * axis) [rad]; exact, smooth at 0."""
+    """(4,) quaternion ``[w, x, y, z]`` of a rotation vector ``v`` (3,) (angle *
+    axis) [rad]; exact, with a finite value and gradient at ``v = 0``."""
     angle2 = jnp.sum(v * v)
     angle = jnp.sqrt(angle2 + 1e-30)
     half = 0.5 * angle
