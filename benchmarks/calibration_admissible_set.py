@@ -211,6 +211,15 @@ def _hover_cell(h: dict | None) -> str:
             f"{1e3 * h['altitude_error_m']:.1f} mm)")
 
 
+def _rerun_note(meta: dict) -> str:
+    """Which rows the last run (``--only``) made; the others are an earlier run's."""
+    if not meta.get("rerun"):
+        return ""
+    return (" The wall time is that of the run with `--only` that made the rows " + ", ".join(meta["rerun"])
+            + " (the nominal one among them, as the baseline); the other rows are kept from an earlier run of the "
+            f"script ({meta['earlier_seconds']:.0f} s for all seven).")
+
+
 def markdown(rows: list[dict], meta: dict) -> str:
     """The table of :func:`run_candidate` rows and the spread summary."""
     lines = ["# Identification across the admissible per-wing calibrations", "",
@@ -220,14 +229,13 @@ def markdown(rows: list[dict], meta: dict) -> str:
              f"{meta['device']}, JAX {meta['jax']}; two CPU cores shared with other work). Each row: "
              "`flapjax identify --quick` (studies " + ", ".join(meta.get("studies", STUDIES)) + ") with the candidate as "
              "`[calibration]`, then the per-wing free robot's hover under `hover_rollout`'s defaults "
-             f"({meta['hover_backend']} backend, 2 s). The nominal row is the baseline.", "",
+             f"({meta['hover_backend']} backend, 2 s). The nominal row is the baseline." + _rerun_note(meta), "",
              "D_x, D_y, L_v, M_u (driven): the damping study's signed slopes on the driven base; L_v, M_u "
              "(free flight): the final model's, refitted by the plate_motion study. Units: k_f N/Hz^2, k_roll "
              "and k_pitch N m/rad, D N m s/rad, L_v and M_u N m s/m. Hover: `hover_rollout`'s defaults (the "
              "designed gains of the per-wing linear hover model) at the hover frequency of the row's identified "
-             "model; \"at the nominal f_h\": the same at the nominal row's (42.214 Hz; the only hover of a row "
-             "whose identification stopped). Pass: tilt RMS < 3 deg, cycle-mean tilt < 1 deg, altitude error "
-             "< 5 mm over the last 0.5 s.", "",
+             "model; \"at the nominal f_h\": the same at the nominal row's (42.214 Hz). Pass: tilt RMS < 3 deg, "
+             "cycle-mean tilt < 1 deg, altitude error < 5 mm over the last 0.5 s.", "",
              "| calibration | k_h [N m/rad] | b_h [N m s/rad] | lift_scale | k_f | k_roll / k_pitch | "
              "D_x / D_y (driven) | L_v / M_u (driven) | L_v / M_u (free flight) | "
              "validation (att. RMS max) | fidelity | hover (tilt RMS, cycle-mean tilt, alt. err.) | "
@@ -317,11 +325,13 @@ def refresh_tables(json_path: Path, md_path: Path, out_root: Path) -> None:
     md_path.write_text(markdown(record["rows"], record["meta"]))
 
 
-def _saved_rows(json_path: Path) -> dict[str, dict]:
-    """The rows of an earlier run, by label (empty when there is none)."""
+def _saved_rows(json_path: Path) -> tuple[dict[str, dict], float]:
+    """The rows of an earlier run, by label (empty when there is none), and
+    the wall time of the run that made all of them [s]."""
     if not json_path.exists():
-        return {}
-    return {r["label"]: r for r in json.loads(json_path.read_text())["rows"]}
+        return {}, math.nan
+    record = json.loads(json_path.read_text())
+    return {r["label"]: r for r in record["rows"]}, record["meta"].get("earlier_seconds", record["meta"]["seconds"])
 
 
 def _merged(saved: dict[str, dict], rows: list[dict]) -> list[dict]:
@@ -364,7 +374,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     cands = [c for c in admissible_candidates() if not args.only or any(t in c[0] for t in args.only)]
     studies = [k for k in STUDIES if k != "plate_motion" or not args.without_plate_motion]
-    rows, saved = [], _saved_rows(Path(args.json)) if args.only else {}
+    rows, (saved, earlier) = [], _saved_rows(Path(args.json)) if args.only else ({}, math.nan)
     for label, calibration, search in cands:
         print(f"{label}: identify ...", flush=True)
         row = run_candidate(label, calibration, Path(args.out_root) / _folder(label), hover_backend=args.hover_backend,
@@ -376,7 +386,7 @@ def main(argv=None) -> int:
                 "hover_backend": args.hover_backend, "studies": studies}
         table = _merged(saved, rows)
         if saved:
-            meta["rerun"] = [r["label"] for r in rows]
+            meta.update(rerun=[r["label"] for r in rows], earlier_seconds=earlier)
         Path(args.json).write_text(json.dumps({"meta": meta, "rows": table, "spread": spread(table)}, indent=1,
                                               default=float))
         Path(args.md).write_text(markdown(table, meta))
