@@ -73,3 +73,38 @@ def test_a_non_finite_rate_damping_is_refused_by_name(bad):
         CycleAveragedParams(rate_damping=(1e-5, bad, 1e-5))
     with pytest.raises(ConfigError, match=r"LinearHoverModel\.rate_damping"):
         LinearHoverModel(rate_damping=(bad, 1e-5))
+
+
+def test_identify_runs_to_the_end_after_an_anti_damped_free_flight_fit(tmp_path, monkeypatch):
+    """The driver (run.py) builds the model for the study after plate_motion
+    from its D_w,y < 0 (where it once stopped), designs the validation's
+    gains on it, and writes results.json and cycle_averaged.json; the
+    rollouts are replaced by the values they gave."""
+    from flapjax.identify.flapper import config as idc
+    from flapjax.identify.flapper import run
+
+    def fake(name, values):
+        return lambda cfg, *args, **kw: _study(name, values)
+
+    handed = []
+
+    def validation(cfg, identified, *, bar=None):
+        f_h = float(identified.hover_frequency)
+        gains = validation_gains(cfg["validation"], identified, f_h)
+        handed.append((identified, gains))
+        metrics = {"hover_frequency": f_h, "fixed_base_lift_at_hover_over_weight": 1.0,
+                   "per_wing_hover_frequency_over_identified": 1.0, "flights": {}}
+        return StudyResult(name="validation", values={}, std={}, metrics=metrics, data={}, loss=jnp.zeros(0))
+
+    monkeypatch.setattr(run, "study_plate_motion", fake("plate_motion", PLATE_MOTION))
+    monkeypatch.setattr(run, "study_validation", validation)
+    cfg = idc.default_config(quick=True)
+    cfg["run"].update(studies=["plate_motion", "validation"], plots=False)
+    out = tmp_path / "run"
+    final = run.run_identification(cfg, out_dir=out, progress=False, echo=lambda s: None)
+    (model, gains), = handed
+    assert float(model.rate_damping[1]) == pytest.approx(PLATE_MOTION["D_w"][1], rel=1e-12)
+    assert np.all(np.isfinite(feedback_from_gains(gains, 9.81)))
+    saved = CycleAveragedParams.from_json(out / "cycle_averaged.json")
+    assert float(saved.rate_damping[1]) == pytest.approx(PLATE_MOTION["D_w"][1], rel=1e-12)
+    assert (out / "results.json").is_file() and "validation" in final.studies
