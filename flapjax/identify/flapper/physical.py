@@ -34,7 +34,6 @@ from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim import tree
 from flapjax.sim.flapper.stand import (
-    STAND_PHYSICAL_PARAMETERS,
     LiftRollout,
     StandRollout,
     nominal_physical,
@@ -150,7 +149,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
 # Per-wing physical parameters from a measured stand table
 # ---------------------------------------------------------------------------
 
-#: Units of :data:`STAND_PHYSICAL_PARAMETERS` in reports.
+#: Units of :data:`flapjax.sim.flapper.stand.STAND_PHYSICAL_PARAMETERS` in reports.
 STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-"}
 
 
