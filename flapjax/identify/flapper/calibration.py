@@ -28,12 +28,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-import equinox as eqx
-import jax.numpy as jnp
-import numpy as np
 
 from flapjax.safe_io import read_settings
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.stand import with_physical, with_wing_inertia
 from flapjax.validation import ConfigError, as_float_array, check_range
 
 #: The calibration's values, their units and their allowed range [lo, hi]
@@ -53,8 +51,6 @@ CALIBRATION_RANGES: dict[str, tuple[float, float]] = {
 }
 #: The ``study`` of a ``results.json`` a calibration may be read from.
 RECORD_STUDY = "stand_waveform"
-
-_HINGE_FIELDS = ("hinge_stiffness", "hinge_damping", "stop_angle", "stop_stiffness", "stop_width")
 
 
 def _check_values(values: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -131,36 +127,6 @@ def calibration_record(cfg: Mapping) -> dict[str, Any]:
     return {"source": source, "values": _entry_values(calibration)}
 
 
-def _set(tree, where, value):
-    leaf = where(tree)
-    return eqx.tree_at(where, tree, jnp.broadcast_to(jnp.asarray(value, dtype=leaf.dtype), jnp.shape(leaf)))
-
-
-def calibrate_params(params: fl.FlapperParams, values: Mapping[str, float]) -> fl.FlapperParams:
-    """``params`` (one world or batched) with the hinge, stops, ``lift_scale``
-    and ``moment_scale`` of ``values`` written in (``wing_inertia_scale``
-    belongs to the robot: :func:`calibrate`)."""
-    for name in _HINGE_FIELDS:
-        if name in values:
-            field = name.removeprefix("hinge_")
-            params = _set(params, lambda p, f=field: getattr(p.hinge, f), values[name])
-    for name in ("lift_scale", "moment_scale"):
-        if name in values:
-            params = _set(params, lambda p, f=name: getattr(p.aero, f), values[name])
-    return params
-
-
-def calibrate_robot(robot: fl.FlapperRobot, values: Mapping[str, float]) -> fl.FlapperRobot:
-    """``robot`` with its wing bodies' rotational inertia scaled by
-    ``values["wing_inertia_scale"]`` (unchanged without one)."""
-    if "wing_inertia_scale" not in values:
-        return robot
-    idx = np.asarray(robot.wing_bodies)
-    inertia = robot.model.body_inertia
-    scaled = inertia.at[idx].set(inertia[idx] * jnp.asarray(values["wing_inertia_scale"], dtype=inertia.dtype))
-    return eqx.tree_at(lambda r: r.model.body_inertia, robot, scaled)
-
-
 def calibrate(robot: fl.FlapperRobot | None, params: fl.FlapperParams | None, values: Mapping[str, float] | None
               ) -> tuple[fl.FlapperRobot | None, fl.FlapperParams | None]:
     """``(robot, params)`` of a study's per-wing robot with the calibration
@@ -173,7 +139,9 @@ def calibrate(robot: fl.FlapperRobot | None, params: fl.FlapperParams | None, va
         return robot, params
     robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
     params = fl.default_params(robot) if params is None else params
-    return calibrate_robot(robot, values), calibrate_params(params, values)
+    if "wing_inertia_scale" in values:
+        robot = with_wing_inertia(robot, values["wing_inertia_scale"])
+    return robot, with_physical(params, {k: v for k, v in values.items() if k != "wing_inertia_scale"})
 
 
 def check_calibration_robot(cfg: Mapping, description) -> None:

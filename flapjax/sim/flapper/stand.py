@@ -31,10 +31,16 @@ __all__ = ["STAND_PHYSICAL_PARAMETERS", "LiftRollout", "StandRollout", "apply_ph
 
 
 def with_physical(params: FlapperParams, values: Mapping[str, jax.Array]) -> FlapperParams:
-    """Write per-wing physical parameters into (batched) FlapperParams."""
+    """Write per-wing physical parameters into (batched) FlapperParams: the
+    hinge's ``hinge_stiffness``, ``hinge_damping`` and its stops
+    (``stop_angle``, ``stop_stiffness``, ``stop_width``), the aerodynamic
+    ``lift_scale`` and ``moment_scale``."""
     where = {
         "hinge_stiffness": lambda p: p.hinge.stiffness,
         "hinge_damping": lambda p: p.hinge.damping,
+        "stop_angle": lambda p: p.hinge.stop_angle,
+        "stop_stiffness": lambda p: p.hinge.stop_stiffness,
+        "stop_width": lambda p: p.hinge.stop_width,
         "lift_scale": lambda p: p.aero.lift_scale,
         "moment_scale": lambda p: p.aero.moment_scale,
     }
