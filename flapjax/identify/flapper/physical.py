@@ -150,7 +150,8 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
 # ---------------------------------------------------------------------------
 
 #: Units of :data:`flapjax.sim.flapper.stand.STAND_PHYSICAL_PARAMETERS` in reports.
-STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-"}
+STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-", "stop_angle": "rad", "stop_stiffness": "N m/rad",
+                        "stop_width": "rad"}
 
 
 def eval_stand(rollout: StandRollout, values: Mapping[str, Any]) -> jax.Array:

@@ -72,9 +72,11 @@ __all__ = [
 ]
 
 #: Parameters :func:`fit_waveform` can fit (positive, fitted in log space):
-#: the per-wing model's lift scale, hinge stiffness and damping, moment scale
-#: and ``wing_inertia_scale``, a factor on the wings' rotational inertia [-].
-WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale")
+#: the per-wing model's lift scale, hinge stiffness and damping, moment scale,
+#: ``wing_inertia_scale`` (a factor on the wings' rotational inertia [-]) and
+#: the feathering stops' angle [rad], stiffness [N m/rad] and smoothing width [rad].
+WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale",
+                       "stop_angle", "stop_stiffness", "stop_width")
 
 #: Most fitting passes (each reweighs the channels by the last residuals).
 MAX_PASSES = 6
@@ -142,6 +144,9 @@ def _start_values(rollout: WaveformRollout, parameters: tuple, start: Mapping[st
     """The model's nominal values (1 for ``wing_inertia_scale``), ``start`` over them."""
     nominal = nominal_physical(rollout.robot)
     nominal["wing_inertia_scale"] = 1.0
+    hinge = rollout.params.hinge
+    nominal.update(stop_angle=float(np.ravel(hinge.stop_angle)[0]), stop_stiffness=float(np.ravel(hinge.stop_stiffness)[0]),
+                   stop_width=float(np.ravel(hinge.stop_width)[0]))
     nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
     for k in parameters:
         if not nominal[k] > 0:
