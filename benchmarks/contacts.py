@@ -120,7 +120,7 @@ def profile_stages(world, n_worlds: int, n_steps: int, repeats: int) -> None:
     between the new and the old ``mjx.Data`` (every field), then the full
     step, each under the same scan."""
     from flapjax.sim.backend import is_finite_state, keep_good
-    from flapjax.sim.multirotor.backends import MjxPhysics
+    from flapjax.sim.multirotor.backends import MJX
 
     params, state, ref = W.multirotor_batch(world, n_worlds)
     w = jnp.zeros(6).at[2].set(float(world.profile.mass) * 9.81)
@@ -131,7 +131,7 @@ def profile_stages(world, n_worlds: int, n_steps: int, repeats: int) -> None:
                 prepared = world.prepare(p)
 
                 def step(c):
-                    new = MjxPhysics.advance(world, prepared, c, w.astype(c.qpos.dtype))[0]
+                    new = MJX.advance(world, prepared, c, w.astype(c.qpos.dtype))[0]
                     return keep_good(is_finite_state(new.qpos, new.qvel), new, c) if guard else new
                 return W._final_only(step, n_steps)(d)
             return jax.vmap(one)(params, data)

@@ -1,10 +1,18 @@
-"""One step of the dynamics, for each backend, and the divergence guard.
+"""The backend protocol: the stages every physics backend provides to a robot,
+the shared steps they are built from, and the divergence guard.
 
-A robot chooses its backend once, at construction, and then calls one
-``advance`` function per step; nothing inside a step asks which backend it
-runs on. Every robot turns its physics into one body wrench ``[F; tau]``
-(world frame, about the centre of mass, the convention of MuJoCo's
-``xfrc_applied``), so the backends share that input:
+A robot chooses its backend by name (one of :data:`BACKENDS`: ``"mjx"``,
+MuJoCo MJX; ``"rigid"``, pure JAX) once, at construction, and then runs its
+step through the four stages of that backend's :class:`Backend`; nothing
+inside a step asks which backend it runs on. Both robots register their
+backends under the same names with :func:`registry`
+(:data:`flapjax.sim.flapper.backends.STAGES`,
+:data:`flapjax.sim.multirotor.backends.STAGES`) and look one up as
+``STAGES[robot.backend]``.
+
+Every robot turns its physics into body wrenches ``[F; tau]`` (world frame,
+about the centre of mass, the convention of MuJoCo's ``xfrc_applied``), so
+the backends' advance stages share these steps:
 
 - :func:`advance_mjx`: the wrench into ``xfrc_applied`` of one body, then
   ``mjx.step`` (contacts, constraint solver);
@@ -21,7 +29,9 @@ world whose state turned non-finite, so one bad world cannot poison a batch.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import types
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -29,8 +39,59 @@ from jaxtyping import Array, Bool, Float
 from mujoco import mjx
 
 from flapjax.sim import rigid
+from flapjax.validation import ConfigError, check_choice
 
+#: The backend names a robot is built with.
 BACKENDS = ("mjx", "rigid")
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """The stages one physics backend provides to one robot.
+
+    Each stage takes the robot handle first (a
+    :class:`flapjax.sim.flapper.FlapperRobot` or a
+    :class:`flapjax.sim.multirotor.MultirotorWorld`); the arguments after it
+    are the robot's own. ``data`` is the backend's state of one world
+    (``mjx.Data``, or :class:`flapjax.sim.rigid.RigidState` for a single
+    pure-JAX body); ``model`` is what the robot's step passes on from
+    ``model`` (the flapper: the model itself; the multirotor: the
+    ``Prepared`` world holding it). No stage has a batch axis.
+
+    Attributes:
+      name: the backend's name, one of :data:`BACKENDS`.
+      model: ``(robot, params) -> model``: the backend's model of one world
+        built from that world's parameters (an ``mjx.Model``, or the
+        pure-JAX body or joint tree's model).
+      initial: ``(robot, params, *pose) -> data``: the backend's state of one
+        world at the start pose the robot's ``init_state``/``reset`` was given.
+      read: ``(robot, model, data) -> (data, ...)`` or the robot's state
+        record: the current state with fresh kinematics and velocities, as
+        the step's later stages read it (what a ``mjx.step`` left stale is
+        recomputed: docs/mjx_notes.md, One-step lag).
+      advance: ``(robot, model, data, *loads) -> data`` or ``(data, ...)``:
+        one step of length ``dt`` under the applied loads (at least one body
+        wrench ``[F; tau]`` [N, N m], world frame, about the CoM).
+    """
+
+    name: str
+    model: Callable
+    initial: Callable
+    read: Callable
+    advance: Callable
+
+    def __post_init__(self):
+        check_choice("Backend.name", self.name, BACKENDS)
+
+
+def registry(*backends: Backend) -> Mapping[str, Backend]:
+    """One robot's backends by name, read-only: each of :data:`BACKENDS`
+    exactly once (a robot without one of them would fail only when built
+    with it)."""
+    names = [b.name for b in backends]
+    if sorted(names) != sorted(BACKENDS):
+        raise ConfigError(f"backends: one Backend for each of {BACKENDS} expected, got {tuple(names)}")
+    return types.MappingProxyType({b.name: b for b in sorted(backends, key=lambda b: BACKENDS.index(b.name))})
 
 
 def keep_good(ok: Bool[Array, ""], new: Any, old: Any) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from flapjax.sim.multirotor.backends import MjxPhysics
+from flapjax.sim.multirotor.backends import MJX
 from flapjax.sim.render import annotate, frames
 from flapjax.tasks.base import EnvState, TaskEnv
 from flapjax.validation import ConfigError
@@ -36,7 +36,7 @@ def world_model_fields(env: TaskEnv, state: EnvState) -> dict[str, np.ndarray]:
     """Geometry and colours of one (unbatched) world for the renderer: the
     MJX scene model of its parameters (wall pose, ground height, box size)
     and its randomized ``geom_rgba``."""
-    m = MjxPhysics.model(env.world, state.params)
+    m = MJX.model(env.world, state.params)
     return dict(geom_pos=np.asarray(m.geom_pos), geom_quat=np.asarray(m.geom_quat),
                 geom_size=np.asarray(m.geom_size), geom_rgba=np.asarray(state.task.common.rgba))
 

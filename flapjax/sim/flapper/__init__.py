@@ -7,6 +7,8 @@
 ``state``       :func:`init_state`, on the stroke schedule or on the
                 per-wing model's periodic orbit
 ``model``       the MJCF source (``assets/flapper.xml``) and its variants
+``backends``    the MJX and pure-JAX backends (``STAGES``: model, initial,
+                read, advance; the protocol of :mod:`flapjax.sim.backend`)
 ``step``        one step as named stages: read state -> aero wrench -> servo
                 -> advance -> guard; :func:`simulate`
 ``sweep``       cycle means, fixed-base sweeps
@@ -72,15 +74,13 @@ from flapjax.sim.flapper.robot import (
     robot_from_mjmodel,
 )
 from flapjax.sim.flapper.state import init_state
+from flapjax.sim.flapper.backends import base_frame, frame_velocity, model_for
 from flapjax.sim.flapper.step import (
     AeroWrench,
     BaseFrame,
     FlapperDiagnostics,
     averaged_aero,
-    base_frame,
     command_from_params,
-    frame_velocity,
-    model_for,
     simulate,
     step,
     wing_aero,

@@ -192,9 +192,12 @@ class FlapperRobot(eqx.Module):
 
     @property
     def dynamics(self) -> str:
-        """What integrates the bodies: "mjx", "rigid_body" (the lumped body
-        in pure JAX) or "tree" (the joint tree of the fixed or free robot in
-        pure JAX)."""
+        """The integrator the backend runs, chosen by the root: "mjx" (the
+        ``"mjx"`` backend); on the ``"rigid"`` backend, "rigid_body" (the
+        lumped root's single body, :mod:`flapjax.sim.rigid`) or "tree" (the
+        joint tree of the fixed or free root, :mod:`flapjax.sim.tree`). An
+        internal name: the backend names are :data:`flapjax.sim.backend.BACKENDS`
+        (:mod:`flapjax.sim.flapper.backends`)."""
         if self.backend == "mjx":
             return "mjx"
         return "rigid_body" if self.root == "lumped" else "tree"

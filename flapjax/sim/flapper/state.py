@@ -1,5 +1,6 @@
 """Initial states of the flapping-wing robot: :func:`init_state` on the
-stroke schedule, optionally on the periodic orbit of the per-wing model
+stroke schedule (the backend's ``initial`` stage,
+:mod:`flapjax.sim.flapper.backends`), optionally on the periodic orbit of the per-wing model
 (wings warmed up with the base held, body velocity corrected by a short free
 probe; docs/physics.md, Periodic start).
 """
@@ -11,10 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
-from mujoco import mjx
 
-from flapjax.control.stroke import stroke_reference
 from flapjax.sim import rigid
+from flapjax.sim.flapper.backends import STAGES
 from flapjax.sim.flapper.channels import joint_setpoints
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.flapper.step import step
@@ -80,12 +80,8 @@ def init_state(
         q = as_float_array("quat", quat, (4,))
         if np.linalg.norm(q) < 1e-9:
             raise ConfigError(f"quat: must be a non-zero quaternion [w, x, y, z] (it is normalized), got {q.tolist()}")
-    if robot.dynamics == "rigid_body":
-        data = _init_rigid(robot, position, quat, velocity, angular_velocity)
-        dtype = data.position.dtype
-    else:
-        data = _init_mjx(robot, params, position, quat, velocity, angular_velocity)
-        dtype = data.qpos.dtype
+    data = STAGES[robot.backend].initial(robot, params, position, quat, velocity, angular_velocity)
+    dtype = (data.position if isinstance(data, rigid.RigidState) else data.qpos).dtype
     # the plate-motion terms are the plates': an averaged robot steered by other channels has none
     last_plate = (None if robot.aero_model == "averaged" and any(k != "joint" for k in robot.channel_kinds)
                   else joint_setpoints(robot.channel_kinds, params.plate, dtype))
@@ -173,42 +169,3 @@ def _periodic_start(robot: FlapperRobot, params: FlapperParams, state: FlapperSt
     gain = jnp.clip(gain, 0.2, 2.0)
     v_c = v_b - (mean_b - pose_v) / gain
     return eqx.tree_at(lambda s: s.data, start, _hold_base(robot, start.data, pose_q, v_c))
-
-
-def _init_rigid(robot, position, quat, velocity, angular_velocity) -> rigid.RigidState:
-    dtype = robot.rigid_body.mass.dtype
-    q0 = jnp.asarray(robot.model.qpos0, dtype=dtype)
-    a = robot.free_q
-    given = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
-    return rigid.RigidState(
-        position=q0[a : a + 3] if position is None else given(position),
-        quat=q0[a + 3 : a + 7] if quat is None else given(quat) / jnp.linalg.norm(given(quat)),
-        velocity=jnp.zeros(3, dtype) if velocity is None else given(velocity),
-        angular_velocity=jnp.zeros(3, dtype) if angular_velocity is None else given(angular_velocity),
-    )
-
-
-def _init_mjx(robot, params, position, quat, velocity, angular_velocity) -> mjx.Data:
-    m = robot.model
-    d = mjx.make_data(m)
-    qvel = d.qvel
-    qpos = jnp.asarray(m.qpos0, dtype=d.qpos.dtype)
-    if robot.root in ("free", "lumped"):
-        a, v = robot.free_q, robot.free_v
-        if position is not None:
-            qpos = qpos.at[a : a + 3].set(position)
-        if quat is not None:
-            q = jnp.asarray(quat, dtype=qpos.dtype)
-            qpos = qpos.at[a + 3 : a + 7].set(q / jnp.linalg.norm(q))
-        if velocity is not None:
-            qvel = qvel.at[v : v + 3].set(velocity)
-        if angular_velocity is not None:
-            qvel = qvel.at[v + 3 : v + 6].set(angular_velocity)
-    if robot.has_wings:
-        psi, psi_dot, _ = stroke_reference(params.stroke, jnp.zeros((), dtype=qpos.dtype))
-        if robot.aero_model == "averaged":
-            psi, psi_dot = jnp.zeros_like(psi), jnp.zeros_like(psi_dot)
-        qpos = qpos.at[jnp.array(robot.stroke_q)].set(psi)
-        qvel = qvel.at[jnp.array(robot.stroke_v)].set(psi_dot)
-        qpos = qpos.at[np.asarray(robot.plate_q, dtype=int)].set(joint_setpoints(robot.channel_kinds, params.plate))
-    return d.replace(qpos=qpos, qvel=qvel)

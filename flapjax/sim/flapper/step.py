@@ -2,9 +2,9 @@
 
 Per world and step (:func:`step`), top to bottom:
 
-1. **read state** (:func:`read_mjx` / :func:`read_rigid` / :func:`read_tree`):
-   fresh kinematics and velocities of the current state (``fwd_position``,
-   ``fwd_velocity``, or their pure-JAX equivalents),
+1. **read state** (the backend's ``read``): fresh kinematics and velocities
+   of the current state (``fwd_position``, ``fwd_velocity``, or their
+   pure-JAX equivalents),
    so the aerodynamics never lag a step behind (docs/mjx_notes.md, One-step
    lag); the base frame's motion; the wing and plate joint angles
    (:func:`read_joints`); the stroke reference (:func:`stroke_targets`);
@@ -19,19 +19,19 @@ Per world and step (:func:`step`), top to bottom:
    :func:`flapjax.control.stroke.servo_setpoint`; the plate servos hold the
    commanded plate angles; the feathering stops
    (:func:`flapjax.aero.stop_torque`) are joint torques;
-4. **advance** (:func:`advance_mjx` / :func:`advance_rigid` /
-   :func:`advance_tree`): MJX's constraint-free step (the model has no
-   constraint rows), the pure-JAX rigid body, or the pure-JAX fixed-base
-   joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler; the
+4. **advance** (the backend's ``advance``): MJX's constraint-free step
+   (the model has no constraint rows), the pure-JAX rigid body, or the
+   pure-JAX joint tree (:mod:`flapjax.sim.tree`), all semi-implicit Euler; the
    averaged model's plate motion (the plate rate's damping in stage 2, the
    lumped body's turn-back here: :mod:`flapjax.sim.flapper.plate_motion`);
 5. **guard** (:func:`flapjax.sim.flapper.health.guard`): a world that turns
    unhealthy is frozen at its last healthy state, flagged, and says why.
 
-The backend's read and advance stages are a pair picked by the robot's
-``dynamics`` (its backend and root, chosen once, by
-:func:`flapjax.sim.flapper.make_robot`); the stages in between are the same
-for all.
+The backend's stages (``model``, ``read``, ``advance``) come from
+``STAGES[robot.backend]`` (:mod:`flapjax.sim.flapper.backends`, the
+flapper's implementation of the protocol of :mod:`flapjax.sim.backend`;
+the backend is chosen once, by :func:`flapjax.sim.flapper.make_robot`); the
+stages in between are the same for all.
 
 The robot has no deviation or stroke-plane joints: the kernels receive
 ``phi = Phi = 0`` and zero rates. (Were they added: the seed's stroke-plane
@@ -42,7 +42,7 @@ docs/physics.md, Flapping-wing step.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -54,8 +54,9 @@ from flapjax import aero
 from flapjax.aero.cycle_averaged import cycle_averaged_wrench
 from flapjax.aero.hinge import stop_torque
 from flapjax.control.stroke import advance_offset, servo_setpoint
-from flapjax.sim import backend, rigid, tree
+from flapjax.sim import backend
 from flapjax.sim.flapper import airspeed_rate, health, plate_motion
+from flapjax.sim.flapper.backends import STAGES, frame_velocity
 from flapjax.sim.flapper.channels import StrokeTargets, frequency_command, joint_setpoints, stroke_targets
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.flapper.step_types import Actuation, AeroWrench, BaseFrame, FlapperDiagnostics, Joints
@@ -69,58 +70,6 @@ Vec2 = Float[Array, "2"]
 # ---------------------------------------------------------------------------
 # 1. Read state
 # ---------------------------------------------------------------------------
-
-
-def model_for(robot: FlapperRobot, params: FlapperParams) -> mjx.Model:
-    """The MJX model with this world's feathering spring and damper."""
-    m = robot.model
-    if not robot.has_wings:
-        return m
-    jnt = np.array(robot.pitch_jnt)
-    dof = np.array(robot.pitch_v)
-    k = jnp.broadcast_to(params.hinge.stiffness, (2,)).astype(m.jnt_stiffness.dtype)
-    b = jnp.broadcast_to(params.hinge.damping, (2,)).astype(m.dof_damping.dtype)
-    return m.replace(jnt_stiffness=m.jnt_stiffness.at[jnt].set(k), dof_damping=m.dof_damping.at[dof].set(b))
-
-
-def frame_velocity(d: mjx.Data, body: int, root: int) -> tuple[Float[Array, "3"], Float[Array, "3"]]:
-    """World (linear velocity at the body origin [m/s], angular velocity [rad/s])
-    from ``cvel``, which is measured at the subtree CoM of the body's root
-    (docs/mjx_notes.md, Velocities)."""
-    omega = d.cvel[body, :3]
-    v = d.cvel[body, 3:] + jnp.cross(omega, d.xpos[body] - d.subtree_com[root])
-    return v, omega
-
-
-def base_frame(robot: FlapperRobot, d: mjx.Data) -> BaseFrame:
-    """The base body's motion from MJX data whose kinematics and velocities are current."""
-    b = robot.base_body
-    rot = d.xmat[b]
-    v_w, w_w = frame_velocity(d, b, robot.base_root)
-    v_com = v_w + jnp.cross(w_w, d.xipos[b] - d.xpos[b])
-    return BaseFrame(rot_world_body=rot, origin=d.xpos[b], com=d.xipos[b], v_com=v_com, w_body=rot.T @ w_w)
-
-
-def read_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame, None]:
-    """Fresh kinematics and velocities of the current state, and the base frame's motion."""
-    d = mjx.fwd_velocity(m, mjx.fwd_position(m, d))
-    return d, base_frame(robot, d), None
-
-
-def read_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data) -> tuple[mjx.Data, BaseFrame, tree.Frames]:
-    """The pure-JAX tree's kinematics and velocities of the current state
-    (:func:`flapjax.sim.tree.forward`), the base frame's motion, and the
-    frames and Jacobians, which :func:`advance_tree` reuses."""
-    fr = tree.frames(m, d.qpos)
-    d = tree.forward(m, d, fr)
-    return d, base_frame(robot, d), fr
-
-
-def read_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState) -> tuple[rigid.RigidState, BaseFrame, None]:
-    """The rigid body's frame (its state already is the base's motion)."""
-    body = robot.rigid_body
-    return s, BaseFrame(rot_world_body=s.rotation, origin=s.position, com=rigid.com_position(body, s),
-                        v_com=rigid.com_velocity(body, s), w_body=s.angular_velocity), None
 
 
 def read_joints(robot: FlapperRobot, qpos: Float[Array, " nq"], command: FlapperCommand) -> Joints:
@@ -225,45 +174,6 @@ def servo(robot: FlapperRobot, params: FlapperParams, m: mjx.Model, ref: StrokeT
 
 
 # ---------------------------------------------------------------------------
-# 4. Advance (one per backend)
-# ---------------------------------------------------------------------------
-
-
-def advance_mjx(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation, frames=None) -> mjx.Data:
-    """MJX's constraint-free step with the applied wrenches, torques and set points."""
-    d = d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl)
-    return backend.advance_mjx_smooth(m, d)
-
-
-def advance_rigid(robot: FlapperRobot, m: mjx.Model, s: rigid.RigidState, xfrc: Array, act: Actuation,
-                  frames=None) -> rigid.RigidState:
-    """The pure-JAX rigid step under the base body's wrench (no joints, no servos)."""
-    return backend.advance_rigid(robot.rigid_body, s, xfrc[robot.base_body], robot.dt)
-
-
-def advance_tree(robot: FlapperRobot, m: mjx.Model, d: mjx.Data, xfrc: Array, act: Actuation,
-                 frames: tree.Frames | None = None) -> mjx.Data:
-    """The pure-JAX joint-tree step with the applied wrenches, torques and
-    set points (``frames``: those :func:`read_tree` computed for this state)."""
-    return tree.step(m, d.replace(xfrc_applied=xfrc, qfrc_applied=act.qfrc, ctrl=act.ctrl), frames)
-
-
-class Backend(NamedTuple):
-    """``read(robot, m, data) -> (data, BaseFrame, frames)``;
-    ``advance(robot, m, data, xfrc, act, frames) -> data``. ``frames`` is
-    what the read computed that the advance needs again (the joint tree's
-    :class:`flapjax.sim.tree.Frames`; None for the other backends)."""
-
-    read: Callable
-    advance: Callable
-
-
-#: Read and advance stages per :attr:`FlapperRobot.dynamics`.
-STAGES = {"mjx": Backend(read_mjx, advance_mjx), "rigid_body": Backend(read_rigid, advance_rigid),
-          "tree": Backend(read_tree, advance_tree)}
-
-
-# ---------------------------------------------------------------------------
 # The step
 # ---------------------------------------------------------------------------
 
@@ -293,8 +203,8 @@ def step(
         raise ConfigError(f"params: one world's parameters expected (stroke.frequency has shape "
                           f"{jnp.shape(params.stroke.frequency)}); batch worlds with jax.vmap or flapper.sweep")
     command = command_from_params(params) if command is None else command
-    stages = STAGES[robot.dynamics]
-    m = model_for(robot, params)
+    stages = STAGES[robot.backend]
+    m = stages.model(robot, params)
     d, base, frames = stages.read(robot, m, state.data)  # 1. read state
     f_cmd = frequency_command(robot, command.frequency, command.plate, d.qpos.dtype)
     joints = read_joints(robot, d.qpos, command)

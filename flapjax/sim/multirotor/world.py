@@ -7,7 +7,10 @@ profile values, chain coefficients, noise, gains) as a pytree, so a leading
 world axis batches it. :meth:`MultirotorWorld.prepare` builds, once per
 rollout, what a step derives from the parameters (the world's model, the
 allocation inverse); :meth:`MultirotorWorld.step` runs the named stages of
-:mod:`flapjax.sim.multirotor.step` top to bottom.
+:mod:`flapjax.sim.multirotor.step` top to bottom, reading and advancing the
+state through the backend's stages (``STAGES[world.backend]``,
+:mod:`flapjax.sim.multirotor.backends`, the protocol of
+:mod:`flapjax.sim.backend` that the flapper implements too).
 
 A world that turns unhealthy (non-finite state, command, thrust or margin;
 outside a 100 m box; speed or body rate beyond the bounds of
@@ -37,7 +40,7 @@ from flapjax.noise import NoiseParams, split_streams
 from flapjax.sim.backend import BACKENDS, keep_good
 from flapjax.sim.multirotor import model as mm
 from flapjax.sim.multirotor import step as st
-from flapjax.sim.multirotor.backends import PHYSICS, cast
+from flapjax.sim.multirotor.backends import STAGES, cast
 from flapjax.sim.multirotor.types import Prepared, StepInfo, WorldParams, WorldState
 from flapjax.sim.rollout import remat
 from flapjax.rotor.feasibility import health_bounds
@@ -159,11 +162,6 @@ class MultirotorWorld(eqx.Module):
             self.model = cast(model, dtype) if dtype is not None else model
             self.data0 = cast(data, dtype) if dtype is not None else data
 
-    @property
-    def physics(self):
-        """The backend's physics (:mod:`flapjax.sim.multirotor.backends`)."""
-        return PHYSICS[self.backend]
-
     # ------------------------------------------------------------------ params
 
     def default_params(self, scene: sc.Scene | None = None) -> WorldParams:
@@ -183,7 +181,7 @@ class MultirotorWorld(eqx.Module):
         frictions, ground height, box size and friction, robot mass and
         inertia from ``params`` (rigid backend: the
         :func:`flapjax.sim.rigid.prepare`-d body)."""
-        return self.physics.model(self, params)
+        return STAGES[self.backend].model(self, params)
 
     def prepare(self, params: WorldParams) -> Prepared:
         """What every step of this world derives from ``params``, built once:
@@ -221,7 +219,7 @@ class MultirotorWorld(eqx.Module):
             _check_no_sensor_noise(params.noise.sensor)
         streams = split_streams(key)
         k_turb, k_next = jax.random.split(streams.turbulence)
-        data = self.physics.at_rest(self, params, position, yaw, box_position)
+        data = STAGES[self.backend].initial(self, params, position, yaw, box_position)
         noise_key, turbulence_key = rng.stream_words(streams.noise), rng.stream_words(k_next)
         dist = rotor.DisturbanceState.stationary(params.chain.wind, k_turb)
         return WorldState(
@@ -268,9 +266,10 @@ class MultirotorWorld(eqx.Module):
             raise ConfigError(f"reference: must be a Reference (e.g. Reference.hover(position)), got "
                               f"{type(reference).__name__}")
         prepared = self._prepared(prepared)
+        stages = STAGES[self.backend]
         params = prepared.params
         prof = params.profile
-        body = st.read_state(state.data, prof.mass.dtype)
+        body = stages.read(self, prepared, state.data)
         draws = st.split_draws(state.draws.astype(prof.mass.dtype), self._n_noise_lanes(), self._n_command_lanes(),
                                sensor_noise=self.sensor_noise)
         estimate, noise_position = st.estimate(params.noise.sensor, draws[0], body)
@@ -284,7 +283,7 @@ class MultirotorWorld(eqx.Module):
         inputs = st.chain_input(params, state.actuator, state.disturbance, prox, body, time, draws)
         out = st.realize(prepared, wrench_cmd, inputs, self.options, self.dt)
         wrench_world = st.to_world(body.rotation, out.wrench).astype(state.data.qpos.dtype)
-        data, touching, constraint_force = self.physics.advance(self, prepared, state.data, wrench_world)
+        data, touching, constraint_force = stages.advance(self, prepared, state.data, wrench_world)
         code = st.health(data.qpos, data.qvel, wrench_cmd, out, params.scene, speed_bound=self.speed_bound,
                          rate_bound=self.rate_bound)
         new_state, ok = self._guard(params, state, reference, data, out, ctrl, code == 0)
@@ -308,7 +307,7 @@ class MultirotorWorld(eqx.Module):
         actuator = out.actuator_state
         if self.on_divergence == "reset":
             ok = finite
-            fresh_data = self.physics.at_rest(self, params, reference.position, reference.yaw)
+            fresh_data = STAGES[self.backend].initial(self, params, reference.position, reference.yaw)
             data = keep_good(ok, data, fresh_data)
             actuator = keep_good(ok, actuator, _hover_actuator(params.profile))
             ctrl = keep_good(ok, ctrl, ControllerState.zero())
