@@ -4,7 +4,7 @@ Simulates the sample hover flight of ``quad_x`` once (rigid backend, hidden
 coefficients of :data:`flapjax.identify.multirotor.synthetic.HIDDEN`), then
 for each noise seed draws motion-capture and accelerometer noise and bias,
 optionally drops rows in bursts (``--dropouts F``), fits
-(:func:`flapjax.identify.multirotor.fit_hover_log`), and checks whether
+(:func:`flapjax.identify.multirotor.fit_hover`), and checks whether
 each hidden value lies within the reported 2-sigma interval. The verdicts
 are those of :mod:`benchmarks.coverage` (the calibration one sets the exit
 code); the held-out line is the held-out RMS per body axis over the fit's
@@ -49,7 +49,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
     jax.config.update("jax_enable_x64", True)
     from flapjax import rotor
     from flapjax.identify.sampling import with_dropouts
-    from flapjax.identify.multirotor import REPORTED, fit_hover_log, read_hover_log
+    from flapjax.identify.multirotor import fit_hover, read_hover_log
     from flapjax.identify.multirotor import synthetic as S
 
     prof = rotor.profiles.preset("quad_x")
@@ -66,10 +66,10 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
                 cols = with_dropouts(cols, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
             path = S.write_log(Path(tmp) / f"hover_{seed}.npz", cols)
             t1 = time.perf_counter()
-            res = fit_hover_log(prof, read_hover_log(path, prof.n_rotors))
+            res = fit_hover(prof, read_hover_log(path, prof.n_rotors))
             cov.seconds.append(time.perf_counter() - t1)
-            z = cov.add({k: res[k] for k in REPORTED}, {k: res[f"{k}_std"] for k in REPORTED}, truth_values(drawn))
-            for axis, v in zip("xyz", res["validation"]["rms_over_sigma"]):
+            z = cov.add(res.values, res.std, truth_values(drawn))
+            for axis, v in zip("xyz", res.validation["rms_over_sigma"]):
                 cov.add_validation(f"a_{axis}", v)
             worst = max(z, key=lambda k: abs(z[k]))
             print(f"seed {seed}: max |z| {abs(z[worst]):.2f} ({worst}) ({cov.seconds[-1]:.1f} s)", flush=True)

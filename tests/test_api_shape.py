@@ -16,6 +16,7 @@ import pytest
 
 from flapjax.evaluate_report import Episodes, EvaluationReport, RunStatistics
 from flapjax.identify.fit_report import FitReport
+from flapjax.identify.losses import Uncertainty
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "flapjax"
 
@@ -64,7 +65,7 @@ def test_the_shape_check_sees_a_positional_option_and_a_dict_result():
     assert shape_problems(old, "task", FitReport)[0].startswith("the first parameter")
 
 
-@pytest.mark.parametrize("report", [EvaluationReport, RunStatistics, FitReport, Episodes])
+@pytest.mark.parametrize("report", [EvaluationReport, RunStatistics, FitReport, Episodes, Uncertainty])
 def test_results_are_frozen_dataclasses(report):
     assert dataclasses.is_dataclass(report) and report.__dataclass_params__.frozen
 
@@ -126,8 +127,6 @@ MAPPINGS = {
 # (FitReport) with the one identification pipeline.
 RECORDS_PENDING = {
     "flapjax.identify.flapper.waveform.fit_waveform", "flapjax.identify.flapper.flight_fit.identify_flight_log",
-    "flapjax.identify.flapper.stand_physical.fit_physical_to_stand", "flapjax.identify.multirotor.run.fit_hover_log",
-    "flapjax.identify.losses.gauss_newton_uncertainty",
 }
 # Returning a bare ``dict`` (a record with no declared shape): to be typed.
 BARE_PENDING = {

@@ -154,7 +154,7 @@ def test_uncertainty_from_curvature_matches_linear_regression():
     x = f**2
     k = idf.slope_through_origin(x, y)
     s2 = np.sum((y - k * x) ** 2) / (f.size - 1)
-    np.testing.assert_allclose(unc["std"]["k_f"], np.sqrt(s2 / np.sum(x**2)), rtol=1e-6)
+    np.testing.assert_allclose(unc.std["k_f"], np.sqrt(s2 / np.sum(x**2)), rtol=1e-6)
 
 
 def test_uncertainty_of_mixed_log_and_signed_parameters_matches_ordinary_least_squares():
@@ -175,14 +175,19 @@ def test_uncertainty_of_mixed_log_and_signed_parameters_matches_ordinary_least_s
         return (p["a"] * x + p["b"] * x**2 + p["c"] - y) / 0.5  # any residual scale gives the same answer
 
     unc = idf.gauss_newton_uncertainty(residual_fn, t)
-    np.testing.assert_allclose([unc["std"][k] for k in "abc"], np.sqrt(np.diag(cov)), rtol=1e-9)
-    np.testing.assert_allclose(unc["relative_std"]["a"], np.sqrt(cov[0, 0]) / beta[0], rtol=1e-9)
-    np.testing.assert_allclose(unc["relative_std"]["b"], np.sqrt(cov[1, 1]) / abs(beta[1]), rtol=1e-9)
+    np.testing.assert_allclose([unc.std[k] for k in "abc"], np.sqrt(np.diag(cov)), rtol=1e-9)
+    np.testing.assert_allclose(unc.relative_std["a"], np.sqrt(cov[0, 0]) / beta[0], rtol=1e-9)
+    np.testing.assert_allclose(unc.relative_std["b"], np.sqrt(cov[1, 1]) / abs(beta[1]), rtol=1e-9)
     corr = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
     flat_order = list(t.log) + list(t.linear)  # the trainable's flattening: log space first
     assert flat_order == ["a", "b", "c"]
-    np.testing.assert_allclose(unc["correlation"], corr, atol=1e-9)
-    np.testing.assert_allclose(unc["sigma"], np.sqrt(ssr / (x.size - 3)) / 0.5, rtol=1e-9)
+    np.testing.assert_allclose(unc.correlation, corr, atol=1e-9)
+    np.testing.assert_allclose(unc.sigma, np.sqrt(ssr / (x.size - 3)) / 0.5, rtol=1e-9)
+    jac = np.stack([beta[0] * x, x**2, np.ones_like(x)], axis=1) / 0.5  # d r / d(log a, b, c)
+    np.testing.assert_allclose(unc.hessian, jac.T @ jac / x.size, rtol=1e-9)
+    assert unc["sigma"] == unc.sigma  # read as the mapping it was
+    with pytest.raises(KeyError, match="value"):
+        unc["value"]
 
 
 def test_correlation_is_labelled_in_the_flattened_order_and_reordered_by_name():
@@ -204,8 +209,8 @@ def test_correlation_is_labelled_in_the_flattened_order_and_reordered_by_name():
         return jnp.sin(jnp.outer(x, weights) + 0.3) @ flat + jnp.cos(7 * x)
 
     unc = idf.gauss_newton_uncertainty(residual_fn, t)
-    assert unc["names"] == flat_names(t)
-    full = np.asarray(unc["correlation"])
+    assert unc.names == flat_names(t)
+    full = unc.correlation
     sub = idf.correlation_among(unc, ["offset", "a_gain"])
     np.testing.assert_allclose(sub, [[1.0, full[4, 0]], [full[0, 4], 1.0]], rtol=1e-12)
     with pytest.raises(ConfigError, match="names: \\['z_gain'\\] are not among"):

@@ -107,7 +107,7 @@ def test_wrong_mass_on_a_short_sample_log_is_noted_and_printed(tmp_path):
     keep = data["time_s"] < 6.0
     path = S.write_log(tmp_path / "short.npz", {k: data[k][keep] for k in data.files})
     prof = rotor.resolve_profile(str(LONG_ARM), field="robot")
-    res = R.fit_hover_log(prof, read_hover_log(path, 4))
+    res = R.fit_hover(prof, read_hover_log(path, 4)).to_json()
     fit = res["fit"]
     ratio = np.asarray(fit["residual_over_noise"])
     # the bias absorbs the mass error: the residuals stay at the noise level

@@ -19,7 +19,7 @@ from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor import synthetic as S
 from flapjax.identify.multirotor.log import HoverLog, thrust_column
 from flapjax.identify.multirotor import run as R
-from flapjax.identify.multirotor.run import fit_hover_log
+from flapjax.identify.multirotor.run import fit_hover
 from flapjax.validation import ConfigError
 from tests.record_check import assert_common_record
 
@@ -342,7 +342,7 @@ def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
 def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path, seed):
     cols, drawn = S.noisy_log(short_flight, seed)
     path = S.write_log(tmp_path / "noisy.npz", cols)
-    res = fit_hover_log(PROF, read_hover_log(path, 4), validation_fraction=0.15)
+    res = fit_hover(PROF, read_hover_log(path, 4), validation_fraction=0.15).to_json()
     truth = _truth_values(drawn["accel_bias"])
     z = {k: (res[k] - v) / res[f"{k}_std"] for k, v in truth.items()}
     # 14 parameters from a 30 s flight (the 20-seed coverage of the full sample
@@ -356,11 +356,12 @@ def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path)
     from flapjax.identify.sampling import with_dropouts
 
     cols, drawn = S.noisy_log(short_flight, 11)
-    whole = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),
-                          validation_fraction=0.15)
+    whole = fit_hover(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),
+                      validation_fraction=0.15).to_json()
     gaps = with_dropouts(cols, 0.05, seed=7)  # a stream apart from the noise's
     compiled = R._residuals._cache_size()
-    res = fit_hover_log(PROF, read_hover_log(S.write_log(tmp_path / "gaps.npz", gaps), 4), validation_fraction=0.15)
+    res = fit_hover(PROF, read_hover_log(S.write_log(tmp_path / "gaps.npz", gaps), 4),
+                    validation_fraction=0.15).to_json()
     # fewer rows, padded to the same length: the fit reuses the whole log's programs
     assert R.padded_length(gaps["time_s"].size) == R.padded_length(cols["time_s"].size)
     assert R._residuals._cache_size() == compiled

@@ -4,8 +4,8 @@ A study's data is a :class:`Measurements` pytree (inputs, measured targets,
 their scale, which rows are valid); :func:`least_squares` turns a model
 ``predict(params, inputs)`` into the loss :func:`flapjax.identify.fit.fit`
 minimizes; :func:`gauss_newton_uncertainty` gives parameter standard
-deviations from the loss curvature at the optimum (its covariance from
-:mod:`flapjax.identify.solve`, whose :func:`gauss_newton_covariance` and
+deviations from the loss curvature at the optimum (an :class:`Uncertainty`;
+its covariance from :mod:`flapjax.identify.solve`, whose :func:`gauss_newton_covariance` and
 :func:`unidentified` are re-exported here). Closed forms
 (:func:`slope_through_origin`, :func:`r_squared`) check the gradient fits.
 No robot knowledge.
@@ -14,6 +14,7 @@ No robot knowledge.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import equinox as eqx
@@ -29,6 +30,7 @@ from flapjax.validation import ConfigError
 
 __all__ = [
     "Measurements",
+    "Uncertainty",
     "correlation_among",
     "flat_names",
     "gauss_newton_covariance",
@@ -142,16 +144,49 @@ def flat_names(trainable: Trainable) -> list[str]:
     return out
 
 
-def correlation_among(uncertainty: dict[str, Any], names) -> np.ndarray:
-    """(k, k) correlation of ``names`` (in that order) from the output of
+@dataclass(frozen=True)
+class Uncertainty:
+    """Parameter standard deviations from the curvature of a least-squares
+    loss (:func:`gauss_newton_uncertainty`).
+
+    Attributes:
+      std: name -> standard deviation in the parameter's own units, shaped
+        like the parameter (() for a scalar).
+      relative_std: name -> standard deviation over the value's magnitude
+        [-] (for a log-space parameter, its log-space standard deviation).
+      names: the p entries of the flattened trainable vector, in order:
+        ``name`` for a scalar, ``name[i]`` for the entries of an array.
+      correlation: (p, p) correlation of those entries [-], rows and columns
+        in the order of ``names`` (:func:`correlation_among` picks any order).
+      sigma: the residual standard deviation used [residual units].
+      hessian: (p, p) Gauss-Newton curvature ``J^T J / n`` of the loss
+        ``0.5 mean(r^2)`` in the trainable coordinates.
+    """
+
+    std: dict[str, np.ndarray]
+    relative_std: dict[str, np.ndarray]
+    names: list[str]
+    correlation: np.ndarray
+    sigma: float
+    hessian: np.ndarray
+
+    def __getitem__(self, key: str) -> Any:
+        """The attribute ``key`` (``unc["std"]`` reads as ``unc.std``)."""
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+def correlation_among(uncertainty: Uncertainty, names) -> np.ndarray:
+    """(k, k) correlation of ``names`` (in that order) from
     :func:`gauss_newton_uncertainty`; raises :class:`ConfigError` naming an
     entry it does not hold."""
-    order = list(uncertainty["names"])
+    order = list(uncertainty.names)
     missing = [n for n in names if n not in order]
     if missing:
         raise ConfigError(f"names: {missing} are not among the fitted entries {order}")
     idx = [order.index(n) for n in names]
-    return np.asarray(uncertainty["correlation"], dtype=float)[np.ix_(idx, idx)]
+    return np.asarray(uncertainty.correlation, dtype=float)[np.ix_(idx, idx)]
 
 
 def gauss_newton_uncertainty(
@@ -161,7 +196,7 @@ def gauss_newton_uncertainty(
     sigma: float | None = None,
     n_residuals: int | None = None,
     compiler_options: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Uncertainty:
     """Parameter standard deviations from the curvature of a least-squares loss.
 
     With scaled residuals ``r(theta)`` (theta: the trainable vector, log space
@@ -175,14 +210,7 @@ def gauss_newton_uncertainty(
     J comes from forward mode (``jax.jacfwd``): one JVP per parameter, in
     one program compiled with ``compiler_options`` when they are given
     (e.g. :func:`flapjax.sim.tree.compiler_options` for residuals that step
-    the pure-JAX joint tree).
-
-    Returns a dict: ``std`` (name -> physical std), ``relative_std``,
-    ``names`` (the p entries of the flattened trainable vector, in order:
-    ``name`` for a scalar, ``name[i]`` for the entries of an array),
-    ``correlation`` (p x p nested list, rows and columns in the order of
-    ``names``; :func:`correlation_among` picks any order), ``sigma``
-    (residual std used), ``hessian`` (p x p, the Gauss-Newton loss curvature).
+    the pure-JAX joint tree). Returns the :class:`Uncertainty`.
     """
     flat, unravel = jax.flatten_util.ravel_pytree(trainable)
     r0 = residual_fn(trainable)
@@ -203,11 +231,6 @@ def gauss_newton_uncertainty(
         std[name] = np.asarray(s)
         v = np.asarray(values[name])
         rel[name] = np.asarray(s) / np.where(v != 0, np.abs(v), 1.0)
-    return {
-        "std": std,
-        "relative_std": rel,
-        "names": flat_names(trainable),
-        "correlation": corr.tolist(),
-        "sigma": math.sqrt(s2),
-        "hessian": (jtj / (jac.shape[0] if n_residuals is None else int(n_residuals))).tolist(),
-    }
+    n = jac.shape[0] if n_residuals is None else int(n_residuals)
+    return Uncertainty(std=std, relative_std=rel, names=flat_names(trainable), correlation=corr,
+                       sigma=math.sqrt(s2), hessian=jtj / n)

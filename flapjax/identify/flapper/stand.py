@@ -120,21 +120,23 @@ def stand_report(path: str | Path, data, res: StandFit) -> FitReport:
 
 
 def _physical(data, res: StandFit, out: Path, physical_options: Mapping[str, Any] | None,
-              echo: Callable[[str], None]) -> dict:
+              echo: Callable[[str], None]) -> dict[str, Any]:
     """Per-wing physical parameters through the fixed-base rollout
     (:func:`~flapjax.identify.flapper.stand_physical.fit_physical_to_stand`,
     weighted by the averaged fit's channel noise, its sensor offsets
-    removed); writes ``per_wing.json`` and returns the fit's dict with notes."""
-    from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
+    removed); writes ``per_wing.json`` and returns the body of
+    ``results.json``'s ``physical``: ``values``, ``std``, the fit's details
+    and the notes, when there are any."""
     from flapjax.identify.flapper.stand_physical import fit_physical_to_stand
 
     echo("per-wing physical parameters through the fixed-base rollout (slow) ...")
     opts = {"sigma": res.sigma,  # the channels' noise and the sensor offsets of the averaged fit
             "offsets": {k: v for k, v in res.values.items() if k.endswith("_offset")}}
     opts.update(physical_options or {})
-    phys = fit_physical_to_stand(data, **opts)
-    write_json(out / "per_wing.json", phys["values"])  # as a phase-resolved record's: apply_physical
-    echo(parameter_table(phys["values"], phys["std"], STAND_PHYSICAL_UNITS, indent="  "))
+    report = fit_physical_to_stand(data, **opts)
+    phys = {"values": report.values, "std": report.std, **report.details}
+    write_json(out / "per_wing.json", report.values)  # as a phase-resolved record's: apply_physical
+    echo(parameter_table(report.values, report.std, report.units, indent="  "))
     loose = [n for n, r in phys["relative_std"].items() if r > 0.5]
     notes = []
     if loose:

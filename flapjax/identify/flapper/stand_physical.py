@@ -7,7 +7,7 @@ the curvature and the residual variance estimated from the data."""
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +16,8 @@ import numpy as np
 from flapjax.identify.data import DataError
 from flapjax.identify.fit import Params, as_step_outputs, combine, fit, make_fit_step, split
 from flapjax.identify.flapper.config import convergence_for, optimizer_for
-from flapjax.identify.flapper.physical import eval_stand
+from flapjax.identify.fit_report import FitReport
+from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS, eval_stand
 from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
 from flapjax.sim import tree
 from flapjax.sim.flapper.stand import STAND_PHYSICAL_PARAMETERS, StandRollout, nominal_physical
@@ -48,7 +49,7 @@ def fit_physical_to_stand(
     max_steps: int = 15,
     robot=None,
     progress=None,
-) -> dict[str, Any]:
+) -> FitReport:
     """Per-wing physical parameters fitted to a measured stand table by
     gradient through the fixed-base per-wing rollout.
 
@@ -71,9 +72,14 @@ def fit_physical_to_stand(
         ``wing_inertia_scale``).
       max_steps: optimizer steps (L-BFGS, backtracking line search, forward-mode gradients).
 
-    Returns ``{"values", "std", "relative_std", "correlation", "residual_sigma",
-    "rows", "frequency", "target", "fitted", "channels", "converged", "reason",
-    "fit_steps", "seconds"}`` (SI units).
+    Returns the :class:`~flapjax.identify.fit_report.FitReport` (study
+    ``stand_physical``, source ``data.source``) of the fitted values, their
+    standard deviations and units, with the details ``relative_std`` [-],
+    ``correlation`` (``names``, (p, p) ``matrix``), ``residual_sigma`` (the
+    scaled residuals' std [-]), ``channels``, ``rows`` (1-based table rows
+    fitted), ``frequency`` (r,) [Hz], ``target`` and ``fitted`` (r, C) [N,
+    N m], ``start``, ``duration``, ``discard`` [s], ``converged``,
+    ``reason``, ``fit_steps`` and ``seconds`` [s].
     """
     t0 = time.perf_counter()
     for p in parameters:
@@ -116,12 +122,10 @@ def fit_physical_to_stand(
         compiler_options=tree.compiler_options(),
     )
     fitted = np.asarray(_predict_stand_rollout(res.params, rollout))
-    return {
-        "values": {k: float(res.params[k]) for k in parameters},
-        "std": {k: float(np.asarray(unc["std"][k])) for k in parameters},
-        "relative_std": {k: float(np.asarray(unc["relative_std"][k])) for k in parameters},
+    details = {
+        "relative_std": {k: float(np.asarray(unc.relative_std[k])) for k in parameters},
         "correlation": {"names": list(parameters), "matrix": correlation_among(unc, parameters).tolist()},
-        "residual_sigma": unc["sigma"],
+        "residual_sigma": unc.sigma,
         "channels": list(channels),
         "rows": [int(i) + 1 for i in rows],
         "frequency": sub.frequency.tolist(),
@@ -135,3 +139,5 @@ def fit_physical_to_stand(
         "fit_steps": res.steps,
         "seconds": time.perf_counter() - t0,
     }
+    return FitReport.of("stand_physical", data.source, {k: float(res.params[k]) for k in parameters},
+                        {k: float(np.asarray(unc.std[k])) for k in parameters}, STAND_PHYSICAL_UNITS, details)

@@ -5,7 +5,7 @@ drag coefficients of the rotor chain.
 - :mod:`~flapjax.identify.multirotor.model`: the chain's prediction of the
   accelerometer from logged commands and pose;
 - :mod:`~flapjax.identify.multirotor.run`: the fit and its uncertainties
-  (:func:`fit_hover_log`);
+  (:func:`fit_hover`);
 - :mod:`~flapjax.identify.multirotor.hover_report`: plots, the printed
   table and ``results.json`` (:func:`run_hover_identification`);
 - :mod:`flapjax.rotor.identified`: results -> ``ChainParams`` (re-exported here)
@@ -22,7 +22,7 @@ drag coefficients of the rotor chain.
 from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
 from flapjax.identify.multirotor.log import HoverLog, hover_columns, read_hover_log
 from flapjax.identify.multirotor.hover_report import run_hover_identification
-from flapjax.identify.multirotor.run import REPORTED, fit_hover, fit_hover_log
+from flapjax.identify.multirotor.run import REPORTED, fit_hover
 
-__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover", "fit_hover_log", "hover_columns",
+__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover", "hover_columns",
            "load_chain_params", "read_hover_log", "run_hover_identification"]

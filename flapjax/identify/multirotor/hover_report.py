@@ -24,11 +24,13 @@ from flapjax.identify.results import lock_output_dir
 __all__ = ["hover_summary", "plot_proximity", "plot_residuals", "run_hover_identification"]
 
 
-def plot_residuals(res: Mapping[str, Any], path: str | Path) -> Path:
+def plot_residuals(a: Mapping[str, np.ndarray], path: str | Path) -> Path:
     """Measured and predicted specific force and the residuals per axis
-    against time (validation segment shaded)."""
+    against time (validation segment shaded), from the arrays of
+    :func:`~flapjax.identify.multirotor.run.fit_hover`'s report: ``time``
+    (n,) [s], ``measured`` and ``predicted`` (n, 3) [m/s^2], ``fit`` and
+    ``validation`` (n,) bool."""
     plt = pyplot()
-    a = res["_arrays"]
     t, m, p = a["time"], a["measured"], a["predicted"]
     fig, axes = plt.subplots(3, 2, figsize=(12, 8), sharex="col")
     for j, name in enumerate(M.AXES):
@@ -166,7 +168,7 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
         finally:
             bar.close()
         res = report.to_json()
-        files = [plot_residuals({**res, "_arrays": report.arrays}, out / "residuals.png"),
+        files = [plot_residuals(report.arrays, out / "residuals.png"),
                  plot_proximity(res, out / "proximity.png")]
         res["scene_source"] = sources or ["defaults (none given)"]
         echo(hover_summary(res))

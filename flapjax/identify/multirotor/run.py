@@ -1,8 +1,8 @@
 """Identify a multirotor's proximity and drag coefficients from a hover log.
 
-:func:`fit_hover` (typed :class:`~flapjax.identify.fit_report.FitReport`;
-:func:`fit_hover_log`: the same as a dict) fits the hover model of
-:mod:`flapjax.identify.multirotor.model` to the accelerometer by gradient
+:func:`fit_hover` (a :class:`~flapjax.identify.fit_report.FitReport`) fits
+the hover model of :mod:`flapjax.identify.multirotor.model` to the
+accelerometer by gradient
 (:func:`flapjax.identify.fit.fit`, L-BFGS) in two passes: unit weights,
 then each axis weighted by its residual standard deviation. Standard
 deviations come from :func:`flapjax.identify.losses.gauss_newton_uncertainty`
@@ -286,7 +286,7 @@ def _uncertainty(pb: _Problem, theta, scale, n_fit: int):
     unc = L.gauss_newton_uncertainty(lambda tr: _residuals_trainable(tr, scale, pb), trainable,
                                      n_residuals=3 * n_fit)
     params = {k: float(v) for k, v in fitted.items()}
-    std = {k: float(v) for k, v in unc["std"].items()}
+    std = {k: float(v) for k, v in unc.std.items()}
     values = dict(params)
     values["wall_range"] = params["wall_fade_start"] + params["wall_fade_width"]
     if "wall_fade_start" in std and "wall_fade_width" in std:
@@ -382,15 +382,3 @@ def fit_hover(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: f
               "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
     return FitReport.of("hover", log.path, {k: values[k] for k in REPORTED}, reported_std, UNITS, details, arrays)
 
-
-def fit_hover_log(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
-                  quick: bool = False, max_steps: int | None = None,
-                  progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
-    """:func:`fit_hover` as a dict: the results dict (see
-    :func:`run_hover_identification`) plus numpy arrays under ``"_arrays"``
-    (time, measured and predicted specific force, fit/validation masks)."""
-    report = fit_hover(prof, log, validation_fraction=validation_fraction, quick=quick, max_steps=max_steps,
-                       progress=progress)
-    out = report.to_json()
-    out["_arrays"] = dict(report.arrays)
-    return out
