@@ -54,9 +54,9 @@ class Backend:
     :class:`flapjax.sim.multirotor.MultirotorWorld`); the arguments after it
     are the robot's own. ``data`` is the backend's state of one world
     (``mjx.Data``, or :class:`flapjax.sim.rigid.RigidState` for a single
-    pure-JAX body); ``model`` is what the robot's step passes on from
-    ``model`` (the flapper: the model itself; the multirotor: the
-    ``Prepared`` world holding it). No stage has a batch axis.
+    pure-JAX body); ``model`` is what the ``model`` stage built (the
+    multirotor passes its ``Prepared`` world, which holds it next to the
+    parameters). No stage has a batch axis: ``jax.vmap`` adds it.
 
     Attributes:
       name: the backend's name, one of :data:`BACKENDS`.
