@@ -47,11 +47,11 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
         t0 = time.perf_counter()
         res = fl_log.identify_flight_log(log)
         cov.seconds.append(time.perf_counter() - t0)
-        z = cov.add(res["values"], res["std"], fl_log.SAMPLE_HIDDEN)
-        noise = math.sqrt(sum(res["noise"][k] ** 2 for k in ("x_m", "y_m", "z_m")))
-        cov.add_validation("position", res["validation"]["identified"]["position_rms"] / noise)
+        z = cov.add(res.values, res.std, fl_log.SAMPLE_HIDDEN)
+        noise = math.sqrt(sum(res.details["noise"][k] ** 2 for k in ("x_m", "y_m", "z_m")))
+        cov.add_validation("position", res.validation["identified"]["position_rms"] / noise)
         worst = max(z, key=lambda k: abs(z[k]))
-        print(f"seed {seed}: max |z| {abs(z[worst]):.2f} ({worst}), {res['fit']['segments']} segments "
+        print(f"seed {seed}: max |z| {abs(z[worst]):.2f} ({worst}), {res.details['fit']['segments']} segments "
               f"({cov.seconds[-1]:.1f} s)", flush=True)
     return cov.summary()
 

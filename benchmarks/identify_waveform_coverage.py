@@ -43,8 +43,8 @@ def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
         t0 = time.perf_counter()
         res = fit_waveform(data, robot=robot)
         cov.seconds.append(time.perf_counter() - t0)
-        z = cov.add({**res["values"], **res["offsets"]}, {**res["std"], **res["offsets_std"]}, truth)
-        for ch, v in res["validation"].items():
+        z = cov.add(res.values, res.std, truth)  # the parameters and the sensor offsets
+        for ch, v in res.validation.items():
             cov.add_validation(ch, v["rms_over_sigma"])
         progress(f"seed {seed}: " + ", ".join(f"{k} z {v:+.2f}" for k, v in z.items())
                  + f" ({cov.seconds[-1]:.1f} s)")

@@ -123,11 +123,6 @@ MAPPINGS = {
     "flapjax.identify.flapper.flight_synthetic.synthetic_flight_log",
     "flapjax.identify.multirotor.synthetic.simulate_hover_flight",
 }
-# Fit results still returned as dicts: records, to become typed reports
-# (FitReport) with the one identification pipeline.
-RECORDS_PENDING = {
-    "flapjax.identify.flapper.waveform.fit_waveform", "flapjax.identify.flapper.flight_fit.identify_flight_log",
-}
 # Returning a bare ``dict`` (a record with no declared shape): to be typed.
 BARE_PENDING = {
     "flapjax.control.design.channel_axes", "flapjax.safe_io.read_settings",
@@ -173,7 +168,7 @@ def test_no_public_function_returns_a_bare_dict():
 
 
 def test_public_dict_results_are_name_to_value_mappings():
-    known = MAPPINGS | RECORDS_PENDING
+    known = MAPPINGS
     unlisted = sorted(k for k, is_bare in package_dict_returners().items() if not is_bare and k not in known)
     assert not unlisted, (f"public functions returning dict[...]: {unlisted}. A record gets a typed result; "
                           "a name -> value mapping goes into MAPPINGS in tests/test_api_shape.py")

@@ -215,14 +215,14 @@ def test_attitude_rate_is_the_body_rate():
 def test_flight_log_recovers_hidden_values(seed):
     log = FL.synthetic_flight_log(noise_seed=seed)
     res = FL.identify_flight_log(log)
-    z = {k: (res["values"][k] - v) / res["std"][k] for k, v in FL.SAMPLE_HIDDEN.items()}
+    z = {k: (res.values[k] - v) / res.std[k] for k, v in FL.SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
     for k in ("L_v", "M_u"):  # the coupling is resolved, not just bounded
-        assert res["std"][k] < 0.1 * abs(FL.SAMPLE_HIDDEN[k]), (k, res["std"][k])
-    v = res["validation"]
+        assert res.std[k] < 0.1 * abs(FL.SAMPLE_HIDDEN[k]), (k, res.std[k])
+    v = res.validation
     assert v["identified"]["position_rms"] < 2e-3 and v["identified"]["attitude_rms_deg"] < 1.0, v
-    assert 0.8 < res["fit"]["residual_sigma"] < 1.2
+    assert 0.8 < res.details["fit"]["residual_sigma"] < 1.2
 
 
 @pytest.mark.slow
@@ -232,14 +232,14 @@ def test_log_with_dropped_rows_recovers_hidden_values():
     dropped = full["time_s"].size - log["time_s"].size
     assert 0.1 * full["time_s"].size <= dropped < 0.12 * full["time_s"].size
     res = FL.identify_flight_log(log)
-    z = {k: (res["values"][k] - v) / res["std"][k] for k, v in FL.SAMPLE_HIDDEN.items()}
+    z = {k: (res.values[k] - v) / res.std[k] for k, v in FL.SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
-    assert res["fit"]["samples_dropped"] == dropped
-    seg = int(round(res["fit"]["segment"] * res["fit"]["sample_rate"]))
-    assert res["fit"]["samples_fitted"] < res["fit"]["segments"] * seg  # partial segments end at a gap
-    assert 0.8 < res["fit"]["residual_sigma"] < 1.2  # dropped samples are not counted as perfect fits
-    assert res["validation"]["identified"]["position_rms"] < 2e-3
+    assert res.details["fit"]["samples_dropped"] == dropped
+    seg = int(round(res.details["fit"]["segment"] * res.details["fit"]["sample_rate"]))
+    assert res.details["fit"]["samples_fitted"] < res.details["fit"]["segments"] * seg  # partial segments end at a gap
+    assert 0.8 < res.details["fit"]["residual_sigma"] < 1.2  # dropped samples are not counted as perfect fits
+    assert res.validation["identified"]["position_rms"] < 2e-3
 
 
 @pytest.mark.slow
@@ -372,31 +372,31 @@ def test_a_log_whose_plates_never_move_holds_the_moment_gains_and_says_so():
     log["roll_plate_rad"][:] = 0.0
     res = FL.identify_flight_log(log)
     # before: std 4e-13 from the pseudo-inverse, read as a precise value
-    assert res["std"]["k_roll"] is None and res["std"]["k_pitch"] is None
-    assert "k_roll" in res["fit"]["not_identified"] and "k_pitch" in res["fit"]["not_identified"]
-    assert any("the log does not determine them" in n for n in res["notes"])
-    assert any("fit residuals above the log's noise level" in n for n in res["notes"])
+    assert res.std["k_roll"] is None and res.std["k_pitch"] is None
+    assert "k_roll" in res.details["fit"]["not_identified"] and "k_pitch" in res.details["fit"]["not_identified"]
+    assert any("the log does not determine them" in n for n in res.notes)
+    assert any("fit residuals above the log's noise level" in n for n in res.notes)
 
 
 @pytest.mark.slow
 def test_commands_logged_late_are_flagged_by_the_residuals():
     log = _sample_log()
     clean = FL.identify_flight_log(log)
-    assert clean["notes"] == [] and max(clean["fit"]["residual_over_noise"].values()) < 1.1
+    assert clean.notes == () and max(clean.details["fit"]["residual_over_noise"].values()) < 1.1
     for c in ("frequency_hz", "pitch_plate_rad", "roll_plate_rad"):  # 20 ms late
         log[c] = np.concatenate([np.full(4, log[c][0]), log[c][:-4]])
     late = FL.identify_flight_log(log)
-    assert late["fit"]["residual_over_noise"]["z_m"] > 1.25
-    assert any("a delay of a few samples" in n for n in late["notes"])
+    assert late.details["fit"]["residual_over_noise"]["z_m"] > 1.25
+    assert any("a delay of a few samples" in n for n in late.notes)
     # the scan finds the delay, and the fit with it is clean again
     from flapjax.identify.flapper.flight_fit import command_delay_scan
 
     best, scores = command_delay_scan(log, delays=(0, 3, 4, 5))
     assert best == 4 and list(scores) == [0, 3, 4, 5], scores
     fixed = FL.identify_flight_log(log, command_delay=4)
-    assert fixed["notes"] == [] and fixed["fit"]["command_delay_samples"] == 4
-    assert max(fixed["fit"]["residual_over_noise"].values()) < 1.1
-    z = {k: (fixed["values"][k] - FL.SAMPLE_HIDDEN[k]) / fixed["std"][k] for k in FL.FLIGHT_PARAMETERS}
+    assert fixed.notes == () and fixed.details["fit"]["command_delay_samples"] == 4
+    assert max(fixed.details["fit"]["residual_over_noise"].values()) < 1.1
+    z = {k: (fixed.values[k] - FL.SAMPLE_HIDDEN[k]) / fixed.std[k] for k in FL.FLIGHT_PARAMETERS}
     assert max(abs(v) for v in z.values()) < 3.5, z  # lagged: D_w_y was 13 sigma off
 
 

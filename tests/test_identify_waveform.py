@@ -258,8 +258,7 @@ def test_hidden_values_are_covered_over_noise_seeds():
                               pitch_plate=cols["pitch_plate_rad"], roll_plate=cols["roll_plate_rad"],
                               source=f"seed {seed}", **{k: cols[k] for k in gen.CHANNELS[1:]})
         res = W.fit_waveform(data)
-        z += [(res["values"][k] - truth[k]) / res["std"][k] for k in PHYSICAL]
-        z += [(res["offsets"][k] - truth[k]) / res["offsets_std"][k] for k in res["offsets"]]
+        z += [(res.values[k] - truth[k]) / res.std[k] for k in res.values]  # the parameters and the offsets
     z = np.abs(np.asarray(z))
     assert np.all(z < 3.5), z  # no estimate far outside its interval
     assert np.mean(z <= 2.0) >= 0.75, z

@@ -8,13 +8,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.data import DataError
+from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper.far_from_nominal import far_from_nominal
 from flapjax.identify.flapper.flight_format import POSE_NAMES as POSE_CHANNELS, noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
@@ -265,7 +266,7 @@ def identify_flight_log(
     command_delay: int = 0,
     callback: Callable[[int, float], None] | None = None,
     where: str = "flight log",
-) -> dict[str, Any]:
+) -> FitReport:
     """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
 
     Args:
@@ -285,10 +286,21 @@ def identify_flight_log(
         step of the fit (a progress bar).
       where: the log's name in error messages (its file name).
 
-    Returns a dict: ``values`` and ``std`` (name -> float, SI; ``None`` for
-    a positive parameter driven to zero, named in ``notes``), ``fit``,
-    ``noise``, ``validation``, ``notes`` (list of str) and ``data`` (arrays
-    for the plots).
+    Returns the :class:`~flapjax.identify.fit_report.FitReport` (study
+    ``flight_log``, source ``where``) of the values of
+    :data:`~flapjax.identify.flapper.flight_parameters.FLIGHT_PARAMETERS`
+    with their standard deviations (SI; ``None`` for a parameter driven to
+    its bound or not determined, named in the notes) and units; details
+    ``cycle_averaged`` (the identified model,
+    :meth:`~flapjax.aero.cycle_averaged.CycleAveragedParams.to_dict`),
+    ``fit`` (iterations, residual level over the log's noise per pose
+    channel, segments, ``correlation``, ``seconds`` ...), ``noise`` (the
+    fit's residual standard deviation per pose channel [m, rad]),
+    ``validation`` (held-out prediction errors of the identified and the
+    start model) and ``notes``; arrays for the plots: ``fit_time`` (m, S)
+    [s] and ``residuals`` (m, S, 6) of the fitted segments, ``hold_time``,
+    ``hold_meas`` and ``hold_pred`` (label -> (h, S, 6)) of the held-out
+    ones, and ``init_window`` [s].
     """
     t0 = time.perf_counter()
     base, inertia = _default_body(base, inertia)
@@ -321,30 +333,25 @@ def identify_flight_log(
     validation["horizon"] = float((seg_len - g.n_init) * dt)
     validation["init_window"] = float(g.n_init * dt)
     t = log["time_s"]
-    return {
-        "values": values,
-        "std": std,
-        "identified": identified,
-        "fit": {
-            "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
-            "residual_over_noise": dict(zip(POSE_CHANNELS, map(float, ratio))), "not_identified": free,
-            "command_delay_samples": int(command_delay),
-            "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(g.fit_counted.sum()),
-            "samples_dropped": int((~g.logged).sum()),
-            "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
-            "correlation": {"names": list(FLIGHT_PARAMETERS), "matrix": corr_block.tolist()},
-            "seconds": time.perf_counter() - t0,
-        },
-        "noise": dict(zip(POSE_CHANNELS, map(float, sigma))),
-        "validation": validation,
-        "notes": _fit_notes(values, start_values(base), bounded, free, ratio),
-        # residuals in measurement units, per channel (NaN at dropped samples: gaps in the plots)
-        "data": {"fit_time": t[g.starts[:, None] + window],
-                 "residuals": np.where(g.fit_counted[..., None], r.reshape(m, seg_len, 6) * sigma, np.nan),
-                 "hold_time": t[g.hold_starts[:, None] + window],
-                 "hold_meas": np.where(g.hold_counted[..., None], np.asarray(hold.meas), np.nan),
-                 "hold_pred": pred_hold, "init_window": float(g.n_init * dt)},
+    fit = {
+        "iterations": iters, "reason": reason, "cost": history, "residual_sigma": math.sqrt(s2),
+        "residual_over_noise": dict(zip(POSE_CHANNELS, map(float, ratio))), "not_identified": free,
+        "command_delay_samples": int(command_delay),
+        "segments": int(m), "segment": float(seg_len * dt), "samples_fitted": int(g.fit_counted.sum()),
+        "samples_dropped": int((~g.logged).sum()),
+        "sample_rate": 1.0 / dt, "parameters": n_par, "nuisance_parameters": 12 * m,
+        "correlation": {"names": list(FLIGHT_PARAMETERS), "matrix": corr_block.tolist()},
+        "seconds": time.perf_counter() - t0,
     }
+    details = {"cycle_averaged": identified.to_dict(), "fit": fit, "noise": dict(zip(POSE_CHANNELS, map(float, sigma))),
+               "validation": validation, "notes": _fit_notes(values, start_values(base), bounded, free, ratio)}
+    # residuals in measurement units, per channel (NaN at dropped samples: gaps in the plots)
+    arrays = {"fit_time": t[g.starts[:, None] + window],
+              "residuals": np.where(g.fit_counted[..., None], r.reshape(m, seg_len, 6) * sigma, np.nan),
+              "hold_time": t[g.hold_starts[:, None] + window],
+              "hold_meas": np.where(g.hold_counted[..., None], np.asarray(hold.meas), np.nan),
+              "hold_pred": pred_hold, "init_window": float(g.n_init * dt)}
+    return FitReport.of("flight_log", where, values, std, FLIGHT_PARAMETERS, details, arrays)
 
 
 def command_delay_scan(log: dict[str, np.ndarray], delays=range(0, 11), **options) -> tuple[int, dict[int, float]]:
@@ -359,7 +366,7 @@ def command_delay_scan(log: dict[str, np.ndarray], delays=range(0, 11), **option
         raise ConfigError("delays: need at least one command delay to try")
     scores = {}
     for d in delays:
-        ratio = np.array(list(identify_flight_log(log, command_delay=d, **options)["fit"]["residual_over_noise"]
-                              .values()))
+        fit = identify_flight_log(log, command_delay=d, **options).details["fit"]
+        ratio = np.array(list(fit["residual_over_noise"].values()))
         scores[d] = float(np.mean(ratio**2))
     return min(scores, key=scores.get), scores

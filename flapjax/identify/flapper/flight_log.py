@@ -75,7 +75,7 @@ from flapjax.identify.flapper.flight_synthetic import (
     synthetic_flight_log,
 )
 from flapjax.identify.fit_report import FitReport
-from flapjax.identify.outputs import data_record, write_record
+from flapjax.identify.outputs import write_record
 from flapjax.math import euler_to_quat, quat_mul, quat_to_euler, rotvec_to_quat
 from flapjax.math import quat_to_mat as quat_to_rot
 from flapjax.safe_io import check_fit_memory
@@ -199,21 +199,19 @@ def run_flight_identification(
                  + ", ".join(f"{d} {v:.3f}" for d, v in scan.items()) + f"; keeping {command_delay} "
                  f"({1e3 * command_delay * float(np.median(np.diff(log['time_s']))):.0f} ms)")
         try:
-            result = identify_flight_log(log, **model, **settings, command_delay=command_delay, callback=tick)
+            report = identify_flight_log(log, **model, **settings, command_delay=command_delay, callback=tick)
         finally:
             bar.close()
+        results = report.to_json()
+        results["source"] = str(path)
         if scan is not None:
-            result["fit"]["command_delay_scan"] = {str(d): v for d, v in scan.items()}
-        results = data_record("flight_log", path, result["values"], result["std"], FLIGHT_PARAMETERS)
-        results.update({
-            "cycle_averaged": result["identified"].to_dict(), "fit": result["fit"], "noise": result["noise"],
-            "validation": result["validation"], "notes": result["notes"], "settings": settings,
-            "body": {"mass_kg": body_mass, "inertia_kgm2": body_inertia.tolist(), "given": given},
-        })
+            results["fit"] = {**results["fit"], "command_delay_scan": {str(d): v for d, v in scan.items()}}
+        results.update({"settings": settings,
+                        "body": {"mass_kg": body_mass, "inertia_kgm2": body_inertia.tolist(), "given": given}})
         write_json(out / "cycle_averaged.json", {
             "comment": f"Cycle-averaged model identified from the flight log {path.name}; load with "
-                       "CycleAveragedParams.from_json.", **result["identified"].to_dict()})
-        files = write_flight_plots(out, result)
+                       "CycleAveragedParams.from_json.", **results["cycle_averaged"]})
+        files = write_flight_plots(out, report)
         written = write_record(out, results, ["cycle_averaged.json", *files], started)
         echo(summary(results) + "\n" + written)
         return FitReport.from_record(results)

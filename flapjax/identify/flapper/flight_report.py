@@ -8,16 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
+from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure
 
 
-def write_flight_plots(out: Path, result: dict) -> list[Path]:
+def write_flight_plots(out: Path, report: FitReport) -> list[Path]:
     """``flight_residuals.png`` (residuals of the fitted segments) and
-    ``flight_validation.png`` (held-out prediction) of an
-    :func:`~flapjax.identify.flapper.flight_fit.identify_flight_log` result."""
+    ``flight_validation.png`` (held-out prediction) of the report of
+    :func:`~flapjax.identify.flapper.flight_fit.identify_flight_log` (its
+    arrays and validation)."""
     plt = pyplot()
-    d = result["data"]
+    d = report.arrays
     names = ("x [mm]", "y [mm]", "z [mm]", "roll [deg]", "pitch [deg]", "yaw [deg]")
     conv = np.array([1e3, 1e3, 1e3, *(3 * [math.degrees(1.0)])])
     files = []
@@ -31,7 +33,7 @@ def write_flight_plots(out: Path, result: dict) -> list[Path]:
     axes[-1].set_xlabel("t [s]")
     files.append(save_figure(fig, out / "flight_residuals.png", dpi=100))
     fig, axes = plt.subplots(5, 1, figsize=(9, 9), sharex=True)
-    v = result["validation"]
+    v = report.validation
     for c in range(5):
         for k in range(d["hold_time"].shape[0]):
             tt = d["hold_time"][k]

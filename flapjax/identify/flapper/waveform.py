@@ -26,9 +26,7 @@ is ``flapjax identify --data FILE`` for such a record.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import equinox as eqx
 import jax
@@ -36,6 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.data import DataError
+from flapjax.identify.fit_report import FitReport
+from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
+from flapjax.identify.flapper.stand_format import CHANNEL_UNITS
 from flapjax.identify.flapper.waveform_format import StandWaveform
 from flapjax.sim.flapper.stand import nominal_physical
 from flapjax.sim.flapper.stand_waveform import (
@@ -251,7 +252,7 @@ def fit_waveform(
     start: Mapping[str, float] | None = None,
     robot=None,
     echo: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> FitReport:
     """Fit per-wing physical parameters and the sensor offsets to a
     phase-resolved stand record.
 
@@ -272,14 +273,22 @@ def fit_waveform(
       robot: fixed-base per-wing robot (default: the pure-JAX joint tree).
       echo: progress messages.
 
-    Returns a dict with ``values``, ``std``, ``relative_std`` (per
-    parameter), ``offsets`` and ``offsets_std`` (per channel, ``fz_offset``
-    ...), ``correlation``, ``residual_std`` (per channel, [N] or [N m]),
-    ``validation`` (held-out conditions: RMS error per channel, also relative
-    to the residual standard deviation and to the measured RMS), the
-    measured and fitted readings, ``iterations``, ``reason``, ``seconds``.
+    Returns the :class:`~flapjax.identify.fit_report.FitReport` (study
+    ``stand_waveform``, source ``data.source``) whose ``to_json()`` is the
+    ``results.json`` body of
+    :func:`~flapjax.identify.flapper.waveform_report.run_waveform_identification`:
+    the values, standard deviations (None: not determined, held) and units
+    of the parameters, then of the sensor offsets (``fz_offset`` ... [N] or
+    [N m]); details ``rows``, ``relative_std`` [-] (per parameter),
+    ``residual_std`` (per channel [N] or [N m]), ``validation`` (held-out
+    conditions: RMS error per channel, also relative to the residual
+    standard deviation and to the measured RMS), ``correlation`` (``names``:
+    the parameters, then the offsets; (p + C, p + C) ``matrix``),
+    ``conditions``, ``channels``, ``iterations``, ``reason``, ``duration``
+    and ``discard`` [s], ``start`` (the fitted parameters' start values) and
+    ``notes``; arrays ``phase`` (n,) [rad], ``condition`` (n,), ``measured``
+    and ``fitted`` (n, C) [N or N m].
     """
-    t0 = time.perf_counter()
     parameters = tuple(parameters)
     _check_parameters(parameters)
     freqs, plates = data.conditions()
@@ -305,35 +314,31 @@ def fit_waveform(
                                                         echo or (lambda s: None))
     x, std_x, corr, s2, off, J = _curvature(fit, lv, scale)
     p = len(parameters)
-    values = {k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)}
     free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead]
-    offset_names = [f"{c.split('_')[0]}_offset" for c in channels]
+    offsets = [f"{c.split('_')[0]}_offset" for c in channels]
     fitted = np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float) + off
     held = ~fit_rows
-    return {
-        "parameters": list(parameters),
-        "values": values,
-        "std": {k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
+    details = {
+        "rows": data.n,
         "relative_std": {k: None if k in free else float(std_x[i]) for i, k in enumerate(parameters)},
-        "notes": _fit_notes(free, reasons),
-        "offsets": {k: float(x[p + j]) for j, k in enumerate(offset_names)},
-        "offsets_std": {k: float(std_x[p + j]) for j, k in enumerate(offset_names)},
-        "correlation": {"names": list(parameters) + offset_names, "matrix": corr.tolist()},
         "residual_std": {c: float(s) for c, s in zip(channels, sigma)},
-        "residual_scale": float(math.sqrt(s2)),
-        "channels": list(channels),
+        "validation": held_out_errors(fitted[held], y[held], sigma, channels) if held.any() else {},
+        "correlation": {"names": list(parameters) + offsets, "matrix": corr.tolist()},
         "conditions": [{"frequency_hz": float(f), "pitch_plate_rad": float(pl[0]), "roll_plate_rad": float(pl[1]),
                         "held_out": bool(not fit_rows[data.condition == c][0])}
                        for c, (f, pl) in enumerate(zip(freqs, plates))],
-        "validation": held_out_errors(fitted[held], y[held], sigma, channels) if held.any() else {},
-        "phase": data.phase.tolist(),
-        "condition": data.condition.tolist(),
-        "measured": y.tolist(),
-        "fitted": fitted.tolist(),
-        "start": {k: float(nominal[k]) for k in parameters},
-        "duration": float(duration),
-        "discard": float(discard),
+        "channels": list(channels),
         "iterations": int(iterations),
         "reason": "; ".join(reasons),
-        "seconds": time.perf_counter() - t0,
+        "duration": float(duration),
+        "discard": float(discard),
+        "start": {k: float(nominal[k]) for k in parameters},
+        "notes": _fit_notes(free, reasons),
     }
+    values = {**{k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)},
+              **{k: float(x[p + j]) for j, k in enumerate(offsets)}}
+    std = {**{k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
+           **{k: float(std_x[p + j]) for j, k in enumerate(offsets)}}
+    arrays = {"phase": data.phase, "condition": data.condition, "measured": y, "fitted": fitted}
+    return FitReport.of("stand_waveform", data.source, values, std, {**STAND_PHYSICAL_UNITS, **CHANNEL_UNITS},
+                        details, arrays)

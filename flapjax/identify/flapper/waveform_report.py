@@ -5,13 +5,11 @@ record (:func:`~flapjax.identify.flapper.waveform.fit_waveform`) and write
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
 from flapjax.identify.flapper.waveform import fit_waveform
 from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS
 from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
@@ -19,13 +17,15 @@ from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir, write_json
 
-def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir: str | Path) -> Path:
-    """``waveform_fit.png``: per channel (rows) and condition (columns) the
-    measured bin means, the fitted model and the residual with its +-2 sigma
-    band; held-out conditions titled as such."""
+
+def write_waveform_plot(data: StandWaveform, report: FitReport, out_dir: str | Path) -> Path:
+    """``waveform_fit.png`` of :func:`fit_waveform`'s report: per channel
+    (rows) and condition (columns) the measured bin means, the fitted model
+    and the residual with its +-2 sigma band; held-out conditions titled as
+    such."""
     plt = pyplot()
-    meas, fitted = np.asarray(result["measured"]), np.asarray(result["fitted"])
-    channels, conds = result["channels"], result["conditions"]
+    meas, fitted = np.asarray(report.arrays["measured"]), np.asarray(report.arrays["fitted"])
+    channels, conds = report.details["channels"], report.details["conditions"]
     nc, m = len(channels), len(conds)
     fig, axes = plt.subplots(2 * nc, m, figsize=(2.6 * m + 0.8, 2.6 * nc + 0.6), squeeze=False, sharex=True)
     for c, cond in enumerate(conds):
@@ -39,7 +39,7 @@ def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir:
             ax, axr = axes[2 * j, c], axes[2 * j + 1, c]
             ax.plot(th, meas[order, j], "o", ms=2.5, label="measured")
             ax.plot(th, fitted[order, j], "-", lw=1.0, color="C3" if cond["held_out"] else "C1", label="model")
-            s = result["residual_std"][ch]
+            s = report.details["residual_std"][ch]
             axr.axhspan(-2 * s, 2 * s, color="0.9")
             axr.axhline(0.0, color="0.5", lw=0.8)
             axr.plot(th, meas[order, j] - fitted[order, j], ".", ms=3, color="C3" if cond["held_out"] else "C0")
@@ -52,8 +52,8 @@ def write_waveform_plot(data: StandWaveform, result: Mapping[str, Any], out_dir:
                 ax.legend(fontsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("stroke phase [rad]")
-    spread = lambda k: "held" if result["std"][k] is None else f"+- {result['std'][k]:.1g}"  # noqa: E731
-    values = ", ".join(f"{k} {result['values'][k]:.4g} {spread(k)}" for k in result["parameters"])
+    spread = lambda k: "held" if report.std[k] is None else f"+- {report.std[k]:.1g}"  # noqa: E731
+    values = ", ".join(f"{k} {report.values[k]:.4g} {spread(k)}" for k in report.details["start"])
     fig.suptitle(f"phase-resolved stand fit: {values}", fontsize=9)
     return save_figure(fig, Path(out_dir) / "waveform_fit.png", dpi=100)
 
@@ -77,17 +77,10 @@ def run_waveform_identification(path: str | Path, *, out_dir: str | Path, echo: 
         echo(f"stand waveform {path}: {data.n} rows, {data.n_conditions} conditions "
              f"({', '.join(f'{f:g}' for f in freqs)} Hz), channels {list(data.channel_names)}")
         echo("per-wing physical parameters through the fixed-base rollout ...")
-        res = fit_waveform(data, echo=echo, **options)
-        values = {**res["values"], **res["offsets"]}
-        std = {**res["std"], **res["offsets_std"]}
-        units = {**{k: STAND_PHYSICAL_UNITS[k] for k in res["parameters"]}, **{k: CHANNEL_UNITS[k] for k in res["offsets"]}}
-        report = FitReport.of("stand_waveform", path, values, std, units, {
-            "rows": data.n, **{k: res[k] for k in ("relative_std", "residual_std", "validation", "correlation",
-                                                   "conditions", "channels", "iterations", "reason", "duration",
-                                                   "discard", "start", "notes")}})
+        report = fit_waveform(data, echo=echo, **options)
         echo(report.summary(channel_units=CHANNEL_UNITS))
-        plot = write_waveform_plot(data, res, out)
-        write_json(out / "per_wing.json", res["values"])
+        plot = write_waveform_plot(data, report, out)
+        write_json(out / "per_wing.json", {k: report.values[k] for k in report.details["start"]})  # the parameters
         results = report.to_json()
         written = write_record(out, results, [plot, "per_wing.json"], t0)
     echo(written)
