@@ -2,7 +2,8 @@
 
 ``world`` (:class:`MultirotorWorld`: construction, ``prepare``, ``step``,
 ``rollout``), ``step`` (the named stages of one step), ``backends`` (the MJX
-and rigid physics, chosen once), ``model`` (the MJCF and the per-world MJX
+and rigid backends, ``STAGES``, chosen once; the protocol of
+:mod:`flapjax.sim.backend` the flapper implements too), ``model`` (the MJCF and the per-world MJX
 model), ``types`` (the pytrees), ``report`` (saturation use).
 """
 
