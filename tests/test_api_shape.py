@@ -30,6 +30,9 @@ ENTRY_POINTS = [
     ("flapjax.identify.flapper.flight_log", "run_flight_identification", "path", FitReport),
     ("flapjax.identify.multirotor.hover_report", "run_hover_identification", "path", FitReport),
     ("flapjax.identify.flapper.run", "run_identification", "cfg", "IdentificationResult"),
+    ("flapjax.identify.flapper.waveform", "fit_waveform", "data", FitReport),
+    ("flapjax.identify.flapper.flight_fit", "identify_flight_log", "log", FitReport),
+    ("flapjax.identify.flapper.stand_physical", "fit_physical_to_stand", "data", FitReport),
 ]
 
 
