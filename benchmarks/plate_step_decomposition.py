@@ -39,7 +39,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams, linearize_hover  # 
 from flapjax.identify.flapper import free_flights as ff  # noqa: E402
 from flapjax.sim import flapper as fl  # noqa: E402
 from flapjax.sim.flapper.robot import AVERAGED_PATH  # noqa: E402
-from flapjax.sim.flapper.step import simulate  # noqa: E402
+from flapjax.sim.flapper.step import rollout  # noqa: E402
 
 DT = 5e-5
 ONSET, HORIZON = 0.02, 0.15
@@ -86,7 +86,7 @@ def held_plate(model: CycleAveragedParams, amplitude: float) -> dict[str, np.nda
     @jax.jit
     def fly(p):
         s = fl.init_state(robot, p, position=jnp.array([0.0, 0.0, 0.5]), periodic=True)
-        _, (m, q) = simulate(robot, p, s, 5 * per, observe=lambda st, dg: (dg.moment_world, st.data.qpos[3:7]),
+        _, (m, q) = rollout(robot, p, s, 5 * per, observe=lambda st, dg: (dg.moment_world, st.data.qpos[3:7]),
                              checkpoint=False)
         return m, q
 

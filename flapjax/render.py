@@ -9,7 +9,7 @@
 The flapping-wing robot: :func:`flapper_hover_qpos` flies the free robot
 in closed-loop hover (:func:`flapjax.sim.flapper.hover_rollout`) and keeps
 its ``qpos`` every few steps; :func:`flapper_frames` draws a ``qpos``
-trajectory (that one, or e.g. ``flapper.simulate(..., observe=lambda s, o:
+trajectory (that one, or e.g. ``flapper.rollout(..., observe=lambda s, o:
 s.data.qpos)`` of the fixed-base rig) with its wings, over a ground plane::
 
     qpos = render.flapper_hover_qpos(n_frames=40, steps_per_frame=25)   # (41, nq), 0.1 s of hover

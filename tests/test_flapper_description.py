@@ -115,7 +115,7 @@ def _free_flight(robot, params, n_steps: int = 40) -> np.ndarray:
 
 @eqx.filter_jit
 def _run(robot, params, state, n_steps):
-    return flapper.simulate(robot, params, state, n_steps)[0].data.qpos
+    return flapper.rollout(robot, params, state, n_steps)[0].data.qpos
 
 
 def test_the_seed_description_reproduces_free_per_wing_steps(seed):

@@ -106,7 +106,7 @@ def test_fixed_base_lift_per_f2_agrees_with_a_strip_quadrature(description, robo
 
     def one(p):
         s0 = flapper.init_state(robot, p)
-        _, (fz, pitch, qvel_after) = flapper.simulate(
+        _, (fz, pitch, qvel_after) = flapper.rollout(
             robot, p, s0, n_steps, observe=lambda s, d: (d.force_world[2], d.pitch, s.data.qvel[sv]))
         rate = jax.numpy.concatenate([s0.data.qvel[sv][None], qvel_after[:-1]])  # at the start of each step
         return fz, pitch, rate
@@ -138,7 +138,7 @@ def test_mjx_and_the_pure_jax_tree_fly_the_steered_robot_alike(description):
     for backend in ("mjx", "rigid"):
         robot = flapper.make_robot("free", "wing", description=description, backend=backend)
         params = flapper.default_params(robot, description=description, frequency=115.0, plate=(0.05, 0.05))
-        final, forces = flapper.simulate(robot, params, flapper.init_state(robot, params), 400,
+        final, forces = flapper.rollout(robot, params, flapper.init_state(robot, params), 400,
                                          observe=lambda s, d: d.force_world)
         assert bool(final.healthy)
         out.append((np.asarray(final.data.qpos), np.asarray(forces)))

@@ -204,7 +204,7 @@ def test_the_joint_tree_flies_every_root_and_model_like_mjx():
                 robot = fl.make_robot(root, model, backend=backend)
                 p = fl.default_params(robot, frequency=40.0)
                 s = fl.init_state(robot, p, periodic=False)  # the schedule start: both backends from one state
-                s, tr = jax.jit(lambda s: fl.simulate(robot, p, s, 100))(s)
+                s, tr = jax.jit(lambda s: fl.rollout(robot, p, s, 100))(s)
                 assert bool(s.healthy), (root, model, backend)
                 runs[backend] = (np.asarray(s.data.qpos), np.asarray(tr.force_world))
                 if model == "averaged":

@@ -219,13 +219,13 @@ def batch_rollout(step, params, state, n_steps: int, *, mesh: MeshArg = ALL_DEVI
 def _flapper_rollout(robot, params, state, n_steps, observe, checkpoint):
     from flapjax.sim import flapper
 
-    return jax.vmap(lambda p, s: flapper.simulate(robot, p, s, n_steps, observe=observe, checkpoint=checkpoint))(
+    return jax.vmap(lambda p, s: flapper.rollout(robot, p, s, n_steps, observe=observe, checkpoint=checkpoint))(
         params, state)
 
 
 def flapper_rollout(robot, params, state, n_steps: int, *, mesh: MeshArg = ALL_DEVICES, observe=None,
                     checkpoint: bool = True):
-    """Open-loop rollout of batched flapper worlds (:func:`flapjax.sim.flapper.simulate`
+    """Open-loop rollout of batched flapper worlds (:func:`flapjax.sim.flapper.rollout`
     vmapped), world axis split over ``mesh`` (default every device)."""
     mesh = resolve_mesh(mesh)
     n = None

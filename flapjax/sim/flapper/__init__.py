@@ -10,7 +10,7 @@
 ``backends``    the MJX and pure-JAX backends (``STAGES``: model, initial,
                 read, advance; the protocol of :mod:`flapjax.sim.backend`)
 ``step``        one step as named stages: read state -> aero wrench -> servo
-                -> advance -> guard; :func:`simulate`
+                -> advance -> guard; :func:`rollout`
 ``sweep``       cycle means, fixed-base sweeps
 ``hover``       the closed-loop hover rollout and the Monte Carlo hover study
 ``driven``      the robot on a driven base (imposed body motion)
@@ -81,7 +81,7 @@ from flapjax.sim.flapper.step import (
     FlapperDiagnostics,
     averaged_aero,
     command_from_params,
-    simulate,
+    rollout,
     step,
     wing_aero,
 )
@@ -191,7 +191,7 @@ __all__ = [
     "robot_com_offset",
     "robot_from_mjmodel",
     "robot_weight",
-    "simulate",
+    "rollout",
     "step",
     "stop_torque",
     "sweep",

@@ -34,7 +34,7 @@ from flapjax.sim.flapper.description import FlapperDescription
 from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, robot_from_mjmodel
 from flapjax.sim.flapper.state import init_state
-from flapjax.sim.flapper.step import simulate
+from flapjax.sim.flapper.step import rollout
 from flapjax.sim.flapper.chunks import map_in_chunks, program_key
 from flapjax.sim.flapper.sweep import cycle_window, sweep_params, window_steps
 from flapjax.sim.rollout import window_mean
@@ -128,7 +128,7 @@ def driven_cycle_mean(
         moment_c = dg.moment_world - jnp.cross(lever, dg.force_world)
         return rot.T @ dg.force_world, rot.T @ moment_c, new.data.qvel[:5]
 
-    _, (force, moment, vel) = simulate(robot, params, state, n_steps, observe=observe)
+    _, (force, moment, vel) = rollout(robot, params, state, n_steps, observe=observe)
     w = cycle_window(params.stroke.frequency, n_steps, discard_steps, robot.dt)
     force, moment, drive = window_mean((force, moment, vel), w)
     return DrivenMean(force=force, moment=moment, drive=drive)

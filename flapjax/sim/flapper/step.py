@@ -60,7 +60,7 @@ from flapjax.sim.flapper.backends import STAGES, frame_velocity
 from flapjax.sim.flapper.channels import StrokeTargets, frequency_command, joint_setpoints, stroke_targets
 from flapjax.sim.flapper.robot import SIDES, FlapperCommand, FlapperParams, FlapperRobot, FlapperState
 from flapjax.sim.flapper.step_types import Actuation, AeroWrench, BaseFrame, FlapperDiagnostics, Joints
-from flapjax.sim.rollout import rollout
+from flapjax.sim.rollout import rollout as scan_rollout
 from flapjax.validation import ConfigError
 
 Scalar = Float[Array, ""]
@@ -251,7 +251,7 @@ def diagnostics(robot: FlapperRobot, state: FlapperState, loads: AeroWrench, joi
     )
 
 
-def simulate(
+def rollout(
     robot: FlapperRobot,
     params: FlapperParams,
     state: FlapperState,
@@ -261,4 +261,4 @@ def simulate(
     checkpoint: bool = True,
 ) -> tuple[FlapperState, Any]:
     """Open-loop rollout of one world (``jax.lax.scan``); returns (final, trace)."""
-    return rollout(lambda p, s: step(robot, p, s), params, state, n_steps, observe=observe, checkpoint=checkpoint)
+    return scan_rollout(lambda p, s: step(robot, p, s), params, state, n_steps, observe=observe, checkpoint=checkpoint)

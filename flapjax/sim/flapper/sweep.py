@@ -25,7 +25,7 @@ from flapjax.sim.flapper.channels import SEED_KINDS, check_values
 from flapjax.sim.flapper.chunks import map_in_chunks, program_key
 from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_params, make_robot
 from flapjax.sim.flapper.state import init_state
-from flapjax.sim.flapper.step import simulate, step
+from flapjax.sim.flapper.step import rollout, step
 from flapjax.sim import tree
 from flapjax.sim.rollout import remat, window_mean
 from flapjax.validation import ConfigError, as_float_array, check_positive, check_range
@@ -97,7 +97,7 @@ def cycle_mean(
     once: :func:`batched_cycle_mean`."""
     _check_discard(n_steps, discard_steps)
     state = init_state(robot, params)
-    final, trace = simulate(robot, params, state, n_steps, observe=_observe, checkpoint=checkpoint)
+    final, trace = rollout(robot, params, state, n_steps, observe=_observe, checkpoint=checkpoint)
     return summarize(robot, params.stroke.frequency, trace, final.healthy, n_steps, discard_steps, final.health)
 
 
