@@ -43,6 +43,7 @@ from flapjax.identify.fit import (
 from flapjax.identify.fit_report import Estimate, FitReport
 from flapjax.identify.losses import (
     Measurements,
+    Uncertainty,
     correlation_among,
     gauss_newton_uncertainty,
     least_squares,
@@ -67,6 +68,7 @@ __all__ = [
     "Params",
     "StudyResult",
     "Trainable",
+    "Uncertainty",
     "combine",
     "correlation_among",
     "fit",

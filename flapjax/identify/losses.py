@@ -170,12 +170,6 @@ class Uncertainty:
     sigma: float
     hessian: np.ndarray
 
-    def __getitem__(self, key: str) -> Any:
-        """The attribute ``key`` (``unc["std"]`` reads as ``unc.std``)."""
-        if key not in self.__dataclass_fields__:
-            raise KeyError(key)
-        return getattr(self, key)
-
 
 def correlation_among(uncertainty: Uncertainty, names) -> np.ndarray:
     """(k, k) correlation of ``names`` (in that order) from

@@ -393,4 +393,4 @@ def fit_uncertainty(predict: Callable, data: Measurements, res: FitResult, *, ro
         return r if keep is None else r[keep]
 
     unc = gauss_newton_uncertainty(residual_fn, res.trainable)
-    return {k: np.asarray(v) for k, v in unc["std"].items()}
+    return {k: np.asarray(v) for k, v in unc.std.items()}

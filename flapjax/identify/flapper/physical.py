@@ -119,10 +119,10 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     metrics = {
         "target_source": source,
         "relative_residual_rms": float(np.sqrt(np.mean((fitted / targets - 1.0) ** 2))),
-        "residual_sigma": unc["sigma"],
-        "relative_std": {k: float(v) for k, v in unc["relative_std"].items()},
+        "residual_sigma": unc.sigma,
+        "relative_std": {k: float(v) for k, v in unc.relative_std.items()},
         "correlation": {"names": list(names), "matrix": correlation_among(unc, names).tolist()},
-        "loss_curvature": {"names": unc["names"], "matrix": unc["hessian"]},
+        "loss_curvature": {"names": unc.names, "matrix": unc.hessian},
         "start": {k: start[k] for k in names},
         "final_loss": float(res.final_loss),
         "fit_steps": res.steps,
@@ -132,7 +132,7 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
     return StudyResult(
         name="physical",
         values=values,
-        std={k: jnp.asarray(unc["std"][k]) for k in names},
+        std={k: jnp.asarray(unc.std[k]) for k in names},
         metrics=metrics,
         data={"frequency": freqs, "target": targets, "start_force_z": f_start, "fitted_force_z": fitted},
         loss=res.loss,

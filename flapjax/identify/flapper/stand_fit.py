@@ -332,7 +332,7 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     values = {n: float(phys[n]) for n in names}
     std = {}
     for n in names:
-        s = float(np.asarray(unc["std"][n]))
+        s = float(np.asarray(unc.std[n]))
         std[n] = s if n == "k_f" else s * units[n]
     ls = _closed_form(train, names, channels, sigma, f_ref)
     fitted = StandFit(values=values, std=std, least_squares=ls, channels=channels,
