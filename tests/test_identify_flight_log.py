@@ -11,7 +11,8 @@ import pytest
 from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
 from flapjax.identify.data import DataError
 from flapjax.identify.flapper import flight_log as FL
-from flapjax.math import rot_x, rot_y, rot_z
+from flapjax.math import euler_to_quat, quat_to_euler, quat_to_mat, rot_x, rot_y, rot_z, rotvec_to_quat
+from flapjax.sim.flapper.averaged_body import body, derivative, robot_body
 from tests.record_check import assert_common_record
 
 
@@ -121,13 +122,13 @@ def test_bad_body_is_refused_naming_the_field(mass, inertia, match):
     from flapjax.validation import ConfigError
 
     with pytest.raises(ConfigError, match=match):
-        FL.body(mass, inertia)
+        body(mass, inertia)
 
 
 def test_body_defaults_to_the_nominal_robot_and_reads_six_values():
-    mass0, g0, inertia0 = FL.robot_body()
-    assert FL.body()[0] == mass0 and FL.body()[1] == g0 and np.array_equal(FL.body()[2], inertia0)
-    mass, g, inertia = FL.body(0.031, [2e-5, 2.2e-5, 1e-5, 1e-7, -2e-7, 3e-7])
+    mass0, g0, inertia0 = robot_body()
+    assert body()[0] == mass0 and body()[1] == g0 and np.array_equal(body()[2], inertia0)
+    mass, g, inertia = body(0.031, [2e-5, 2.2e-5, 1e-5, 1e-7, -2e-7, 3e-7])
     assert mass == 0.031 and g == g0
     np.testing.assert_array_equal(inertia, [[2e-5, 1e-7, -2e-7], [1e-7, 2.2e-5, 3e-7], [-2e-7, 3e-7, 1e-5]])
 
@@ -171,11 +172,11 @@ def test_short_log_is_refused(tmp_path):
 
 def test_euler_quaternion_round_trip_and_rotation():
     angles = jnp.array([0.3, -0.2, 2.5])
-    q = FL.euler_to_quat(*angles)
-    np.testing.assert_allclose(FL.quat_to_euler(q), angles, atol=1e-12)
-    np.testing.assert_allclose(FL.quat_to_rot(q), rot_z(2.5) @ rot_y(-0.2) @ rot_x(0.3), atol=1e-12)
+    q = euler_to_quat(*angles)
+    np.testing.assert_allclose(quat_to_euler(q), angles, atol=1e-12)
+    np.testing.assert_allclose(quat_to_mat(q), rot_z(2.5) @ rot_y(-0.2) @ rot_x(0.3), atol=1e-12)
     v = jnp.array([0.1, -0.2, 0.05])
-    np.testing.assert_allclose(FL.quat_to_rot(FL.rotvec_to_quat(v)), jax.scipy.linalg.expm(jnp.cross(jnp.eye(3), v)),
+    np.testing.assert_allclose(quat_to_mat(rotvec_to_quat(v)), jax.scipy.linalg.expm(jnp.cross(jnp.eye(3), v)),
                                atol=1e-12)
 
 
@@ -189,9 +190,9 @@ def test_rigid_body_matches_the_reduced_hover_dynamics():
     u = jnp.array([0.05, -0.02])
     f = 43.0
     d8 = hover_dynamics(params, s8, u, inertia=inertia, frequency=f)
-    q = FL.euler_to_quat(roll, pitch, 0.0)
+    q = euler_to_quat(roll, pitch, 0.0)
     s13 = jnp.concatenate([jnp.array([0.0, 0.0, 0.5, 0.3, -0.2, 0.0]), q, jnp.array([0.4, -0.3, 0.0])])
-    d13 = FL.derivative(params, inertia, s13, f, u)
+    d13 = derivative(params, inertia, s13, f, u)
     np.testing.assert_allclose(d13[3:5], d8[2:4], rtol=1e-12)
     np.testing.assert_allclose(d13[10:12], d8[6:8], rtol=1e-12)
 
@@ -201,11 +202,11 @@ def test_attitude_rate_is_the_body_rate():
     # rates (not the world rates), at any attitude: compare through R(q).
     params = CycleAveragedParams()
     inertia = jnp.diag(jnp.array([5e-6, 4e-6, 3e-6]))
-    q = FL.euler_to_quat(0.3, -0.4, 2.0)
+    q = euler_to_quat(0.3, -0.4, 2.0)
     w = jnp.array([0.7, -1.1, 0.5])
     s13 = jnp.concatenate([jnp.array([0.0, 0.0, 0.5, 0.3, -0.2, 0.1]), q, w])
-    q_dot = FL.derivative(params, inertia, s13, 43.0, jnp.zeros(2))[6:10]
-    r, r_dot = jax.jvp(FL.quat_to_rot, (q,), (q_dot,))
+    q_dot = derivative(params, inertia, s13, 43.0, jnp.zeros(2))[6:10]
+    r, r_dot = jax.jvp(quat_to_mat, (q,), (q_dot,))
     np.testing.assert_allclose(r_dot, r @ jnp.cross(jnp.eye(3), w), atol=1e-12)  # [w]x = cross(I, w)
     np.testing.assert_allclose(jnp.dot(q, q_dot), 0.0, atol=1e-15)  # stays unit
 
@@ -253,7 +254,7 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
     p = CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json")
     assert float(p.roll_speed_coupling) == pytest.approx(raw["L_v"])
     assert (tmp_path / "flight_residuals.png").is_file() and (tmp_path / "flight_validation.png").is_file()
-    mass, _, inertia = FL.robot_body()
+    mass, _, inertia = robot_body()
     assert raw["body"] == {"mass_kg": mass, "inertia_kgm2": inertia.tolist(), "given": []}
     # The same log flown by a robot 10 % heavier with 20 % more inertia: the
     # fitted forces scale with the mass and the moments with the inertia.

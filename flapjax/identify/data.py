@@ -44,7 +44,6 @@ import numpy as np
 
 from flapjax import safe_io
 from flapjax.identify.columns import (
-    MAGNITUDE_LIMIT,
     UNIT_FACTORS,
     Column,
     ConvertedUnitsWarning,
@@ -60,7 +59,7 @@ from flapjax.identify.columns import (
 )
 from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
 
-__all__ = ["MAGNITUDE_LIMIT", "UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError",
+__all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError",
            "DataNote", "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table",
            "read_table_with_lines", "separator_hint", "split_unit", "write_sample", "write_table"]
 

@@ -95,12 +95,15 @@ def make_optimizer(
     return optax.adam(lr)
 
 
-def _has_line_search(opt_state: Any) -> bool:
-    """Whether an optax state holds a line search (whose update needs the objective)."""
-    if "Linesearch" in type(opt_state).__name__:
+def _holds_state(opt_state: Any, kind: str) -> bool:
+    """Whether an optax state (or any state of a chain's tuple) is one whose
+    type name contains ``kind``: ``"Linesearch"`` for any line search (its
+    update needs the objective), ``"Zoom"`` for the zoom line search (it
+    evaluates gradients itself: reverse mode at every trial point)."""
+    if kind in type(opt_state).__name__:
         return True
     if isinstance(opt_state, tuple):
-        return any(_has_line_search(s) for s in opt_state)
+        return any(_holds_state(s, kind) for s in opt_state)
     return False
 
 
@@ -110,23 +113,13 @@ GRAD_MODES = ("auto", "reverse", "forward")
 FORWARD_MAX_PARAMS = 8
 
 
-def _has_gradient_line_search(opt_state: Any) -> bool:
-    """Whether an optax state holds a line search that evaluates gradients
-    itself (the zoom line search: reverse mode at every trial point)."""
-    if "Zoom" in type(opt_state).__name__:
-        return True
-    if isinstance(opt_state, tuple):
-        return any(_has_gradient_line_search(s) for s in opt_state)
-    return False
-
-
 def choose_grad_mode(n_params: int, opt_state: Any = None) -> str:
     """The gradient mode ``grad_mode="auto"`` uses: ``"forward"`` for at most
     :data:`FORWARD_MAX_PARAMS` trainable scalars (one JVP each, about one
     extra forward pass per parameter and no stored trajectory), unless the
     optimizer's line search takes gradients itself (zoom, which is reverse
     mode); ``"reverse"`` otherwise (one reverse pass, whatever the count)."""
-    if n_params <= FORWARD_MAX_PARAMS and not _has_gradient_line_search(opt_state):
+    if n_params <= FORWARD_MAX_PARAMS and not _holds_state(opt_state, "Zoom"):
         return "forward"
     return "reverse"
 
@@ -217,7 +210,7 @@ def make_fit_step(
         def objective(t):
             return loss_fn(combine(t, nominal), data)
 
-        use_ls = _has_line_search(opt_state) if line_search is None else line_search
+        use_ls = _holds_state(opt_state, "Linesearch") if line_search is None else line_search
         mode = grad_mode
         if mode == "auto":
             mode = choose_grad_mode(jax.flatten_util.ravel_pytree(trainable)[0].size, opt_state)
@@ -230,7 +223,7 @@ def make_fit_step(
             else:
                 updates, opt_state = optimizer.update(grad, opt_state, trainable)
         elif use_ls:
-            if _has_gradient_line_search(opt_state):  # reuse the zoom search's value and gradient
+            if _holds_state(opt_state, "Zoom"):  # reuse the zoom search's value and gradient
                 value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
             else:  # a value-only search (backtracking) stores no gradient
                 value, grad = eqx.filter_value_and_grad(objective)(trainable)

@@ -20,11 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from flapjax.files import OutputLock, lock_output_dir, read_json, to_arrays, to_jsonable, write_json
+from flapjax.files import lock_output_dir, read_json, to_arrays, to_jsonable, write_json
 from flapjax.validation import ConfigError
 
-__all__ = ["OutputLock", "StudyResult", "lock_output_dir", "read_json", "to_arrays", "to_jsonable", "versions",
-           "write_json"]
+__all__ = ["StudyResult", "lock_output_dir", "read_json", "to_arrays", "to_jsonable", "versions", "write_json"]
 
 
 class StudyResult(eqx.Module):

@@ -59,7 +59,6 @@ from flapjax.identify.flapper.flight_fit import (
 )
 from flapjax.identify.flapper.flight_format import (
     LOG_COLUMNS,
-    check_pose_units,
     noise_levels,
     on_grid,
     read_flight_log,
@@ -76,10 +75,8 @@ from flapjax.identify.flapper.flight_synthetic import (
 )
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import write_record
-from flapjax.math import euler_to_quat, quat_mul, quat_to_euler, rotvec_to_quat
-from flapjax.math import quat_to_mat as quat_to_rot
 from flapjax.safe_io import check_fit_memory
-from flapjax.sim.flapper.averaged_body import body, derivative, fly, measure, rk4, robot_body, start_model
+from flapjax.sim.flapper.averaged_body import body, start_model
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
@@ -88,24 +85,12 @@ __all__ = [
     "LOG_COLUMNS",
     "QUICK",
     "SAMPLE_HIDDEN",
-    "body",
     "flight_fit_bytes",
-    "check_pose_units",
-    "derivative",
-    "euler_to_quat",
-    "fly",
     "identify_flight_log",
     "logged_segments",
-    "measure",
     "noise_levels",
     "on_grid",
-    "quat_mul",
-    "quat_to_euler",
-    "quat_to_rot",
     "read_flight_log",
-    "rk4",
-    "robot_body",
-    "rotvec_to_quat",
     "run_flight_identification",
     "sample_steps",
     "summary",

@@ -21,7 +21,8 @@ the averaged model (the pitch_joint angle rolls the robot) and the cross
 terms ``k_roll_cross`` (roll moment per rad of roll_joint) and
 ``k_pitch_cross`` (pitch moment per rad of pitch_joint), 0 for a symmetric
 robot. ``b_*`` (``fz_offset`` ...) are the sensor's zero offsets left after
-taring, fitted when the table has enough rows (:data:`MIN_ROWS_FOR_OFFSETS`).
+taring, fitted when the table has enough rows
+(:data:`~flapjax.identify.flapper.stand_prediction.MIN_ROWS_FOR_OFFSETS`).
 A term is fitted only when the table can identify it (its channel is there
 and the plate angle it multiplies varies); a moment gain whose channel is
 there but whose plate never moves is held at the nominal robot's value and
@@ -41,8 +42,8 @@ row is held out of the fit and its prediction error reported.
 Modules: :mod:`.stand_format` (the table: columns, :class:`StandData`,
 reading), :mod:`.stand_prediction` (the model, its parameters and
 regressors), :mod:`.stand_fit` (:func:`fit_stand`, :class:`StandFit`),
-:mod:`.stand_report` (plots, summary); this module re-exports their public
-names and holds the driver :func:`run_stand_identification`.
+:mod:`.stand_report` (plots, summary); this module re-exports the names its
+users read and holds the driver :func:`run_stand_identification`.
 """
 
 from __future__ import annotations
@@ -52,22 +53,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from flapjax.identify.flapper.stand_fit import StandFit, fit_stand, holdout_rows
+from flapjax.identify.flapper.stand_fit import StandFit, fit_stand
 from flapjax.identify.flapper.stand_format import (
     CHANNELS,
-    STAND_COLUMNS,
     StandData,
     load_stand_table,
     stand_data,
 )
-from flapjax.identify.flapper.stand_prediction import (
-    MIN_ROWS_FOR_OFFSETS,
-    PARAMETERS,
-    REFERENCE_FREQUENCY,
-    predict_stand,
-    stand_model,
-    stand_terms,
-)
+from flapjax.identify.flapper.stand_prediction import PARAMETERS, stand_model
 from flapjax.identify.flapper.stand_report import stand_summary, write_stand_plots
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import parameter_table, write_record
@@ -75,22 +68,16 @@ from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
     "CHANNELS",
-    "MIN_ROWS_FOR_OFFSETS",
     "PARAMETERS",
-    "REFERENCE_FREQUENCY",
-    "STAND_COLUMNS",
     "StandData",
     "StandFit",
     "fit_stand",
-    "holdout_rows",
     "load_stand_table",
-    "predict_stand",
     "run_stand_identification",
     "stand_data",
     "stand_model",
     "stand_report",
     "stand_summary",
-    "stand_terms",
     "write_stand_plots",
 ]
 

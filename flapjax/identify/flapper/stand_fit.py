@@ -3,7 +3,7 @@ by their residual noise), Gauss-Newton standard deviations, the closed-form
 least squares as a check and the held-out rows' prediction error, and the
 moment gains a table cannot identify held at the nominal robot's values
 (:func:`held_gains`; see :mod:`flapjax.identify.flapper.stand`).
-:func:`~flapjax.identify.solve.holdout_rows` picks the held-out rows (re-exported here)."""
+:func:`~flapjax.identify.solve.holdout_rows` picks the held-out rows."""
 
 from __future__ import annotations
 
