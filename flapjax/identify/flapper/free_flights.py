@@ -197,7 +197,7 @@ def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
     ``timestep`` [s] (the reference's, so both share their sample times);
     it flies one stroke phase: the averaged model has none."""
     robot = fl.make_robot("lumped", "averaged", backend="rigid", timestep=timestep)
-    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
+    f_h = float(averaged.hover_frequency)
     params = fl.default_params(robot, frequency=f_h, averaged=averaged)
     return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
 
@@ -209,7 +209,7 @@ def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
     the operating point; the robot's own physics answers), with the
     ``calibration`` values (:mod:`flapjax.identify.flapper.calibration`; None: nominal)."""
     robot = fl.make_robot("free", "wing", backend=backend, timestep=timestep)
-    f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))
+    f_h = float(averaged.hover_frequency)
     robot, params = calibrate(robot, fl.default_params(robot, frequency=f_h, averaged=averaged), calibration)
     return fly_manoeuvres(robot, params, manoeuvres, hover_frequency=f_h, gravity=float(averaged.gravity), **kwargs)
 
