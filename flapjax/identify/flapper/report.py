@@ -8,6 +8,7 @@ import numpy as np
 
 from flapjax.identify.flapper.config import PHYSICAL_UNITS
 from flapjax.identify.flapper.results import SEED_UNITS, SEED_VALUES, IdentificationResult
+from flapjax.identify.outputs import pyplot, save_figure
 
 
 #: Study -> the file its plot goes to, in the order they are drawn.
@@ -17,21 +18,13 @@ _PLOTS = {"lift": "lift_fz_vs_f2.png", "moments": "moments_fit.png", "damping": 
 
 def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]:
     """PNG plots of every study present in ``result`` (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out = Path(out_dir)
     files = []
     st = result.studies
 
     def save(fig, name):
-        path = out / name
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        files.append(path)
+        files.append(save_figure(fig, out / name, dpi=110))
 
     plots = {"lift": _plot_lift, "moments": _plot_moments, "damping": _plot_damping, "physical": _plot_physical}
     for study, name in _PLOTS.items():
