@@ -79,6 +79,15 @@ __all__ = [
 WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "hinge_damping", "moment_scale",
                        "stop_angle", "stop_stiffness", "stop_width")
 
+#: The feathering stops' values (their nonlinearity calls for a staged fit).
+STOPS = ("stop_angle", "stop_stiffness", "stop_width")
+#: Freed first when stops are fitted: what sets the gross waveform (its
+#: height, the feathering amplitude, the inertial reaction); the stops come
+#: next, everything last. From the nominal start with everything free the
+#: steps can end in a local minimum far above the noise; staged, they reach
+#: the minimum a start at the truth reaches.
+FIRST_STAGE = ("lift_scale", "stop_angle", "wing_inertia_scale")
+
 #: Most fitting passes (each reweighs the channels by the last residuals).
 MAX_PASSES = 6
 
@@ -218,6 +227,39 @@ def _reweighted(fit: _Fit, nominal: dict, n_unknown: int, n_fit: int, max_iterat
     return done.state[0], np.maximum(done.sigma, 1e-12), done.sigma, done.state[1], reasons
 
 
+def _stages(parameters: tuple) -> tuple[tuple, ...]:
+    """The parameter sets :func:`fit_waveform` frees in turn: with a stop
+    among ``parameters``, first those of :data:`FIRST_STAGE` it holds (the
+    rest at their start values), then those and the stops, then all; a set
+    that adds nothing is skipped."""
+    if not any(k in STOPS for k in parameters):
+        return (parameters,)
+    first = tuple(k for k in FIRST_STAGE if k in parameters)
+    second = first + tuple(k for k in STOPS if k in parameters and k not in first)
+    stages = [s for s in (first, second, parameters) if s]
+    return tuple(s for i, s in enumerate(stages) if i == len(stages) - 1 or len(s) < len(stages[i + 1]))
+
+
+def _in_stages(make_fit: Callable[[tuple, dict], _Fit], stages: tuple, nominal: dict, n_fit: int,
+               max_iterations: int, channels, say):
+    """:func:`_reweighted` over the fits ``make_fit(names, start values)`` of
+    each of ``stages`` in turn, each starting from the values the last one
+    reached. Returns ``(start values of the last stage, its fit, log values,
+    scale, sigma, iterations over all stages, reasons)``."""
+    base, total, all_reasons = dict(nominal), 0, []
+    for k, names in enumerate(stages):
+        if len(stages) > 1:
+            say(f"stage {k + 1} of {len(stages)}: {', '.join(names)} free" + (", the rest held" if k == 0 else ""))
+        fit = make_fit(names, base)
+        lv, scale, sigma, iterations, reasons = _reweighted(fit, base, len(names) + len(channels), n_fit,
+                                                            max_iterations, channels, say)
+        total += iterations
+        all_reasons += reasons
+        if k < len(stages) - 1:
+            base.update({n: base[n] * math.exp(v) for n, v in zip(names, lv)})
+    return base, fit, lv, scale, sigma, total, all_reasons
+
+
 def _curvature(fit: _Fit, lv: np.ndarray, scale: np.ndarray):
     """Covariance at the optimum with the final weights, offsets as
     parameters: ``(x, std, correlation, residual variance, offsets, J)``."""
@@ -258,7 +300,11 @@ def fit_waveform(
 
     Args:
       data: the record (:func:`~flapjax.identify.flapper.waveform_format.load_stand_waveform`).
-      parameters: names from :data:`WAVEFORM_PARAMETERS` (positive, log space).
+      parameters: names from :data:`WAVEFORM_PARAMETERS` (positive, log
+        space). With a stop among them the fit runs in stages, each from
+        where the last ended: first the values of :data:`FIRST_STAGE` it
+        names (the rest held at their start values), then those and the
+        stops, then all.
       duration, discard: rollout length and discarded transient per
         condition [s] (after the model's periodic start).
       holdout_every: every this-many-th condition is held out of the fit
@@ -306,12 +352,15 @@ def fit_waveform(
     rollout = WaveformRollout.make(freqs, plates, centres, duration=duration, discard=discard, robot=robot)
     nominal = _start_values(rollout, parameters, start)
     column = {name: i for i, name in enumerate(READING_COLUMNS)}
-    prob = _Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
-                    channel=jnp.asarray([column[c] for c in channels]), names=parameters,
-                    nominal={k: jnp.asarray(nominal[k]) for k in parameters})
-    fit = _Fit(prob, fit_rows, y[fit_rows])
-    lv, scale, sigma, iterations, reasons = _reweighted(fit, nominal, n_unknown, n_fit, max_iterations, channels,
-                                                        echo or (lambda s: None))
+
+    def make_fit(names: tuple, values: dict) -> _Fit:
+        return _Fit(_Problem(rollout=rollout, cond=jnp.asarray(data.condition), slot=jnp.asarray(slots),
+                             channel=jnp.asarray([column[c] for c in channels]), names=names,
+                             nominal={k: jnp.asarray(values[k]) for k in names}), fit_rows, y[fit_rows])
+
+    base, fit, lv, scale, sigma, iterations, reasons = _in_stages(make_fit, _stages(parameters), nominal, n_fit,
+                                                                  max_iterations, channels, echo or (lambda s: None))
+    prob = fit.prob
     x, std_x, corr, s2, off, J = _curvature(fit, lv, scale)
     p = len(parameters)
     free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead]
@@ -335,7 +384,7 @@ def fit_waveform(
         "start": {k: float(nominal[k]) for k in parameters},
         "notes": _fit_notes(free, reasons),
     }
-    values = {**{k: float(nominal[k] * math.exp(x[i])) for i, k in enumerate(parameters)},
+    values = {**{k: float(base[k] * math.exp(x[i])) for i, k in enumerate(parameters)},
               **{k: float(x[p + j]) for j, k in enumerate(offsets)}}
     std = {**{k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
            **{k: float(std_x[p + j]) for j, k in enumerate(offsets)}}
