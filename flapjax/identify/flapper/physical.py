@@ -65,7 +65,8 @@ def _physical_residuals(trainable, nominal, data: Measurements) -> jax.Array:
 
 
 def _predict_lift(values: Params, rollout: LiftRollout) -> jax.Array:
-    return run_lift(rollout, _as_traced(values))
+    """:func:`eval_lift` in the ``predict(params, inputs)`` order of the losses."""
+    return eval_lift(rollout, values)
 
 
 def physical_loss(p: Params, data: Measurements) -> jax.Array:
