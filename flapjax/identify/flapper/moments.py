@@ -32,6 +32,7 @@ import numpy as np
 from flapjax.identify.flapper import robot_config
 from flapjax.identify.flapper.calibration import calibrate, calibration_values
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
+from flapjax.identify.flapper.stand_prediction import REFERENCE_FREQUENCY  # f_ref of lambda_f [Hz], the seed's
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
 from flapjax.identify.results import StudyResult
@@ -40,8 +41,6 @@ from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.validation import ConfigError
-
-REFERENCE_FREQUENCY = 42.0  # f_ref of lambda_f [Hz], the seed's
 
 
 def reference_frequency(description=None) -> float:
