@@ -282,6 +282,21 @@ def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
     assert PLATE_LIMIT == 0.6 and set(bounds.values()) == {(-PLATE_LIMIT, PLATE_LIMIT)}
 
 
+def test_arrays_of_both_stand_formats_go_through_one_reader():
+    from flapjax.identify.flapper.stand_format import CHANNELS, as_arrays
+    from flapjax.identify.flapper.waveform_format import WAVEFORM_CHANNELS, WAVEFORM_COLUMNS
+
+    f, cols, plates = as_arrays("arrays", [20, 30], [0.06, 0.15], None, [0.1, -0.2], {"mx_nm": [1e-4, 2e-4],
+                                                                                     "fx_n": None})
+    assert list(cols) == ["fz_n", "mx_nm"] and f.dtype == np.float64 and f.tolist() == [20.0, 30.0]
+    assert plates[0].tolist() == [0.0, 0.0] and plates[1].tolist() == [0.1, -0.2]
+    with pytest.raises(DataError, match=r"^arrays: unknown channel\(s\) \['mz_nm'\]; known: \['fz_n', 'fx_n'"):
+        S.stand_data([30.0], [0.15], mz_nm=[0.0], source="arrays")
+    assert WAVEFORM_CHANNELS == CHANNELS
+    bounds = {c.name: c.bounds for c in WAVEFORM_COLUMNS if "plate" in c.name}
+    assert set(bounds) == {"pitch_plate_rad", "roll_plate_rad"} and set(bounds.values()) == {(-0.6, 0.6)}
+
+
 def test_non_positive_frequency_names_the_line(tmp_path):
     path, line = _sample_with(tmp_path, 5, "frequency_hz", "-40")
     with pytest.raises(DataError, match=rf"stand.csv: column 'frequency_hz', row 5 \(line {line}\): must be > 0, "

@@ -20,11 +20,16 @@ from flapjax.identify.data import (
 )
 
 
+#: The optional plate-angle columns of the stand formats (0 where absent).
+PLATE_COLUMNS = (
+    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+)
+
 STAND_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]", positive=True, bounds=(0.0, 500.0)),
     Column("fz_n", True, "cycle-mean vertical force [N]"),
-    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
-    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+    *PLATE_COLUMNS,
     Column("fx_n", False, "cycle-mean force along body x [N]"),
     Column("fy_n", False, "cycle-mean force along body y [N]"),
     Column("mx_nm", False, "cycle-mean moment about body x at the centre of mass [N m]"),
@@ -73,21 +78,30 @@ def stand_data(frequency, fz, *, pitch_plate=None, roll_plate=None, source: str 
     """A :class:`StandData` from arrays (same checks as a file: finite,
     positive frequencies, plate angles within :data:`PLATE_LIMIT`, equal
     lengths); ``channels`` are ``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm``."""
-    unknown = sorted(set(channels) - set(CHANNELS))
-    if unknown:
-        raise DataError(f"{source or 'stand data'}: unknown channel(s) {unknown}; known: {list(CHANNELS)}")
-    f = np.asarray(frequency, dtype=float).reshape(-1)
-    n = f.shape[0]
-    cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
-    cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
-    plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
     where = source or "stand data"
+    f, cols, plates = as_arrays(where, frequency, fz, pitch_plate, roll_plate, channels)
     check_arrays(where, [("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1]),
                          *cols.items()])
     declared = {c.name: c for c in STAND_COLUMNS}
     for name, values in (("frequency_hz", f), ("pitch_plate_rad", plates[0]), ("roll_plate_rad", plates[1])):
         check_values(where, declared[name], values)
     return StandData(f, np.stack(plates, axis=1), cols, source)
+
+
+def as_arrays(where: str, frequency, fz, pitch_plate, roll_plate, channels: dict):
+    """``(frequency (n,) [Hz], channels, [pitch_plate (n,), roll_plate (n,)]
+    [rad])`` as float arrays: ``channels`` name -> (n,), ``fz_n`` first, the
+    ones given as None left out; a plate angle given as None is 0.
+    :class:`DataError` naming ``where`` for a channel not in :data:`CHANNELS`."""
+    unknown = sorted(set(channels) - set(CHANNELS))
+    if unknown:
+        raise DataError(f"{where}: unknown channel(s) {unknown}; known: {list(CHANNELS)}")
+    f = np.asarray(frequency, dtype=float).reshape(-1)
+    cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
+    cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
+    plates = [np.zeros(f.shape[0]) if a is None else np.asarray(a, dtype=float).reshape(-1)
+              for a in (pitch_plate, roll_plate)]
+    return f, cols, plates
 
 
 def check_distinct_rows(where: str, table: dict[str, np.ndarray], lines: list[int] | None = None) -> None:

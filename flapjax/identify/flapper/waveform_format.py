@@ -26,22 +26,22 @@ from flapjax.identify.data import (
     check_values,
     read_table_with_lines,
 )
-from flapjax.identify.flapper.stand_format import PLATE_LIMIT
+from flapjax.identify.flapper.stand_format import CHANNELS, PLATE_COLUMNS, as_arrays
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),
     Column("phase_rad", True, "stroke drive phase at the bin centre, in [0, 2 pi) [rad]"),
     Column("fz_n", True, "phase-averaged vertical force [N]"),
-    Column("pitch_plate_rad", False, "plate angle delta_p (pitch_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
-    Column("roll_plate_rad", False, "plate angle delta_r (roll_joint) [rad]", bounds=(-PLATE_LIMIT, PLATE_LIMIT)),
+    *PLATE_COLUMNS,
     Column("fx_n", False, "phase-averaged force along body x [N]"),
     Column("fy_n", False, "phase-averaged force along body y [N]"),
     Column("mx_nm", False, "phase-averaged moment about body x at the centre of mass at rest [N m]"),
     Column("my_nm", False, "phase-averaged moment about body y at the centre of mass at rest [N m]"),
 )
 
-#: Measured channels (``fz_n`` always; the others when the record holds them).
-WAVEFORM_CHANNELS = ("fz_n", "fx_n", "fy_n", "mx_nm", "my_nm")
+#: Measured channels (``fz_n`` always; the others when the record holds
+#: them): the stand table's.
+WAVEFORM_CHANNELS = CHANNELS
 
 #: Fewest phase bins a condition may have (fewer cannot show a waveform).
 MIN_BINS = 4
@@ -110,15 +110,8 @@ def stand_waveform(frequency, phase, fz, *, pitch_plate=None, roll_plate=None, s
     line of the row when ``lines`` (each row's 1-based line in a CSV file)
     is given."""
     where = source or "stand waveform"
-    unknown = sorted(set(channels) - set(WAVEFORM_CHANNELS))
-    if unknown:
-        raise DataError(f"{where}: unknown channel(s) {unknown}; known: {list(WAVEFORM_CHANNELS)}")
-    f = np.asarray(frequency, dtype=float).reshape(-1)
-    n = f.shape[0]
+    f, cols, plates = as_arrays(where, frequency, fz, pitch_plate, roll_plate, channels)
     theta = np.asarray(phase, dtype=float).reshape(-1)
-    cols = {"fz_n": np.asarray(fz, dtype=float).reshape(-1)}
-    cols.update({k: np.asarray(v, dtype=float).reshape(-1) for k, v in channels.items() if v is not None})
-    plates = [np.zeros(n) if a is None else np.asarray(a, dtype=float).reshape(-1) for a in (pitch_plate, roll_plate)]
     check_arrays(where, [("frequency_hz", f), ("phase_rad", theta), ("pitch_plate_rad", plates[0]),
                          ("roll_plate_rad", plates[1]), *cols.items()])
     declared = {c.name: c for c in WAVEFORM_COLUMNS}
