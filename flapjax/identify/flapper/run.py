@@ -81,10 +81,6 @@ def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None])
         return None
 
 
-def _load_done(path: Path, expect: Mapping, echo: Callable[[str], None] = print) -> StudyResult | None:
-    return _load_saved(path, expect, echo)  # None: recompute
-
-
 def _save_done(path: Path, config: Mapping, result: StudyResult) -> None:
     """Save ``result`` with the settings it ran with, sealed by a content hash."""
     write_json(path, seal(config, result.to_dict()))
@@ -211,7 +207,7 @@ def _run_studies(cfg: Mapping, out: Path, up: _Upstream, *, fresh: bool, progres
         extra = up.extra(name)
         expect = _study_config(cfg, name, extra)
         path = out / "studies" / f"{name}.json"
-        result = None if fresh else _load_done(path, expect, up.echo)
+        result = None if fresh else _load_saved(path, expect, up.echo)  # None: recompute
         if result is not None:
             skipped.append(name)
             bar.set_description(f"identify ({name}: reused)")
