@@ -105,6 +105,11 @@ def identify(
         None, "--inertia", help="With --data FLIGHT.csv: its inertia about the centre of mass, body axes [kg m^2]: "
         "'Ixx,Iyy,Izz' or 'Ixx,Iyy,Izz,Ixy,Ixz,Iyz' (default the nominal robot's)."
     ),
+    fit: Optional[str] = typer.Option(
+        None, "--fit", help="With --data RECORD.csv (phase_rad): the per-wing values to fit, comma-separated "
+        "(default lift_scale,hinge_stiffness,wing_inertia_scale; also hinge_damping, moment_scale, stop_angle, "
+        "stop_stiffness, stop_width: with a stop the fit runs in stages)."
+    ),
     command_delay: Optional[str] = typer.Option(
         None, "--command-delay", help="With --data FLIGHT.csv: samples by which the logged commands lag the "
         "instant they took effect, or 'auto' to try 0-10 and keep the best fitting (default 0)."
@@ -140,13 +145,13 @@ def identify(
 
             identify_from_file(data, robot=robot, out_dir=out, quick=quick, progress=progress, echo=typer.echo,
                                physical=physical, mass=mass, inertia=_numbers("--inertia", inertia),
-                               command_delay=_command_delay(command_delay))
+                               command_delay=_command_delay(command_delay), fit=_names("--fit", fit))
         except BaseException as exc:  # no traceback reaches the user: bad input exits 2
             exit_on_error(exc)
         typer.echo(f"done in {time.perf_counter() - start:.1f} s")
         return
-    if physical or mass is not None or inertia is not None or command_delay is not None:
-        exit_on_error(ConfigError("--physical, --mass, --inertia and --command-delay need --data FILE"))
+    if physical or mass is not None or inertia is not None or command_delay is not None or fit is not None:
+        exit_on_error(ConfigError("--physical, --mass, --inertia, --command-delay and --fit need --data FILE"))
     try:
         if robot is not None:
             _identify_robot(robot, config, quick, study, out, fresh, progress)
@@ -191,6 +196,16 @@ def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: 
 from flapjax.cli_evaluate import evaluate  # noqa: E402
 
 app.command("evaluate")(evaluate)
+
+
+def _names(option: str, text: str | None) -> tuple[str, ...] | None:
+    """A comma-separated list of names (None: not given); an empty one is refused."""
+    if text is None:
+        return None
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise ConfigError(f"{option}: give one or more names separated by commas, got {text!r}")
+    return names
 
 
 def _command_delay(text: str | None) -> int | str | None:

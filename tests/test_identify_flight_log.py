@@ -421,7 +421,7 @@ def test_cli_command_delay_applies_to_flight_logs_only(tmp_path):
 
     runner = CliRunner()
     res = runner.invoke(app, ["identify", "--command-delay", "2", "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "--command-delay need --data FILE" in res.output
+    assert res.exit_code == 2 and "--command-delay" in res.output and "need --data FILE" in res.output
     stand = Path(__file__).resolve().parents[1] / "identification" / "data" / "stand_sample.csv"
     res = runner.invoke(app, ["identify", "--data", str(stand), "--command-delay", "auto", "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "--command-delay applies to flapper flight logs only" in res.output

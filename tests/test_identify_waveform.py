@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from flapjax.identify.data import DataError
+from flapjax.validation import ConfigError
 from flapjax.identify.flapper import waveform as W
 from flapjax.identify.flapper.waveform_format import load_stand_waveform, stand_waveform
 from flapjax.identify.from_file import identify_from_file, pick_study
@@ -123,6 +124,22 @@ def test_arrays_get_the_same_checks():
 def test_physical_flag_is_refused_for_a_waveform_record():
     with pytest.raises(DataError, match="cycle means only"):
         identify_from_file(SAMPLE, physical=True, out_dir="unused")
+
+
+def test_fit_option_names_the_values_and_belongs_to_phase_resolved_records(tmp_path, monkeypatch):
+    from flapjax.identify.flapper import waveform_report
+
+    with pytest.raises(DataError, match="--fit applies to phase-resolved stand records only"):
+        identify_from_file(DATA / "stand_sample.csv", fit=("stop_angle",), out_dir=tmp_path / "a")
+    with pytest.raises(ConfigError, match="--fit.*'stop_angel'"):
+        identify_from_file(SAMPLE, fit=("lift_scale", "stop_angel"), out_dir=tmp_path / "b")
+    seen = {}
+    monkeypatch.setattr(waveform_report, "run_waveform_identification", lambda path, **kw: seen.update(kw))
+    identify_from_file(SAMPLE, fit=("lift_scale", "stop_angle"), out_dir=tmp_path / "c", echo=lambda s: None)
+    assert seen["parameters"] == ("lift_scale", "stop_angle")
+    seen.clear()
+    identify_from_file(SAMPLE, out_dir=tmp_path / "d", echo=lambda s: None)
+    assert "parameters" not in seen  # the fit's own default
 
 
 def test_bin_edges_split_the_circle_halfway_between_centres():

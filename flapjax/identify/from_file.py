@@ -26,11 +26,12 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from flapjax import safe_io
 from flapjax.identify.data import DataError, DataNote, column_names, separator_hint, split_unit
 from flapjax.identify.fit_report import FitReport
+from flapjax.validation import check_choice
 
 __all__ = ["closest_study", "identify_from_file", "pick_study"]
 
@@ -126,7 +127,7 @@ SUMMARY_FILE = "summary.txt"
 def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: str | Path = "out/identify",
                        quick: bool = False, progress: bool = True, echo: Callable[[str], None] = print,
                        physical: bool = False, mass: float | None = None, inertia=None,
-                       command_delay: int | str | None = None) -> FitReport:
+                       command_delay: int | str | None = None, fit: Sequence[str] | None = None) -> FitReport:
     """Run the study the data file at ``path`` belongs to (module docstring)
     and return its :class:`~flapjax.identify.fit_report.FitReport` (its
     ``to_json()`` is what ``out_dir/results.json`` holds; what the run
@@ -147,6 +148,9 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
       command_delay: flapper flight logs only: samples by which the logged
         commands lag, or ``"auto"`` (default 0; see
         :func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
+      fit: phase-resolved stand records only: the per-wing values to fit
+        (names of :data:`flapjax.identify.flapper.waveform.WAVEFORM_PARAMETERS`;
+        default ``lift_scale``, ``hinge_stiffness``, ``wing_inertia_scale``).
     """
     summary = safe_io.check_output_file(safe_io.output_folder(out_dir) / SUMMARY_FILE)  # before any fit
     printed: list[str] = []
@@ -158,7 +162,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
     with _data_notes(echo_and_keep):
         results = _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress,
                              echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia,
-                             command_delay=command_delay)
+                             command_delay=command_delay, fit=fit)
     safe_io.write_text(summary, "\n".join(printed) + "\n")
     echo(f"summary (the lines above): {summary}")
     return results
@@ -183,7 +187,8 @@ def _data_notes(echo: Callable[[str], None]):
         yield
 
 
-def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay) -> FitReport:
+def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay,
+               fit) -> FitReport:
     study = pick_study(column_names(path), robot, path)
     what = {"hover": "multirotor hover log", "flight": "flapper flight log", "stand": "stand table",
             "waveform": "phase-resolved stand record"}[study]
@@ -196,6 +201,13 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
                         f"whose fit does not use them{where})")
     if command_delay is not None and study != "flight":
         raise DataError(f"{path}: --command-delay applies to flapper flight logs only (this file is a {what})")
+    if fit is not None and study != "waveform":
+        raise DataError(f"{path}: --fit applies to phase-resolved stand records only (this file is a {what})")
+    if fit is not None:
+        from flapjax.identify.flapper.waveform import WAVEFORM_PARAMETERS
+
+        for name in fit:
+            check_choice("--fit", name, WAVEFORM_PARAMETERS)
     if study == "waveform":
         from flapjax.identify.flapper.waveform_report import run_waveform_identification
 
@@ -203,7 +215,8 @@ def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, i
             echo(f"note: --robot {robot} is ignored for a stand record (flapping-wing robot)")
         if quick:
             echo("note: --quick is ignored for a stand record (its fit has no shorter form)")
-        return run_waveform_identification(path, out_dir=out_dir, echo=echo)
+        return run_waveform_identification(path, out_dir=out_dir, echo=echo,
+                                           **({} if fit is None else {"parameters": tuple(fit)}))
     if study == "stand":
         from flapjax.identify.flapper.stand import run_stand_identification
 
