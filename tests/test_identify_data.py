@@ -395,3 +395,39 @@ def test_trailing_separators_on_every_line_are_no_column(tmp_path):
     q = _write(tmp_path, "frequency_hz,fz_n,\n20,0.066,\n30,0.15\n", name="ragged.csv")
     with pytest.raises(DataError, match=r"ragged.csv: the header \(header, line 1\) has an empty column name \(column 3\)"):
         read_table(q, STAND)
+
+
+def test_each_experiment_gets_the_options_it_takes_and_refuses_the_others(tmp_path, monkeypatch):
+    import dataclasses
+
+    from flapjax.identify import from_file as FF
+
+    seen = {}
+    for study, experiment in FF.EXPERIMENTS.items():
+        fake = lambda path, study=study, out_dir=None, echo=None, **kw: seen.update({study: kw})  # noqa: E731
+        monkeypatch.setitem(FF.EXPERIMENTS, study, dataclasses.replace(experiment, run=fake))
+    said = []
+
+    def run(header, **options):
+        FF.identify_from_file(_write(tmp_path, header + "\n1,2\n"), out_dir=tmp_path / "o", echo=said.append, **options)
+
+    run("frequency_hz,fz_n", robot="quad_x", quick=True, progress=False, physical=True)
+    assert seen.pop("stand") == {"physical": True}
+    assert said[:2] == ["note: --robot quad_x is ignored for a stand table (flapping-wing robot)",
+                        "note: --quick is ignored for a stand table (its fit has no shorter form)"]
+    run("frequency_hz,phase_rad,fz_n", fit=["lift_scale"])
+    assert seen.pop("waveform") == {"fit": ["lift_scale"]}
+    run("time_s,x_m", robot="quad_x", quick=True, progress=False)
+    assert seen.pop("hover") == {"robot": "quad_x", "quick": True, "progress": False}
+    run("time_s,frequency_hz", mass=0.03, command_delay="auto")
+    assert seen.pop("flight") == {"quick": False, "progress": True, "mass": 0.03, "command_delay": "auto"}
+    for header, options, message in [
+        ("time_s,x_m", {"robot": "quad_x", "mass": 0.03}, r"--mass applies to flapper flight logs only \(this file is "
+         r"a multirotor hover log, whose fit uses the robot profile's \(--robot\)\)"),
+        ("time_s,frequency_hz", {"physical": True}, r"--physical applies to stand tables only \(this file is a flapper "
+         r"flight log\)"),
+        ("frequency_hz,fz_n", {"command_delay": 0}, "--command-delay applies to flapper flight logs only"),
+        ("frequency_hz,fz_n", {"fit": []}, "--fit applies to phase-resolved stand records only")]:
+        with pytest.raises(DataError, match=message):
+            run(header, **options)
+    assert not seen

@@ -122,7 +122,7 @@ def test_arrays_get_the_same_checks():
 
 
 def test_physical_flag_is_refused_for_a_waveform_record():
-    with pytest.raises(DataError, match="cycle means only"):
+    with pytest.raises(DataError, match="--physical applies to stand tables only .*fits the physical parameters"):
         identify_from_file(SAMPLE, physical=True, out_dir="unused")
 
 

@@ -1,67 +1,99 @@
-"""Identification from a measured data file: the study is picked from the
-file's columns (``flapjax identify --data FILE``).
+"""Identification from a measured data file (``flapjax identify --data
+FILE``): the first of :data:`EXPERIMENTS` whose columns the file has is
+run: a phase-resolved stand record of the flapping-wing robot
+(``frequency_hz``, ``phase_rad``, ``fz_n``, no ``time_s``), its thrust-stand
+table (``frequency_hz``, ``fz_n``, no ``time_s``), a multirotor hover log
+(``time_s`` and a ``robot``, preset name or profile ``.toml``) or a flight
+log of the flapping-wing robot (``time_s``, ``frequency_hz``, no ``robot``).
 
-- ``frequency_hz``, ``phase_rad`` and ``fz_n``, no ``time_s``: a
-  phase-resolved stand record of the flapping-wing robot, fitted for its
-  per-wing physical parameters
-  (:func:`flapjax.identify.flapper.waveform_report.run_waveform_identification`);
-- ``frequency_hz`` and ``fz_n``, no ``time_s``: a thrust-stand table of the
-  flapping-wing robot (:func:`flapjax.identify.flapper.stand.run_stand_identification`);
-- ``time_s`` and a ``robot`` (preset name or profile ``.toml``): a multirotor
-  hover log (:func:`flapjax.identify.multirotor.run_hover_identification`);
-- ``time_s`` and ``frequency_hz``, no ``robot``: a flight log of the
-  flapping-wing robot (:func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
-
-A file that matches none of them raises :class:`~flapjax.identify.data.DataError`
-naming the required columns it lacks of the study its columns come closest
-to (:func:`closest_study`), or else listing the columns each study needs;
-when a column name holds ';' or a tab, it says the file seems to be
-separated by those and that flapjax reads comma-separated values.
-The formats are described in
-``docs/data_formats.md``.
+An option the file's experiment does not take is refused (``robot`` and
+``quick`` are ignored with a note). A file that matches none raises
+:class:`~flapjax.identify.data.DataError` naming the required columns it
+lacks of the study its columns come closest to (:func:`closest_study`), or
+else listing the columns each study needs, and a ';' or tab separator it
+seems to use. The formats are in ``docs/data_formats.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from flapjax import safe_io
-from flapjax.identify.data import DataError, DataNote, column_names, separator_hint, split_unit
+from flapjax.identify.data import Column, DataError, DataNote, column_names, separator_hint, split_unit
 from flapjax.identify.fit_report import FitReport
+from flapjax.identify.flapper import waveform_report
+from flapjax.identify.flapper.flight_format import LOG_COLUMNS
+from flapjax.identify.flapper.flight_log import run_flight_identification
+from flapjax.identify.flapper.stand import run_stand_identification
+from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+from flapjax.identify.flapper.waveform import WAVEFORM_PARAMETERS
+from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
+from flapjax.identify.multirotor.hover_report import run_hover_identification
+from flapjax.identify.multirotor.log import hover_columns
 from flapjax.validation import check_choice
 
-__all__ = ["closest_study", "identify_from_file", "pick_study"]
+__all__ = ["EXPERIMENTS", "Experiment", "closest_study", "identify_from_file", "pick_study"]
 
 
-def _describe(columns, *, extra: str = "") -> str:
-    """``required, ...{extra}; optional a, b`` from a study's column declarations."""
-    required = ", ".join(c.name for c in columns if c.required)
-    optional = ", ".join(c.name for c in columns if not c.required)
-    return required + extra + (f"; optional {optional}" if optional else "")
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One kind of measured-data file: how it is recognised, described and fitted.
+
+    Attributes:
+      what: the kind of file in messages ("stand table").
+      columns: the columns its reader declares; needs: what else it needs.
+      has: quantities (column names less the unit; ``"--robot"`` when a
+        robot is given) a file of this kind holds, ``time`` only if listed.
+      options: the options of :func:`identify_from_file` it takes: those
+        not None go to ``run(path, *, out_dir, echo, **options)``, the study's driver.
+      hints: option -> why this kind does without it, in its refusal.
+    """
+
+    what: str
+    columns: tuple[Column, ...]
+    needs: str
+    has: frozenset[str]
+    options: tuple[str, ...]
+    run: Callable[..., FitReport]
+    hints: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-def _studies() -> dict[str, tuple[str, tuple, str]]:
-    """Study -> (what it reads, the columns its reader declares, what else it needs)."""
-    from flapjax.identify.flapper.flight_format import LOG_COLUMNS
-    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
-    from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
-    from flapjax.identify.multirotor.log import hover_columns
-
-    return {
-        "stand": ("stand table", STAND_COLUMNS, " (no time_s)"),
-        "waveform": ("phase-resolved stand record", WAVEFORM_COLUMNS, " (no time_s)"),
-        "hover": ("multirotor hover log", tuple(hover_columns(4)), " (for 4 rotors) with --robot NAME|PROFILE.toml"),
-        "flight": ("flapper flight log", LOG_COLUMNS, " (no --robot)"),
-    }
+def _run_waveform(path, *, fit: Sequence[str] | None = None, **options) -> FitReport:
+    """The phase-resolved record's driver, ``fit`` checked by name and given as its ``parameters``."""
+    for name in fit or ():
+        check_choice("--fit", name, WAVEFORM_PARAMETERS)
+    return waveform_report.run_waveform_identification(path, **options,
+                                                       **({} if fit is None else {"parameters": tuple(fit)}))
 
 
-def _study_columns() -> dict[str, str]:
-    """Study -> a description of the columns it needs (for error messages),
-    from the columns each study's reader declares."""
-    return {what: _describe(cols, extra=extra) for what, cols, extra in _studies().values()}
+#: Study -> its experiment; a file is the first whose ``has`` it meets.
+EXPERIMENTS: dict[str, Experiment] = {
+    "waveform": Experiment("phase-resolved stand record", WAVEFORM_COLUMNS, " (no time_s)",
+                           frozenset({"frequency", "phase", "fz"}), ("fit",), _run_waveform,
+                           {"physical": "whose study fits the physical parameters anyway"}),
+    "stand": Experiment("stand table", STAND_COLUMNS, " (no time_s)", frozenset({"frequency", "fz"}), ("physical",),
+                        run_stand_identification),
+    "hover": Experiment("multirotor hover log", tuple(hover_columns(4)),
+                        " (for 4 rotors) with --robot NAME|PROFILE.toml", frozenset({"time", "--robot"}),
+                        ("robot", "quick", "progress"), run_hover_identification,
+                        dict.fromkeys(("mass", "inertia"), "whose fit uses the robot profile's (--robot)")),
+    "flight": Experiment("flapper flight log", LOG_COLUMNS, " (no --robot)", frozenset({"time", "frequency"}),
+                         ("quick", "progress", "mass", "inertia", "command_delay"), run_flight_identification),
+}
+
+#: Options an experiment that does not take them ignores, with the note why ("" for none).
+_IGNORED = {"robot": "flapping-wing robot", "quick": "its fit has no shorter form", "progress": ""}
+
+
+def _describe(experiment: Experiment) -> str:
+    """``required, ...{needs}; optional a, b`` from an experiment's columns."""
+    required = ", ".join(c.name for c in experiment.columns if c.required)
+    optional = ", ".join(c.name for c in experiment.columns if not c.required)
+    return required + experiment.needs + (f"; optional {optional}" if optional else "")
 
 
 def closest_study(names) -> tuple[str, list] | None:
@@ -72,9 +104,9 @@ def closest_study(names) -> tuple[str, list] | None:
     above 0 and beats every other study's; None when no study stands out."""
     quantities = {split_unit(n)[0] for n in names}
     scores = []
-    for study, (_, cols, _) in _studies().items():
-        held = sum(split_unit(c.name)[0] in quantities for c in cols)
-        missing = [c for c in cols if c.required and split_unit(c.name)[0] not in quantities]
+    for study, experiment in EXPERIMENTS.items():
+        held = sum(split_unit(c.name)[0] in quantities for c in experiment.columns)
+        missing = [c for c in experiment.columns if c.required and split_unit(c.name)[0] not in quantities]
         scores.append((held - len(missing), study, missing))
     scores.sort(key=lambda s: s[0], reverse=True)
     (best, study, missing), runner_up = scores[0], scores[1][0]
@@ -82,41 +114,32 @@ def closest_study(names) -> tuple[str, list] | None:
 
 
 def pick_study(names, robot: str | None, path: str | Path = "") -> str:
-    """``"waveform"``, ``"stand"``, ``"hover"`` or ``"flight"`` from a file's column names
-    (compared by quantity, whatever the unit suffix: the study's reader then
-    converts the unit or refuses it).
+    """The key in :data:`EXPERIMENTS` of a file's study, from its column
+    names (compared by quantity, whatever the unit suffix: the study's
+    reader then converts the unit or refuses it) and whether a robot is given.
 
     Raises :class:`DataError` (naming the file and listing what each study
     needs) when none matches, saying so when a column name holds ';' or a
     tab (a table not separated by commas).
     """
-    cols = set(names)
-    # by quantity, whatever the unit suffix: the study's loader then names a wrong unit
-    quantities = {split_unit(n)[0] for n in cols}
-    timed = "time" in quantities
-    if not timed and {"frequency", "phase", "fz"} <= quantities:
-        return "waveform"
-    if not timed and {"frequency", "fz"} <= quantities:
-        return "stand"
-    if timed and robot:
-        return "hover"
-    if timed and "frequency" in quantities:
-        return "flight"
+    quantities = {split_unit(n)[0] for n in names}
+    for study, experiment in EXPERIMENTS.items():
+        timed = ("time" in experiment.has) == ("time" in quantities)
+        if timed and experiment.has <= quantities | ({"--robot"} if robot else set()):
+            return study
     separator = separator_hint(names)
-    closest = closest_study(cols)
+    closest = closest_study(names)
     if closest is not None and closest[1] and closest[0] != "hover":
-        what, declared, extra = _studies()[closest[0]]
-        missing = closest[1]
+        experiment, missing = EXPERIMENTS[closest[0]], closest[1]
         named = (f"column {missing[0].name!r} ({missing[0].description})" if len(missing) == 1
                  else f"columns {[c.name for c in missing]}")
-        raise DataError(f"{path}: missing required {named} of a {what}, the study its columns come closest to; "
-                        f"the file has columns {list(names)}.{separator} A {what} needs "
-                        f"{_describe(declared, extra=extra)} (see docs/data_formats.md)")
-    hint = ""
-    if timed:
-        hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
-    needs = "".join(f"\n  - {k}: {v}" for k, v in _study_columns().items())
-    raise DataError(f"{path}: the columns {sorted(cols)} match no identification study.{separator}{hint} "
+        raise DataError(f"{path}: missing required {named} of a {experiment.what}, the study its columns come "
+                        f"closest to; the file has columns {list(names)}.{separator} A {experiment.what} needs "
+                        f"{_describe(experiment)} (see docs/data_formats.md)")
+    hint = " A log with time_s but no frequency_hz needs --robot (multirotor hover log)."
+    needs = "".join(f"\n  - {e.what}: {_describe(e)}" for e in EXPERIMENTS.values())
+    raise DataError(f"{path}: the columns {sorted(set(names))} match no identification study.{separator}"
+                    f"{hint if 'time' in quantities else ''} "
                     f"Each study needs (see docs/data_formats.md):{needs}")
 
 
@@ -160,9 +183,8 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         echo(text)
 
     with _data_notes(echo_and_keep):
-        results = _run_study(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress,
-                             echo=echo_and_keep, physical=physical, mass=mass, inertia=inertia,
-                             command_delay=command_delay, fit=fit)
+        results = _run_study(path, out_dir=out_dir, echo=echo_and_keep, robot=robot, quick=quick, progress=progress,
+                             physical=physical, mass=mass, inertia=inertia, command_delay=command_delay, fit=fit)
     safe_io.write_text(summary, "\n".join(printed) + "\n")
     echo(f"summary (the lines above): {summary}")
     return results
@@ -187,49 +209,19 @@ def _data_notes(echo: Callable[[str], None]):
         yield
 
 
-def _run_study(path, *, robot, out_dir, quick, progress, echo, physical, mass, inertia, command_delay,
-               fit) -> FitReport:
-    study = pick_study(column_names(path), robot, path)
-    what = {"hover": "multirotor hover log", "flight": "flapper flight log", "stand": "stand table",
-            "waveform": "phase-resolved stand record"}[study]
-    if physical and study != "stand":
-        extra = ", whose study fits the physical parameters anyway" if study == "waveform" else ""
-        raise DataError(f"{path}: --physical applies to stand tables of cycle means only (this file is a {what}{extra})")
-    if (mass is not None or inertia is not None) and study != "flight":
-        where = " (the robot profile's, --robot)" if study == "hover" else ""
-        raise DataError(f"{path}: --mass and --inertia apply to flapper flight logs only (this file is a {what}, "
-                        f"whose fit does not use them{where})")
-    if command_delay is not None and study != "flight":
-        raise DataError(f"{path}: --command-delay applies to flapper flight logs only (this file is a {what})")
-    if fit is not None and study != "waveform":
-        raise DataError(f"{path}: --fit applies to phase-resolved stand records only (this file is a {what})")
-    if fit is not None:
-        from flapjax.identify.flapper.waveform import WAVEFORM_PARAMETERS
-
-        for name in fit:
-            check_choice("--fit", name, WAVEFORM_PARAMETERS)
-    if study == "waveform":
-        from flapjax.identify.flapper.waveform_report import run_waveform_identification
-
-        if robot:
-            echo(f"note: --robot {robot} is ignored for a stand record (flapping-wing robot)")
-        if quick:
-            echo("note: --quick is ignored for a stand record (its fit has no shorter form)")
-        return run_waveform_identification(path, out_dir=out_dir, echo=echo,
-                                           **({} if fit is None else {"parameters": tuple(fit)}))
-    if study == "stand":
-        from flapjax.identify.flapper.stand import run_stand_identification
-
-        if robot:
-            echo(f"note: --robot {robot} is ignored for a stand table (flapping-wing robot)")
-        if quick:
-            echo("note: --quick is ignored for a stand table (its fit has no shorter form)")
-        return run_stand_identification(path, out_dir=out_dir, echo=echo, physical=physical)
-    if study == "hover":
-        from flapjax.identify.multirotor import run_hover_identification
-
-        return run_hover_identification(path, robot=robot, out_dir=out_dir, quick=quick, progress=progress, echo=echo)
-    from flapjax.identify.flapper.flight_log import run_flight_identification
-
-    return run_flight_identification(path, out_dir=out_dir, quick=quick, progress=progress, echo=echo, mass=mass,
-                                     inertia=inertia, command_delay=0 if command_delay is None else command_delay)
+def _run_study(path, *, out_dir, echo, **options) -> FitReport:
+    """Run the experiment of the file at ``path`` with the ``options`` it
+    takes; refuse one it does not take (given: neither None nor False),
+    naming the kinds of file it applies to, unless it is ignored with a note."""
+    experiment = EXPERIMENTS[pick_study(column_names(path), options["robot"], path)]
+    given = [n for n, v in options.items() if v is not None and v is not False and n not in experiment.options]
+    for name in (n for n in given if n not in _IGNORED):
+        owner = next(e.what for e in EXPERIMENTS.values() if name in e.options)
+        hint = experiment.hints.get(name)
+        raise DataError(f"{path}: --{name.replace('_', '-')} applies to {owner}s only (this file is a "
+                        f"{experiment.what}{', ' + hint if hint else ''})")
+    for name in (n for n in given if _IGNORED[n]):
+        value = f" {options[name]}" if isinstance(options[name], str) else ""
+        echo(f"note: --{name}{value} is ignored for a {experiment.what} ({_IGNORED[name]})")
+    return experiment.run(path, out_dir=out_dir, echo=echo,
+                          **{n: v for n, v in options.items() if n in experiment.options and v is not None})
