@@ -81,7 +81,7 @@ def test_identify_runs_to_the_end_after_an_anti_damped_free_flight_fit(tmp_path,
     gains on it, and writes results.json and cycle_averaged.json; the
     rollouts are replaced by the values they gave."""
     from flapjax.identify.flapper import config as idc
-    from flapjax.identify.flapper import run
+    from flapjax.identify.flapper import run, studies
 
     def fake(name, values):
         return lambda cfg, *args, **kw: _study(name, values)
@@ -96,8 +96,8 @@ def test_identify_runs_to_the_end_after_an_anti_damped_free_flight_fit(tmp_path,
                    "per_wing_hover_frequency_over_identified": 1.0, "flights": {}}
         return StudyResult(name="validation", values={}, std={}, metrics=metrics, data={}, loss=jnp.zeros(0))
 
-    monkeypatch.setattr(run, "study_plate_motion", fake("plate_motion", PLATE_MOTION))
-    monkeypatch.setattr(run, "study_validation", validation)
+    monkeypatch.setattr(studies, "study_plate_motion", fake("plate_motion", PLATE_MOTION))
+    monkeypatch.setattr(studies, "study_validation", validation)
     cfg = idc.default_config(quick=True)
     cfg["run"].update(studies=["plate_motion", "validation"], plots=False)
     out = tmp_path / "run"

@@ -114,7 +114,7 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     """``--study validation`` (or damping) after an earlier run in the same
     folder uses that run's identified values, not the seed's."""
     from flapjax.identify import flapper
-    from flapjax.identify.flapper import run as run_module
+    from flapjax.identify.flapper import studies
 
     cfg_file = tmp_path / "tiny.toml"
     cfg_file.write_text(TINY.replace('studies = ["lift", "moments"]', 'studies = ["lift"]'))
@@ -128,7 +128,7 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     def fly(cfg, identified, *, bar=None):
         raise Flown(identified)
 
-    monkeypatch.setattr(run_module, "study_validation", fly)
+    monkeypatch.setattr(studies, "study_validation", fly)
     cfg = flapper.load_config(cfg_file)
     cfg["run"]["studies"] = ["validation"]
     with pytest.raises(Flown) as flown:

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from flapjax.identify.flapper import config as idc
-from flapjax.identify.flapper import run
+from flapjax.identify.flapper import run, studies
 from flapjax.identify.study_files import check_study_file
 
 
@@ -43,13 +43,13 @@ def _rerun(finished, tmp_path, monkeypatch, edit=None):
     if edit is not None:
         path.write_text(json.dumps(edit(json.loads(path.read_text()))))
     calls, said = [], []
-    study_lift = run.study_lift
+    study_lift = studies.study_lift
 
     def counted(cfg, **kw):
         calls.append("lift")
         return study_lift(cfg, **kw)
 
-    monkeypatch.setattr(run, "study_lift", counted)
+    monkeypatch.setattr(studies, "study_lift", counted)
     run.run_identification(_cfg(), out_dir=out, progress=False, echo=said.append)
     return calls, [s for s in said if s.startswith("warning")], json.loads((out / "results.json").read_text())
 

@@ -13,7 +13,7 @@ import pytest
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper import config as idc
-from flapjax.identify.flapper import run
+from flapjax.identify.flapper import run, studies
 from flapjax.identify.results import StudyResult, write_json
 from flapjax.sim import flapper as fl
 
@@ -78,8 +78,8 @@ def fake_studies(monkeypatch):
         return f
 
     k_f = float(nominal.lift_coefficient)
-    monkeypatch.setattr(run, "study_lift", counted("lift", _fake("lift", {"k_f": 1.1 * k_f}, lift)))
-    monkeypatch.setattr(run, "study_moments", counted("moments", _fake(
+    monkeypatch.setattr(studies, "study_lift", counted("lift", _fake("lift", {"k_f": 1.1 * k_f}, lift)))
+    monkeypatch.setattr(studies, "study_moments", counted("moments", _fake(
         "moments", {"k_roll": 1.2 * float(nominal.roll_gain), "k_pitch": 1.3 * float(nominal.pitch_gain)}, moments)))
     return calls
 

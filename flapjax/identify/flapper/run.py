@@ -4,7 +4,9 @@
 moments, damping, physical, plate_motion, validation, fidelity), writes each finished one at once to
 ``<out>/studies/<name>.json`` with the settings it ran with, and reuses it on
 a rerun whose settings (and upstream values: the damping runs' frequency,
-the validated model) are unchanged. A run killed at any point resumes from
+the validated model) are unchanged. What each study needs from the others
+and how it is run is its entry in :data:`.studies.STUDY_RUNS`; this module
+only orders, resumes and writes them. A run killed at any point resumes from
 the studies it finished. Each saved study is sealed with a hash of its
 content (:mod:`flapjax.identify.study_files`): a file edited after it was
 written, holding a key the writer never writes or a value that is not a
@@ -32,17 +34,10 @@ import jax
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.calibration import calibration_record, calibration_values, check_calibration_robot
 from flapjax.identify.flapper.config import STUDIES, validate_config
-from flapjax.identify.flapper.channel_validation import study_channel_validation
-from flapjax.identify.flapper.damping import damping_frequency, study_damping
-from flapjax.identify.flapper.fidelity import study_fidelity
-from flapjax.identify.flapper.plate_motion import study_plate_motion
-from flapjax.identify.flapper.lift import study_lift
-from flapjax.identify.flapper.moments import study_moments
-from flapjax.identify.flapper.physical import study_physical
 from flapjax.identify.flapper.report import summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
-from flapjax.identify.flapper.robot_config import check_robot_studies, hover_frequency, robot_nominal
-from flapjax.identify.flapper.validation import study_validation
+from flapjax.identify.flapper.robot_config import check_robot_studies, robot_nominal
+from flapjax.identify.flapper.studies import STUDY_RUNS
 from flapjax.identify.results import StudyResult, lock_output_dir, write_json
 from flapjax.identify.study_files import load_study_file, seal
 from flapjax.sim import flapper as fl
@@ -58,8 +53,6 @@ def _study_config(cfg: Mapping, name: str, extra: Mapping | None = None) -> dict
     return json.loads(json.dumps(out))
 
 
-#: Studies that check the identified model rather than add to it (they run after the others).
-CHECKS = ("validation", "fidelity")
 #: File names of the plots :func:`write_plots` may draw.
 PLOTS = ("lift_fz_vs_f2.png", "moments_fit.png", "damping_fit.png", "physical_fit.png", "loss_curves.png",
          "validation_flights.png", "fidelity_responses.png")
@@ -125,10 +118,11 @@ def run_identification(
 
 
 class _Upstream:
-    """What the studies of one run need from each other: the studies done so
-    far (or saved by an earlier run in the same folder), one driven-base
-    robot for the moments and damping studies (one compiled program), and
-    the nominal averaged model."""
+    """What the studies of one run need from each other (the ``up`` of
+    :mod:`.studies`): the studies done so far (or saved by an earlier run in
+    the same folder), one driven-base robot for the moments and damping
+    studies (one compiled program), the nominal averaged model and the
+    identified one the check studies run on."""
 
     def __init__(self, cfg: Mapping, out: Path, echo: Callable[[str], None], description=None):
         self.cfg, self.out, self.echo, self.description = cfg, out, echo, description
@@ -152,47 +146,17 @@ class _Upstream:
 
     def extra(self, name: str) -> dict[str, Any]:
         """Settings of study ``name`` that come from the others (part of its saved config)."""
-        cfg, extra = self.cfg, {}
-        if name == "moments":
-            extra["armature"] = cfg["damping"]["armature"]  # the moments run on the driven base, held at rest
-        if name == "damping":
-            lift = self.get("lift")
-            k_f = float(lift.values["k_f"]) if lift is not None else None
-            if k_f is None and float(cfg["damping"]["frequency"]) == 0:
-                k_f = float(self.nominal_avg.lift_coefficient)
-            extra["frequency"] = (damping_frequency(cfg, k_f) if self.description is None or float(
-                cfg["damping"]["frequency"]) > 0 else hover_frequency(self.description, k_f))
-        if name in CHECKS or name == "plate_motion":
-            model = {n: r for n in STUDIES if n not in CHECKS and n != name and (r := self.get(n)) is not None}
+        study = STUDY_RUNS[name]
+        extra = study.settings(self) if study.settings else {}
+        if study.model:
+            model = {n: r for n in study.depends_on if (r := self.get(n)) is not None}
             self.avg = IdentificationResult.from_studies(model).to_cycle_averaged_params(self.nominal_avg)
             extra["identified"] = self.avg.to_dict()
-        if calibration := calibration_values(cfg):  # a study of another per-wing calibration is not reused
+        if calibration := calibration_values(self.cfg):  # a study of another per-wing calibration is not reused
             extra["calibration"] = calibration
         if self.description is not None:  # a study of another robot is not reused
             extra["robot"] = str(self.description.source)
         return extra
-
-    def run(self, name: str, extra: dict, bar) -> StudyResult:
-        """Run study ``name`` with the settings ``extra`` from :meth:`extra`."""
-        cfg = self.cfg
-        desc = self.description
-        if name == "lift":
-            return study_lift(cfg, bar=bar, description=desc)
-        if name == "moments":
-            return study_moments(cfg, bar=bar, robot=self.driven_robot(), description=desc)
-        if name == "damping":
-            return study_damping(cfg, frequency=extra["frequency"], bar=bar, robot=self.driven_robot(), description=desc)
-        if name == "physical":
-            return study_physical(cfg, bar=bar)
-        if name == "fidelity":
-            return study_fidelity(cfg, self.avg, bar=bar)
-        if name == "plate_motion":
-            damping = self.get("damping")
-            return study_plate_motion(cfg, self.avg, bar=bar,
-                                      rate_damping_std=None if damping is None else damping.std.get("D_w"))
-        if desc is not None:  # a described robot: flights through its channels
-            return study_channel_validation(cfg, self.avg, desc, bar=bar)
-        return study_validation(cfg, self.avg, bar=bar)
 
 
 def _run_studies(cfg: Mapping, out: Path, up: _Upstream, *, fresh: bool, progress: bool) -> list[str]:
@@ -213,7 +177,7 @@ def _run_studies(cfg: Mapping, out: Path, up: _Upstream, *, fresh: bool, progres
             bar.set_description(f"identify ({name}: reused)")
         else:
             bar.set_description(f"identify ({name})")
-            result = up.run(name, extra, bar)
+            result = STUDY_RUNS[name].run(up, extra, bar)
             _save_done(path, expect, result)
         up.done[name] = result
         bar.update(1)
