@@ -36,6 +36,8 @@ by multiple shooting (:func:`run_flight_identification`). Stand tables
 (:mod:`.stand`, per-wing parameters through the rollout: :mod:`.stand_physical`)
 and phase-resolved stand records (:mod:`.waveform`) are fitted the same way.
 
+:mod:`.studies` is the registry of the simulated studies (what each reads
+from the others, how it runs), which :mod:`.run` orders and resumes.
 :mod:`.config` holds the settings and their checks, :mod:`.calibration`
 the per-wing calibration a config's ``[calibration]`` section sets for every
 simulated study, :mod:`.run` the driver with resume, :mod:`.report` the
