@@ -89,6 +89,7 @@ def recover(label: str, calibration: dict[str, float], out: Path, fitted: tuple[
     nominal values; ``options``: of ``fit_waveform``), propagate; the row of
     the report."""
     from flapjax.identify.data import write_sample
+    from flapjax.validation import ConfigError
     from flapjax.identify.flapper.waveform_report import run_waveform_identification
 
     t0 = time.perf_counter()
@@ -98,7 +99,12 @@ def recover(label: str, calibration: dict[str, float], out: Path, fitted: tuple[
     record = out / "record.csv"
     write_sample(record, columns, hidden, f"phase-resolved stand record of the calibration {label}")
     run_waveform_identification(record, out_dir=out / "fit", echo=lambda s: None, parameters=fitted, **options)
-    d = determinacy(out / "fit" / "results.json")
+    try:
+        d = determinacy(out / "fit" / "results.json")
+    except ConfigError as exc:  # a value the fit drove out of the calibration's range
+        fit = json.loads((out / "fit" / "results.json").read_text())
+        return {"label": label, "held": list(_held(fitted)), "passed": False, "error": str(exc),
+                "fitted": {n: fit[n] for n in fitted}, "notes": fit["notes"], "seconds": time.perf_counter() - t0}
     true_derivatives = _driven_derivatives({k: truth[k] for k in FITTED}, d["frequency"])
     fitted_ok = {n: abs(v["value"] - truth[n]) <= 3 * v["std"] for n, v in d["fitted"].items()}
     held_ok = {n: bool(np.isclose(nominal_value, truth[n], rtol=1e-6)) for n, nominal_value in _held(fitted).items()}
@@ -129,6 +135,10 @@ def markdown(rows: list[dict]) -> str:
              "3 std.", ""]
     for r in rows:
         held = f", held at their nominal values: {', '.join(r['held'])}" if r.get("held") else ""
+        if "error" in r:
+            lines += [f"## {r['label']}: FAIL ({r['seconds']:.0f} s{held})", "", f"The fit gave {r['fitted']}; "
+                      f"its notes: {' '.join(r['notes'])}", "", f"Not propagated: {r['error']}", ""]
+            continue
         lines += [f"## {r['label']}: {'PASS' if r['passed'] else 'FAIL'} ({r['seconds']:.0f} s{held})", "",
                   f"Fit window {r['duration']:g} s per condition; residual std over the record's noise: "
                   + ", ".join(f"{c} {v:.2f}" for c, v in r["residual_over_noise"].items()) + ".", "",
@@ -141,7 +151,9 @@ def markdown(rows: list[dict]) -> str:
                   f"{'yes' if d['sign_certain'] else 'no'} | {'yes' if d['within_3_std'] else 'no'} |"
                   for s, d in r["derivatives"].items()]
         lines.append("")
-    spread = {s: [r["derivatives"][s]["true"] for r in rows] for s in DRIVEN}
+    spread = {s: [r["derivatives"][s]["true"] for r in rows if "derivatives" in r] for s in DRIVEN}
+    if not all(spread.values()):
+        return "\n".join(lines) + "\n"
     lines += ["Across these candidates the true derivatives span: "
               + "; ".join(f"{s} {min(v):+.2e} to {max(v):+.2e}" for s, v in spread.items()) + "."]
     return "\n".join(lines) + "\n"

@@ -81,12 +81,12 @@ WAVEFORM_PARAMETERS = ("lift_scale", "hinge_stiffness", "wing_inertia_scale", "h
 
 #: The feathering stops' values (their nonlinearity calls for a staged fit).
 STOPS = ("stop_angle", "stop_stiffness", "stop_width")
-#: Freed first when stops are fitted: what sets the gross waveform (its
-#: height, the feathering amplitude, the inertial reaction); the stops come
-#: next, everything last. From the nominal start with everything free the
-#: steps can end in a local minimum far above the noise; staged, they reach
-#: the minimum a start at the truth reaches.
+#: Freed first when stops are fitted: what sets the gross waveform (its height,
+#: the feathering amplitude, the inertial reaction); then the stops, then all.
 FIRST_STAGE = ("lift_scale", "stop_angle", "wing_inertia_scale")
+
+#: A fitted value this many times its start value, or 1/this of it, ran away.
+RUNAWAY = 1e6
 
 #: Most fitting passes (each reweighs the channels by the last residuals).
 MAX_PASSES = 6
@@ -94,7 +94,6 @@ MAX_PASSES = 6
 #: A pass whose channel weights are within this fraction of its residual
 #: standard deviations ends the reweighting.
 WEIGHT_TOLERANCE = 0.05
-
 
 
 # ---------------------------------------------------------------------------
@@ -274,10 +273,14 @@ def _curvature(fit: _Fit, lv: np.ndarray, scale: np.ndarray):
     return x, std_x, corr, s2, off, J
 
 
-def _fit_notes(free: list[str], reasons: list[str]) -> list[str]:
+def _fit_notes(free: list[str], ran_away: list[str], reasons: list[str]) -> list[str]:
     notes = [f"{', '.join(free)}: the record does not determine {'it' if len(free) == 1 else 'them'} (the "
              "rollout's readings do not change with it); held at the start value, no standard deviation. Check "
              "the frequency unit (Hz, not rad/s) and that the record holds the flapping cycle"] if free else []
+    if ran_away:
+        notes.append(f"{', '.join(ran_away)}: ran away (more than {RUNAWAY:g} times or less than 1/{RUNAWAY:g} of "
+                     "the start value), no standard deviation: the model cannot fit the record with the values held; "
+                     "free more of them (the stops: stop_angle, stop_stiffness, stop_width)")
     if reasons and "max_iterations" in reasons[-1]:
         notes.append(f"the fit stopped at its iteration limit ({reasons[-1]}): the values are not converged")
     return notes
@@ -363,13 +366,15 @@ def fit_waveform(
     prob = fit.prob
     x, std_x, corr, s2, off, J = _curvature(fit, lv, scale)
     p = len(parameters)
-    free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead]
+    ran_away = [k for i, k in enumerate(parameters) if abs(x[i]) > math.log(RUNAWAY)]
+    free = [k for k, dead in zip(parameters, unidentified(J)[:p]) if dead and k not in ran_away]
+    no_std = set(free) | set(ran_away)
     offsets = [f"{c.split('_')[0]}_offset" for c in channels]
     fitted = np.asarray(_predict(jnp.asarray(lv, dtype=jnp.float32), prob), dtype=float) + off
     held = ~fit_rows
     details = {
         "rows": data.n,
-        "relative_std": {k: None if k in free else float(std_x[i]) for i, k in enumerate(parameters)},
+        "relative_std": {k: None if k in no_std else float(std_x[i]) for i, k in enumerate(parameters)},
         "residual_std": {c: float(s) for c, s in zip(channels, sigma)},
         "validation": held_out_errors(fitted[held], y[held], sigma, channels) if held.any() else {},
         "correlation": {"names": list(parameters) + offsets, "matrix": corr.tolist()},
@@ -382,11 +387,11 @@ def fit_waveform(
         "duration": float(duration),
         "discard": float(discard),
         "start": {k: float(nominal[k]) for k in parameters},
-        "notes": _fit_notes(free, reasons),
+        "notes": _fit_notes(free, ran_away, reasons),
     }
     values = {**{k: float(base[k] * math.exp(x[i])) for i, k in enumerate(parameters)},
               **{k: float(x[p + j]) for j, k in enumerate(offsets)}}
-    std = {**{k: None if k in free else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
+    std = {**{k: None if k in no_std else values[k] * float(std_x[i]) for i, k in enumerate(parameters)},
            **{k: float(std_x[p + j]) for j, k in enumerate(offsets)}}
     arrays = {"phase": data.phase, "condition": data.condition, "measured": y, "fitted": fitted}
     return FitReport.of("stand_waveform", data.source, values, std, {**STAND_PHYSICAL_UNITS, **CHANNEL_UNITS},
