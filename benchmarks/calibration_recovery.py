@@ -128,7 +128,8 @@ def markdown(rows: list[dict]) -> str:
     lines = ["# A phase-resolved stand record tells the admissible calibrations apart", "",
              "Produced by `python -m benchmarks.calibration_recovery`: per candidate calibration (each reproduces "
              "the seed's table 11.2), its synthetic phase-resolved stand record is fitted with every calibration "
-             f"value and the wings' inertia scale free ({', '.join(FITTED)}), from the nominal values; the fit's "
+             f"value and the wings' inertia scale free ({', '.join(FITTED)}; a section names what a run held), from "
+             "the nominal values; the fit's "
              "covariance is carried to the driven-base derivatives (damping study, `--quick` settings, at the "
              "fitted calibration's hover frequency). Pass: every fitted value within 3 std of the truth, and "
              "each derivative with std / abs(value) <= 20 %, a certain sign (abs > 3 std) and the truth within "
