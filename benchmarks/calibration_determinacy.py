@@ -51,11 +51,11 @@ HELD = ("hinge_damping", "stop_angle", "stop_stiffness", "stop_width")
 
 def _nominal_held() -> dict[str, float]:
     """The nominal per-wing values of :data:`HELD` (MJCF and flapper_params.json)."""
-    from flapjax.sim import flapper as fl
+    from flapjax.sim.flapper import make_robot
+    from flapjax.sim.flapper.stand import nominal_physical, nominal_stops
 
-    hinge = fl.default_params().hinge
-    return {"hinge_damping": float(hinge.damping), "stop_angle": float(hinge.stop_angle),
-            "stop_stiffness": float(hinge.stop_stiffness), "stop_width": float(hinge.stop_width)}
+    robot = make_robot("fixed", "wing", backend="rigid")
+    return {"hinge_damping": nominal_physical(robot)["hinge_damping"], **nominal_stops(robot)}
 
 
 def _central_jacobian(theta: dict, names, frequency: float, step: float) -> np.ndarray:

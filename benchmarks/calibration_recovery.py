@@ -70,11 +70,11 @@ def _maker():
 
 def _truth(calibration: dict[str, float]) -> dict[str, float]:
     """The record's hidden values: the candidate over the nominal calibration."""
-    from benchmarks.calibration_determinacy import _nominal_held
     from flapjax.sim import flapper as fl
-    from flapjax.sim.flapper.stand import nominal_physical
+    from flapjax.sim.flapper.stand import nominal_physical, nominal_stops
 
-    nominal = {**nominal_physical(fl.make_robot("fixed", "wing", backend="rigid")), **_nominal_held()}
+    robot = fl.make_robot("fixed", "wing", backend="rigid")
+    nominal = {**nominal_physical(robot), **nominal_stops(robot)}
     return {**{k: nominal[k] for k in CALIBRATION_KEYS}, **calibration, "wing_inertia_scale": INERTIA_SCALE}
 
 

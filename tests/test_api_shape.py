@@ -105,6 +105,7 @@ MAPPINGS = {
     "flapjax.identify.flapper.damping.coupling_slopes", "flapjax.identify.flapper.fidelity.wrong_models",
     "flapjax.identify.flapper.flight_parameters.start_values", "flapjax.identify.flapper.flight_parameters.decode",
     "flapjax.identify.flapper.flight_parameters.std_physical", "flapjax.sim.flapper.stand.nominal_physical",
+    "flapjax.sim.flapper.stand.nominal_stops",
     "flapjax.identify.flapper.stand_fit.reported", "flapjax.identify.flapper.stand_fit.nominal_gains",
     "flapjax.identify.flapper.stand_prediction.physical_values", "flapjax.identify.multirotor.model.initial_values",
     "flapjax.identify.multirotor.log.read_scene", "flapjax.identify.multirotor.run.excitation",

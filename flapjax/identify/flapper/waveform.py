@@ -38,7 +38,7 @@ from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
 from flapjax.identify.flapper.stand_format import CHANNEL_UNITS
 from flapjax.identify.flapper.waveform_format import StandWaveform
-from flapjax.sim.flapper.stand import nominal_physical
+from flapjax.sim.flapper.stand import nominal_physical, nominal_stops
 from flapjax.sim.flapper.stand_waveform import (
     READING_COLUMNS,
     Momenta,
@@ -151,11 +151,7 @@ def _check_parameters(parameters: tuple) -> None:
 
 def _start_values(rollout: WaveformRollout, parameters: tuple, start: Mapping[str, float] | None) -> dict:
     """The model's nominal values (1 for ``wing_inertia_scale``), ``start`` over them."""
-    nominal = nominal_physical(rollout.robot)
-    nominal["wing_inertia_scale"] = 1.0
-    hinge = rollout.params.hinge
-    nominal.update(stop_angle=float(np.ravel(hinge.stop_angle)[0]), stop_stiffness=float(np.ravel(hinge.stop_stiffness)[0]),
-                   stop_width=float(np.ravel(hinge.stop_width)[0]))
+    nominal = {**nominal_physical(rollout.robot), **nominal_stops(rollout.robot), "wing_inertia_scale": 1.0}
     nominal.update({k: float(v) for k, v in (start or {}).items() if k in WAVEFORM_PARAMETERS})
     for k in parameters:
         if not nominal[k] > 0:

@@ -26,7 +26,7 @@ from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_param
 from flapjax.sim.flapper.sweep import cycle_mean, sweep_params
 from flapjax.validation import ConfigError
 
-__all__ = ["STAND_PHYSICAL_PARAMETERS", "LiftRollout", "StandRollout", "apply_physical", "nominal_physical",
+__all__ = ["STAND_PHYSICAL_PARAMETERS", "LiftRollout", "StandRollout", "apply_physical", "nominal_physical", "nominal_stops",
            "run_lift", "run_stand", "with_physical", "with_wing_inertia"]
 
 
@@ -59,6 +59,14 @@ def nominal_physical(robot: FlapperRobot) -> dict[str, float]:
         "lift_scale": float(p.aero.lift_scale),
         "moment_scale": float(p.aero.moment_scale),
     }
+
+
+def nominal_stops(robot: FlapperRobot) -> dict[str, float]:
+    """The feathering stops' nominal ``stop_angle`` [rad], ``stop_stiffness``
+    [N m/rad] and smoothing ``stop_width`` [rad] (flapper_params.json)."""
+    h = default_params(robot).hinge
+    return {"stop_angle": float(h.stop_angle), "stop_stiffness": float(h.stop_stiffness),
+            "stop_width": float(h.stop_width)}
 
 
 def _fixed_base_run(robot, duration: float, discard: float) -> tuple[FlapperRobot, int, int]:
