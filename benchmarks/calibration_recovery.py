@@ -88,7 +88,7 @@ def recover(label: str, calibration: dict[str, float], out: Path, fitted: tuple[
     """Make ``label``'s record, fit ``fitted`` to it (the rest held at their
     nominal values; ``options``: of ``fit_waveform``), propagate; the row of
     the report."""
-    from flapjax.identify.data import write_sample
+    from flapjax.data.tables import write_sample
     from flapjax.validation import ConfigError
     from flapjax.identify.flapper.waveform_report import run_waveform_identification
 

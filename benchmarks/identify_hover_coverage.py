@@ -48,7 +48,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from flapjax import rotor
-    from flapjax.identify.sampling import with_dropouts
+    from flapjax.data.sampling import with_dropouts
     from flapjax.identify.multirotor import fit_hover, read_hover_log
     from flapjax.identify.multirotor import synthetic as S
 

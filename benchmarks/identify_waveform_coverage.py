@@ -29,7 +29,7 @@ PHYSICAL = ("lift_scale", "hinge_stiffness", "wing_inertia_scale")
 def coverage(seeds, *, k_sigma: float = 2.0, progress=print) -> dict:
     """Per-parameter coverage, z-scores and held-out errors over ``seeds``."""
     from flapjax.identify.flapper.waveform import fit_waveform
-    from flapjax.identify.flapper.waveform_format import stand_waveform
+    from flapjax.data.stand_record import stand_waveform
     from flapjax.sim import flapper as fl
 
     gen = load_generator("make_stand_waveform")

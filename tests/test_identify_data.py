@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from flapjax.identify.data import Column, ConvertedUnitsWarning, DataError, UnusedColumnsWarning, column_names, read_table
+from flapjax.data.tables import Column, ConvertedUnitsWarning, DataError, UnusedColumnsWarning, column_names, read_table
 from flapjax.validation import ConfigError
 
 STAND = [Column("frequency_hz"), Column("fz_n"), Column("mx_nm", required=False)]
@@ -53,10 +53,10 @@ def test_unused_npz_keys_are_named(tmp_path):
 def test_samples_hold_only_columns_their_study_reads(name):
     import warnings
 
-    from flapjax.identify.flapper.flight_format import read_flight_log
-    from flapjax.identify.flapper.stand_format import load_stand_table
-    from flapjax.identify.flapper.waveform_format import load_stand_waveform
-    from flapjax.identify.multirotor.log import read_hover_log
+    from flapjax.data.flight_log import read_flight_log
+    from flapjax.data.stand_table import load_stand_table
+    from flapjax.data.stand_record import load_stand_waveform
+    from flapjax.data.hover_log import read_hover_log
 
     path = DATA / name
     load = {"stand_sample.csv": load_stand_table, "seed_table_11_2.csv": load_stand_table,
@@ -212,7 +212,7 @@ def test_unreadable_npz(tmp_path):
 
 
 def test_written_tables_read_back(tmp_path):
-    from flapjax.identify.data import write_table
+    from flapjax.data.tables import write_table
 
     cols = {"frequency_hz": np.array([20.0, 30.5]), "phase_rad": np.array([0.1, 6.2]),
             "fz_n": np.array([0.0661234567891, -1.5e-4])}
@@ -226,7 +226,7 @@ def test_written_tables_read_back(tmp_path):
 
 
 def test_arrays_are_checked_like_files():
-    from flapjax.identify.data import check_arrays
+    from flapjax.data.tables import check_arrays
 
     assert check_arrays("here", [("a_s", np.zeros(3)), ("b_m", np.ones(3))]) == 3
     with pytest.raises(DataError, match=r"here: column 'b_m' has 2 rows, column 'a_s' has 3"):
@@ -315,14 +315,14 @@ RANGED = [Column("frequency_hz", positive=True), Column("fz_n"), Column("pitch_p
     pytest.param("frequency_hz,fz_n\n20,0.066\n-40,0.1\n",
                  r"column 'frequency_hz', row 2 \(line 3\): must be > 0, got -40 \('-40'\)", id="not positive"),
 ])
-@pytest.mark.filterwarnings("ignore::flapjax.identify.data.ConvertedUnitsWarning")
+@pytest.mark.filterwarnings("ignore::flapjax.data.tables.ConvertedUnitsWarning")
 def test_values_outside_a_columns_range_name_file_column_row_and_line(tmp_path, text, match):
     with pytest.raises(DataError, match=match):
         read_table(_write(tmp_path, text), RANGED)
 
 
 def test_ranges_of_npz_and_of_arrays(tmp_path):
-    from flapjax.identify.data import check_values
+    from flapjax.data.tables import check_values
 
     p = tmp_path / "t.npz"
     np.savez(p, frequency_hz=np.array([20.0, 30.0]), fz_n=np.zeros(2), pitch_plate_rad=np.array([0.6, -0.7]))
@@ -375,7 +375,7 @@ def test_range_and_number_errors_hint_at_the_likely_unit(tmp_path, text, column,
         read_table(p, [column])
 
 
-@pytest.mark.filterwarnings("ignore::flapjax.identify.data.ConvertedUnitsWarning")
+@pytest.mark.filterwarnings("ignore::flapjax.data.tables.ConvertedUnitsWarning")
 def test_no_unit_hint_where_the_value_is_no_likely_slip(tmp_path):
     for text, column in (("roll_rad\n0.7\n", Column("roll_rad", bounds=(-0.6, 0.6))),
                          ("frequency_hz\n600\n", Column("frequency_hz", bounds=(0.0, 500.0))),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.flapper import flight_log as FL
 from flapjax.math import euler_to_quat, quat_to_euler, quat_to_mat, rot_x, rot_y, rot_z, rotvec_to_quat
 from flapjax.sim.flapper.averaged_body import body, derivative, robot_body
@@ -314,7 +314,7 @@ def test_pose_in_the_wrong_units_is_refused(tmp_path, change, match):
 
 
 def test_the_sample_log_passes_the_unit_checks_with_margin():
-    from flapjax.identify.flapper import flight_format as F
+    from flapjax.data import flight_log as F
 
     log = _sample_log()
     dt, k = FL.sample_steps(log["time_s"])

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from flapjax import rotor
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.multirotor import read_hover_log, run_hover_identification
-from flapjax.identify.multirotor.log import check_thrust_carries_weight
+from flapjax.data.hover_log import check_thrust_carries_weight
 
 SAMPLE = Path(__file__).resolve().parents[1] / "identification" / "data" / "hover_quad_x.npz"
 THRUST = [f"thrust{i}_n" for i in range(4)]
@@ -34,7 +34,7 @@ def _write(tmp_path: Path, name: str, cols: dict[str, np.ndarray]) -> Path:
 
 
 def test_sample_log_passes_the_unit_checks_with_margin():
-    from flapjax.identify.multirotor import log_checks as LC
+    from flapjax.data import hover_log_checks as LC
     from flapjax.math import GRAVITY
 
     log = read_hover_log(SAMPLE, 4)

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from flapjax import rotor
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.multirotor import (chain_params_from_results, load_chain_params, read_hover_log,
                                          run_hover_identification)
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor import synthetic as S
-from flapjax.identify.multirotor.log import HoverLog, thrust_column
+from flapjax.data.hover_log import HoverLog, thrust_column
 from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor.run import fit_hover
 from flapjax.validation import ConfigError
@@ -130,7 +130,7 @@ def test_log_reads_scene_from_csv_comments_and_npz_sidecar(tmp_path):
     assert log_csv.scene == log_npz.scene == {**S.SCENE}
     np.testing.assert_allclose(log_csv.position, log_npz.position, atol=1e-6)
     # The run says where the scene came from, and when none was given.
-    from flapjax.identify.multirotor.log import describe_scene, scene_sources
+    from flapjax.data.hover_log import describe_scene, scene_sources
 
     assert scene_sources(tmp_path / "a.npz") == ["sidecar a.scene.json"]
     assert scene_sources(tmp_path / "a.csv") == ["sidecar a.scene.json", "'# scene.' lines of the log"]
@@ -353,7 +353,7 @@ def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path,
 
 @pytest.mark.slow
 def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path):
-    from flapjax.identify.sampling import with_dropouts
+    from flapjax.data.sampling import with_dropouts
 
     cols, drawn = S.noisy_log(short_flight, 11)
     whole = fit_hover(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),

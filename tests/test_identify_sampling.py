@@ -4,8 +4,8 @@ dropout helper."""
 import numpy as np
 import pytest
 
-from flapjax.identify.data import DataError
-from flapjax.identify.sampling import sample_grid, with_dropouts
+from flapjax.data.tables import DataError
+from flapjax.data.sampling import sample_grid, with_dropouts
 from flapjax.validation import ConfigError
 
 

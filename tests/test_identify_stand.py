@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from tests.record_check import assert_common_record
 
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.flapper import stand as S
 from flapjax.identify.from_file import pick_study
 
@@ -264,8 +264,8 @@ def _sample_with(tmp_path, row, column, value, name="stand.csv"):
 
 
 def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
-    from flapjax.identify.flapper.flight_format import LOG_COLUMNS
-    from flapjax.identify.flapper.stand_format import PLATE_LIMIT, STAND_COLUMNS
+    from flapjax.data.flight_log import LOG_COLUMNS
+    from flapjax.data.stand_table import PLATE_LIMIT, STAND_COLUMNS
 
     path, line = _sample_with(tmp_path, 3, "pitch_plate_rad", "30")
     with pytest.raises(DataError, match=rf"stand.csv: column 'pitch_plate_rad', row 3 \(line {line}\): value 30 "
@@ -283,8 +283,8 @@ def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
 
 
 def test_arrays_of_both_stand_formats_go_through_one_reader():
-    from flapjax.identify.flapper.stand_format import CHANNELS, as_arrays
-    from flapjax.identify.flapper.waveform_format import WAVEFORM_CHANNELS, WAVEFORM_COLUMNS
+    from flapjax.data.stand_table import CHANNELS, as_arrays
+    from flapjax.data.stand_record import WAVEFORM_CHANNELS, WAVEFORM_COLUMNS
 
     f, cols, plates = as_arrays("arrays", [20, 30], [0.06, 0.15], None, [0.1, -0.2], {"mx_nm": [1e-4, 2e-4],
                                                                                      "fx_n": None})
@@ -437,8 +437,8 @@ def test_the_project_tables_have_no_identical_rows():
 
 
 def _sample_columns() -> dict[str, np.ndarray]:
-    from flapjax.identify.data import read_table
-    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+    from flapjax.data.tables import read_table
+    from flapjax.data.stand_table import STAND_COLUMNS
 
     return read_table(SAMPLE, STAND_COLUMNS)
 
@@ -449,7 +449,7 @@ def _sample_columns() -> dict[str, np.ndarray]:
     (("frequency_hz",), 2 * np.pi, r"k_f 4.1e-06 \(0.02\d+x the nominal robot's\)"),  # rad/s
 ])
 def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, named):
-    from flapjax.identify.data import write_table
+    from flapjax.data.tables import write_table
     from flapjax.identify.flapper.stand_fit import fit_stand
 
     cols = _sample_columns()
@@ -465,7 +465,7 @@ def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, na
 
 
 def test_one_frequency_fits_no_fz_offset_and_says_so(tmp_path):
-    from flapjax.identify.data import write_table
+    from flapjax.data.tables import write_table
     from flapjax.identify.flapper.stand_fit import fit_stand
 
     cols = _sample_columns()

@@ -14,10 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.validation import ConfigError
 from flapjax.identify.flapper import waveform as W
-from flapjax.identify.flapper.waveform_format import load_stand_waveform, stand_waveform
+from flapjax.data.stand_record import load_stand_waveform, stand_waveform
 from flapjax.identify.from_file import identify_from_file, pick_study
 from flapjax.sim.flapper import stand_waveform as SW
 from tests.record_check import assert_common_record
@@ -304,8 +304,8 @@ def test_identified_values_apply_to_robot_and_params():
 
 @pytest.mark.slow
 def test_frequencies_in_rad_per_s_leave_the_parameters_undetermined_and_say_so(tmp_path):
-    from flapjax.identify.data import read_table, write_table
-    from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
+    from flapjax.data.tables import read_table, write_table
+    from flapjax.data.stand_record import WAVEFORM_COLUMNS
 
     cols = read_table(SAMPLE, WAVEFORM_COLUMNS)
     cols["frequency_hz"] = cols["frequency_hz"] * 2 * math.pi

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from flapjax.identify.flapper import waveform as W
-from flapjax.identify.flapper.waveform_format import stand_waveform
+from flapjax.data.stand_record import stand_waveform
 from flapjax.sim.flapper import make_robot
 from flapjax.sim.flapper.stand import nominal_stops
 

@@ -12,7 +12,7 @@ on lower floors, nothing on its own floor outside its unit and nothing above.
     floor 0  helpers       flapjax/_lazy, cache, devices, files, math, noise, programs,
                            rng, safe_io, scene, validation (import only each other)
     floor 1  aero, rotor   flapping-wing physics; the multirotor chain (pure)
-    floor 2  control       stroke schedule, hover and wrench controllers
+    floor 2  control, data  stroke schedule, hover and wrench controllers; measured-data files
     floor 3  sim           the MuJoCo MJX bridge: the only importer of mujoco
     floor 4  tasks, identify   environments; parameter identification
     floor 5  entry points  evaluate, evaluate_plot, evaluate_report, render, cli, cli_evaluate, demo
@@ -35,6 +35,7 @@ FLOORS = (
     ("aero", 1, ("flapjax.aero",)),
     ("rotor", 1, ("flapjax.rotor",)),
     ("control", 2, ("flapjax.control",)),
+    ("data", 2, ("flapjax.data",)),
     ("sim", 3, ("flapjax.sim",)),
     ("tasks", 4, ("flapjax.tasks",)),
     ("identify", 4, ("flapjax.identify",)),

@@ -109,7 +109,7 @@ def read_outcomes(tmp_path_factory) -> dict[str, str]:
         jobs.append((label, str(make(folder)), env or {}))
     proc = _child(f"""
         import json, os
-        from flapjax.identify.data import column_names
+        from flapjax.data.tables import column_names
         from flapjax.validation import ConfigError
         out = {{}}
         for label, path, env in {jobs!r}:
@@ -275,7 +275,7 @@ def _task(**overrides):
 
 
 def _scene(tmp_path, sidecar: str | None = None, comment: str | None = None):
-    from flapjax.identify.multirotor.log import read_scene
+    from flapjax.data.hover_log import read_scene
 
     log = _write(tmp_path, "hover.csv", (comment or "") + "time_s\n0.0\n")
     if sidecar is not None:
@@ -301,8 +301,8 @@ def _many_rotors(tmp_path):
 
 
 def _bool_npz(tmp_path):
-    from flapjax.identify.data import read_table
-    from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+    from flapjax.data.tables import read_table
+    from flapjax.data.stand_table import STAND_COLUMNS
 
     path = tmp_path / "stand.npz"
     np.savez(path, frequency_hz=np.array([True, True, True]), fz_n=np.array([0.1, 0.2, 0.3]))
@@ -634,7 +634,7 @@ def test_results_file_and_scene_sidecar_that_are_not_files_are_refused_in_bounde
     (tmp_path / "dir" / "hover.scene.json").mkdir()
     proc = _child(f"""
         import json
-        from flapjax.identify.multirotor.log import read_scene
+        from flapjax.data.hover_log import read_scene
         from flapjax.tasks.config import TaskConfig
         from flapjax.validation import ConfigError
         out = []

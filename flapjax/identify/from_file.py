@@ -8,7 +8,7 @@ log of the flapping-wing robot (``time_s``, ``frequency_hz``, no ``robot``).
 
 An option the file's experiment does not take is refused (``robot`` and
 ``quick`` are ignored with a note). A file that matches none raises
-:class:`~flapjax.identify.data.DataError` naming the required columns it
+:class:`~flapjax.data.tables.DataError` naming the required columns it
 lacks of the study its columns come closest to (:func:`closest_study`), or
 else listing the columns each study needs, and a ';' or tab separator it
 seems to use. The formats are in ``docs/data_formats.md``.
@@ -23,17 +23,17 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from flapjax import safe_io
-from flapjax.identify.data import Column, DataError, DataNote, column_names, separator_hint, split_unit
+from flapjax.data.tables import Column, DataError, DataNote, column_names, separator_hint, split_unit
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper import waveform_report
-from flapjax.identify.flapper.flight_format import LOG_COLUMNS
+from flapjax.data.flight_log import LOG_COLUMNS
 from flapjax.identify.flapper.flight_log import run_flight_identification
 from flapjax.identify.flapper.stand import run_stand_identification
-from flapjax.identify.flapper.stand_format import STAND_COLUMNS
+from flapjax.data.stand_table import STAND_COLUMNS
 from flapjax.identify.flapper.waveform import WAVEFORM_PARAMETERS
-from flapjax.identify.flapper.waveform_format import WAVEFORM_COLUMNS
+from flapjax.data.stand_record import WAVEFORM_COLUMNS
 from flapjax.identify.multirotor.hover_report import run_hover_identification
-from flapjax.identify.multirotor.log import hover_columns
+from flapjax.data.hover_log import hover_columns
 from flapjax.validation import check_choice
 
 __all__ = ["EXPERIMENTS", "Experiment", "closest_study", "identify_from_file", "pick_study"]
@@ -98,7 +98,7 @@ def _describe(experiment: Experiment) -> str:
 
 def closest_study(names) -> tuple[str, list] | None:
     """The study a file's columns aim at, and the required columns
-    (:class:`~flapjax.identify.data.Column`) of it the file lacks: the study
+    (:class:`~flapjax.data.tables.Column`) of it the file lacks: the study
     whose declared columns the file holds most of (by quantity, whatever
     the unit suffix), less the required ones it lacks, when that count is
     above 0 and beats every other study's; None when no study stands out."""
@@ -193,7 +193,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
 @contextlib.contextmanager
 def _data_notes(echo: Callable[[str], None]):
     """What a reader says about a file (columns a study does not read, units
-    converted: :class:`~flapjax.identify.data.DataNote`) goes through
+    converted: :class:`~flapjax.data.tables.DataNote`) goes through
     ``echo`` as it is found (every time); other warnings go where they would."""
     with warnings.catch_warnings():
         show = warnings.showwarning

@@ -82,7 +82,7 @@ def make_stand_table(seed: int = 0, hidden: dict | None = None) -> tuple[dict[st
 
 
 def main(argv=None) -> None:
-    from flapjax.identify.data import write_sample
+    from flapjax.data.tables import write_sample
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")

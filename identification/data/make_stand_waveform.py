@@ -96,7 +96,7 @@ def make_waveform_record(seed: int = 0, hidden: dict | None = None) -> tuple[dic
 
 
 def main(argv=None) -> None:
-    from flapjax.identify.data import write_sample
+    from flapjax.data.tables import write_sample
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="noise seed")

@@ -14,10 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper.far_from_nominal import far_from_nominal
-from flapjax.identify.flapper.flight_format import POSE_NAMES as POSE_CHANNELS, noise_levels, on_grid, sample_steps
+from flapjax.data.flight_log import POSE_NAMES as POSE_CHANNELS, noise_levels, on_grid, sample_steps
 from flapjax.identify.flapper.flight_parameters import (
     FLIGHT_PARAMETERS,
     AT_BOUND,
@@ -270,8 +270,8 @@ def identify_flight_log(
     """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
 
     Args:
-      log: columns of :data:`~flapjax.identify.flapper.flight_format.LOG_COLUMNS`
-        (:func:`~flapjax.identify.flapper.flight_format.read_flight_log`).
+      log: columns of :data:`~flapjax.data.flight_log.LOG_COLUMNS`
+        (:func:`~flapjax.data.flight_log.read_flight_log`).
       base: start values and the fixed fields (mass, gravity, f_ref, yaw
         ``D_w``); default the seed's model with the robot's mass and gravity.
       inertia: (3, 3) body inertia [kg m^2]; default the robot's (MJCF).

@@ -30,7 +30,7 @@ parameters fixed), and the model predicts the rest: the RMS position and
 attitude errors of that prediction are the validation, reported for the
 identified and for the start (seed) model.
 
-Modules: :mod:`.flight_format` (the log: columns, reading, writing, noise
+Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing, noise
 levels), :mod:`flapjax.sim.flapper.averaged_body` (the rigid body under the averaged model),
 :mod:`.flight_parameters` (the identified parameters and their normalized
 form), :mod:`.flight_shooting` (segments, compiled residuals and
@@ -57,7 +57,7 @@ from flapjax.identify.flapper.flight_fit import (
     command_delay_scan,
     identify_flight_log,
 )
-from flapjax.identify.flapper.flight_format import (
+from flapjax.data.flight_log import (
     LOG_COLUMNS,
     noise_levels,
     on_grid,
@@ -68,7 +68,7 @@ from flapjax.identify.flapper.flight_format import (
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_report import body_line, summary, write_flight_plots
 from flapjax.identify.flapper.flight_shooting import logged_segments
-from flapjax.identify.sampling import with_dropouts
+from flapjax.data.sampling import with_dropouts
 from flapjax.identify.flapper.flight_synthetic import (
     SAMPLE_HIDDEN,
     synthetic_flight_log,

@@ -46,7 +46,7 @@ def synthetic_flight_log(
     the true one plus white motion-capture noise (``position_noise`` [m],
     ``attitude_noise`` [rad]) and a constant roll/pitch offset
     (``roll_offset``, ``pitch_offset``: marker misalignment). Returns the
-    columns of :data:`~flapjax.identify.flapper.flight_format.LOG_COLUMNS`.
+    columns of :data:`~flapjax.data.flight_log.LOG_COLUMNS`.
     """
     v = {**SAMPLE_HIDDEN, **(hidden or {})}
     key = (tuple(sorted(v.items())), float(duration), float(rate), int(substeps))

@@ -1,6 +1,6 @@
 """Identification from a measured thrust-stand table.
 
-A stand table (:mod:`flapjax.identify.data`) holds one row per measured
+A stand table (:mod:`flapjax.data.tables`) holds one row per measured
 condition of the robot on a force/torque sensor: the flapping frequency
 ``frequency_hz``, the cycle-mean vertical force ``fz_n`` and optionally the
 plate angles ``pitch_plate_rad`` (delta_p, pitch_joint) and
@@ -39,7 +39,7 @@ row is held out of the fit and its prediction error reported.
 :func:`run_stand_identification` writes ``results.json``, a partial
 ``cycle_averaged.json`` and residual plots.
 
-Modules: :mod:`.stand_format` (the table: columns, :class:`StandData`,
+Modules: :mod:`flapjax.data.stand_table` (the table: columns, :class:`StandData`,
 reading), :mod:`.stand_prediction` (the model, its parameters and
 regressors), :mod:`.stand_fit` (:func:`fit_stand`, :class:`StandFit`),
 :mod:`.stand_report` (plots, summary); this module re-exports the names its
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from flapjax.identify.flapper.stand_fit import StandFit, fit_stand
-from flapjax.identify.flapper.stand_format import (
+from flapjax.data.stand_table import (
     CHANNELS,
     StandData,
     load_stand_table,

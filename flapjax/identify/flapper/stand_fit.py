@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.flapper.far_from_nominal import far_from_nominal
 from flapjax.identify.fit import (
     Convergence,
@@ -26,7 +26,7 @@ from flapjax.identify.fit import (
     make_fit_step,
     make_optimizer,
 )
-from flapjax.identify.flapper.stand_format import StandData
+from flapjax.data.stand_table import StandData
 from flapjax.identify.flapper.stand_prediction import (
     MIN_ROWS_FOR_OFFSETS,
     PARAMETERS,

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.fit import Params, as_step_outputs, combine, fit, make_fit_step, split
 from flapjax.identify.flapper.config import convergence_for, optimizer_for
 from flapjax.identify.fit_report import FitReport

@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.data import DataError
-from flapjax.identify.flapper.stand_format import CHANNELS, StandData
+from flapjax.data.tables import DataError
+from flapjax.data.stand_table import CHANNELS, StandData
 
 #: f_ref of lambda_f = (f / f_ref)^2 [Hz] (the averaged model's).
 REFERENCE_FREQUENCY = 42.0

@@ -9,7 +9,7 @@ import numpy as np
 
 from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure
 from flapjax.identify.flapper.stand_fit import StandFit
-from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS, StandData
+from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS, StandData
 from flapjax.identify.flapper.stand_prediction import PARAMETERS
 
 

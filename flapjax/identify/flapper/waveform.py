@@ -33,11 +33,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
-from flapjax.identify.flapper.stand_format import CHANNEL_UNITS
-from flapjax.identify.flapper.waveform_format import StandWaveform
+from flapjax.data.stand_table import CHANNEL_UNITS
+from flapjax.data.stand_record import StandWaveform
 from flapjax.sim.flapper.stand import nominal_physical, nominal_stops
 from flapjax.sim.flapper.stand_waveform import (
     READING_COLUMNS,
@@ -298,7 +298,7 @@ def fit_waveform(
     phase-resolved stand record.
 
     Args:
-      data: the record (:func:`~flapjax.identify.flapper.waveform_format.load_stand_waveform`).
+      data: the record (:func:`~flapjax.data.stand_record.load_stand_waveform`).
       parameters: names from :data:`WAVEFORM_PARAMETERS` (positive, log
         space). With a stop among them the fit runs in stages, each from
         where the last ended: first the values of :data:`FIRST_STAGE` it

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from flapjax.identify.flapper.waveform import fit_waveform
-from flapjax.identify.flapper.stand_format import CHANNEL_LABELS, CHANNEL_UNITS
-from flapjax.identify.flapper.waveform_format import StandWaveform, load_stand_waveform
+from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS
+from flapjax.data.stand_record import StandWaveform, load_stand_waveform
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir, write_json

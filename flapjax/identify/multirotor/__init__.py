@@ -1,7 +1,7 @@
 """Multirotor identification from hover logs: ground-effect, near-wall and
 drag coefficients of the rotor chain.
 
-- :mod:`~flapjax.identify.multirotor.log`: the hover-log columns and reader;
+- :mod:`~flapjax.data.hover_log`: the hover-log columns and reader;
 - :mod:`~flapjax.identify.multirotor.model`: the chain's prediction of the
   accelerometer from logged commands and pose;
 - :mod:`~flapjax.identify.multirotor.run`: the fit and its uncertainties
@@ -20,7 +20,7 @@ drag coefficients of the rotor chain.
 """
 
 from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
-from flapjax.identify.multirotor.log import HoverLog, hover_columns, read_hover_log
+from flapjax.data.hover_log import HoverLog, hover_columns, read_hover_log
 from flapjax.identify.multirotor.hover_report import run_hover_identification
 from flapjax.identify.multirotor.run import REPORTED, fit_hover
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from flapjax.identify.multirotor.model import AXES, UNITS
-from flapjax.identify.sampling import white_noise_std
+from flapjax.data.sampling import white_noise_std
 
 #: A fitted accelerometer bias beyond this is more than a calibrated MEMS
 #: accelerometer's (about 30 mg) [m/s^2].

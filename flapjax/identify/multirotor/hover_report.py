@@ -16,7 +16,7 @@ import numpy as np
 from flapjax import rotor
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor import model as M
-from flapjax.identify.multirotor.log import describe_scene, read_hover_log, scene_sources, sidecar_path
+from flapjax.data.hover_log import describe_scene, read_hover_log, scene_sources, sidecar_path
 from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover, resolve_robot
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir
@@ -141,7 +141,7 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
     """
     from tqdm.auto import tqdm
 
-    from flapjax.identify.multirotor.log import check_thrust_carries_weight
+    from flapjax.data.hover_log import check_thrust_carries_weight
 
     jax.config.update("jax_enable_x64", True)
     started = time.perf_counter()

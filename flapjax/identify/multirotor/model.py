@@ -34,7 +34,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from flapjax import rotor
-from flapjax.identify.multirotor.log import HoverLog
+from flapjax.data.hover_log import HoverLog
 from flapjax.math import quat_to_mat
 from flapjax.validation import ConfigError
 

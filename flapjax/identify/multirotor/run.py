@@ -49,7 +49,7 @@ from flapjax.identify import losses as L
 from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, make_fit_step, make_optimizer, split
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.model import REPORTED, UNITS
-from flapjax.identify.multirotor.log import HoverLog
+from flapjax.data.hover_log import HoverLog
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor.fit_checks import accel_noise_level, correlated_parameters, fit_notes
 from flapjax.identify.solve import channel_rms, residual_sigma, reweighted_passes
@@ -100,7 +100,7 @@ def gap_settle_time(prof: rotor.RotorProfile) -> float:
 def after_gaps(t: np.ndarray, settle: float) -> np.ndarray:
     """(N,) bool: rows within ``settle`` [s] after a gap in the times ``t``
     (a step of more than one sample period, counted as
-    :func:`~flapjax.identify.sampling.sample_grid` counts it: dropped
+    :func:`~flapjax.data.sampling.sample_grid` counts it: dropped
     samples, whose commands the actuator replay does not know)."""
     steps = np.diff(t)
     gap_ends = np.flatnonzero(np.rint(steps / np.median(steps)) > 1) + 1

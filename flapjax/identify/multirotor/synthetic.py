@@ -6,7 +6,7 @@ ground, near a wall and in free air, joined by smooth moves and a few
 faster free-air sweeps that excite the drag; :func:`noisy_log` turns the
 exact trajectory into what a lab would log (motion-capture position and
 attitude noise, accelerometer noise and bias); :func:`write_log` writes it
-as a hover log (:mod:`flapjax.identify.multirotor.log`).
+as a hover log (:mod:`flapjax.data.hover_log`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from flapjax import rotor
 from flapjax import scene as sc
 from flapjax.control.wrench import Reference
-from flapjax.identify.multirotor.log import sidecar_path, thrust_column
+from flapjax.data.hover_log import sidecar_path, thrust_column
 from flapjax.math import quat_mul
 
 #: Hidden coefficients of the sample logs (differ from the chain's defaults).
@@ -174,7 +174,7 @@ def _small_rotation_quat(rng: np.random.Generator, n: int, std: float) -> np.nda
 
 def noisy_log(truth: Mapping[str, np.ndarray], seed: int, noise: Mapping[str, float] = NOISE
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The log columns a lab would record (:func:`flapjax.identify.multirotor.log.hover_columns`)
+    """The log columns a lab would record (:func:`flapjax.data.hover_log.hover_columns`)
     and the drawn sensor values (``accel_bias``). Motion-capture position
     noise (white, per axis), attitude noise (a small body rotation, white),
     accelerometer white noise plus a constant bias drawn uniformly in

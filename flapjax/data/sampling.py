@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from flapjax.identify.data import DataError
+from flapjax.data.tables import DataError
 from flapjax.validation import ConfigError
 
 __all__ = ["sample_grid", "white_noise_std", "with_dropouts"]

@@ -2,7 +2,7 @@
 ``quantity_unit`` (:func:`split_unit`), the units converted on reading
 (:data:`UNIT_FACTORS`), the columns a study declares (:class:`Column`) with
 their ranges (:func:`check_values`), and the header checks against them
-(:func:`check_columns`). Reading the files is :mod:`flapjax.identify.data`'s."""
+(:func:`check_columns`). Reading the files is :mod:`flapjax.data.tables`'s."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.raw_files import DataError
+from flapjax.data.raw_files import DataError
 
 __all__ = ["MAGNITUDE_LIMIT", "UNIT_FACTORS", "Column", "ConvertedUnitsWarning", "DataNote", "UnusedColumnsWarning",
            "check_columns", "check_header", "check_values", "first_outside", "separator_hint", "split_unit",

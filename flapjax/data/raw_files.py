@@ -1,6 +1,6 @@
 """Raw reading of measured-data files: the bytes of a CSV or NPZ file to
 text lines or arrays, and :class:`DataError` for a file that cannot be
-used. :mod:`flapjax.identify.data` checks what they hold."""
+used. :mod:`flapjax.data.tables` checks what they hold."""
 
 from __future__ import annotations
 

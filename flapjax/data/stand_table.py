@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from flapjax.aero.cycle_averaged import PLATE_LIMIT
-from flapjax.identify.data import (
+from flapjax.data.tables import (
     ChannelTable,
     Column,
     DataError,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import (
+from flapjax.data.tables import (
     ChannelTable,
     Column,
     DataError,
@@ -26,7 +26,7 @@ from flapjax.identify.data import (
     check_values,
     read_table_with_lines,
 )
-from flapjax.identify.flapper.stand_format import CHANNELS, PLATE_COLUMNS, as_arrays
+from flapjax.data.stand_table import CHANNELS, PLATE_COLUMNS, as_arrays
 
 WAVEFORM_COLUMNS = (
     Column("frequency_hz", True, "flapping frequency [Hz]"),

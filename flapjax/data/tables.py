@@ -30,7 +30,7 @@ with too few or too many cells, and a time column that is not strictly
 increasing.
 
 The column contract (names, units, ranges, header checks) is
-:mod:`flapjax.identify.columns`; its names are re-exported here.
+:mod:`flapjax.data.columns`; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from flapjax import safe_io
-from flapjax.identify.columns import (
+from flapjax.data.columns import (
     UNIT_FACTORS,
     Column,
     ConvertedUnitsWarning,
@@ -57,7 +57,7 @@ from flapjax.identify.columns import (
     split_unit,
     unit_hint,
 )
-from flapjax.identify.raw_files import DataError, csv_lines, is_npz, load_npz
+from flapjax.data.raw_files import DataError, csv_lines, is_npz, load_npz
 
 __all__ = ["UNIT_FACTORS", "ChannelTable", "Column", "ConvertedUnitsWarning", "DataError",
            "DataNote", "UnusedColumnsWarning", "check_arrays", "check_values", "column_names", "read_table",

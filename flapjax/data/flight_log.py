@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from flapjax import safe_io
-from flapjax.identify.data import Column, DataError, read_table
-from flapjax.identify.flapper.stand_format import PLATE_LIMIT
-from flapjax.identify.sampling import sample_grid, white_noise_std
+from flapjax.data.tables import Column, DataError, read_table
+from flapjax.data.stand_table import PLATE_LIMIT
+from flapjax.data.sampling import sample_grid, white_noise_std
 
 LOG_COLUMNS = (
     Column("time_s", description="sample time [s], strictly increasing, on a uniform grid (dropped samples allowed)"),
@@ -33,7 +33,7 @@ LOG_COLUMNS = (
 
 def sample_steps(t: np.ndarray, where: str = "flight log") -> tuple[float, np.ndarray]:
     """The sample period of a flight log and each row's index on its grid
-    (:func:`flapjax.identify.sampling.sample_grid`: steps a whole number of
+    (:func:`flapjax.data.sampling.sample_grid`: steps a whole number of
     periods within 1 % of a period, at most half the grid dropped)."""
     return sample_grid(t, where, tolerance=0.01, max_missing=0.5)
 
@@ -69,7 +69,7 @@ def on_grid(log: dict[str, np.ndarray], dt: float, k: np.ndarray) -> tuple[dict[
 def read_flight_log(path: str | Path) -> dict[str, np.ndarray]:
     """The log's columns (:data:`LOG_COLUMNS`) as float64 arrays, one per
     logged row, checked: :class:`DataError` for the table errors of
-    :func:`flapjax.identify.data.read_table`, rows off a uniform sample grid
+    :func:`flapjax.data.tables.read_table`, rows off a uniform sample grid
     or too many dropped (:func:`sample_steps`), a sample rate outside
     10-5000 Hz (time not in seconds), a non-positive frequency (or
     one above 500 Hz), a roll beyond +-pi or a pitch beyond +-pi/2 (ZYX Euler angles; degrees

@@ -2,8 +2,8 @@
 header can show: the sample rate (``time_s`` in ms), the positions' noise
 and speed (mm or cm under ``x_m``), positions against logged velocities,
 and the specific force against g (the accelerometer in g, or without
-gravity's reaction). Each raises :class:`~flapjax.identify.data.DataError`
-naming the file and the column; :func:`flapjax.identify.multirotor.log.read_hover_log`
+gravity's reaction). Each raises :class:`~flapjax.data.tables.DataError`
+naming the file and the column; :func:`flapjax.data.hover_log.read_hover_log`
 runs them."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.data import DataError
-from flapjax.identify.sampling import white_noise_std
+from flapjax.data.tables import DataError
+from flapjax.data.sampling import white_noise_std
 from flapjax.math import GRAVITY
 
 #: The sample rates a hover log may have [Hz] (flight controllers log at

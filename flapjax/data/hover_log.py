@@ -1,6 +1,6 @@
 """Multirotor hover logs: columns, scene description, checked reading.
 
-A hover log is a table (CSV or NPZ, :mod:`flapjax.identify.data`) with one
+A hover log is a table (CSV or NPZ, :mod:`flapjax.data.tables`) with one
 row per logged instant of a flight in which the robot hovers at several
 heights above the ground and distances from a wall, and moves between those
 points (docs/data_formats.md, "Multirotor hover logs"):
@@ -47,17 +47,17 @@ import numpy as np
 
 from flapjax import safe_io
 from flapjax import scene as sc
-from flapjax.identify.data import Column, DataError, column_names, read_table
+from flapjax.data.tables import Column, DataError, column_names, read_table
 from flapjax.math import GRAVITY
 from flapjax.validation import ConfigError, check_number, loads_json
-from flapjax.identify.multirotor.log_checks import (
+from flapjax.data.hover_log_checks import (
     check_hover_specific_force,
     check_position_units,
     check_positions_match_velocities,
     check_sample_rate,
     estimate_velocity,
 )
-from flapjax.identify.sampling import sample_grid
+from flapjax.data.sampling import sample_grid
 
 #: Scene keys of a hover log (header comments or sidecar), with defaults.
 SCENE_KEYS = {"ground_z_m": 0.0, "wall_x_m": math.inf, "wall_anchor_z_m": 0.0, "wall_pitch_rad": 0.0}
@@ -279,13 +279,13 @@ def check_thrust_carries_weight(log: HoverLog, mass: float, robot: str) -> None:
 def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] | None = None) -> HoverLog:
     """Read and check a hover log of an ``n_rotors`` robot.
 
-    Raises :class:`~flapjax.identify.data.DataError` naming the file, the
+    Raises :class:`~flapjax.data.tables.DataError` naming the file, the
     column and the row: the table checks of
-    :func:`~flapjax.identify.data.read_table`, plus a quaternion far from
+    :func:`~flapjax.data.tables.read_table`, plus a quaternion far from
     unit norm, a negative thrust command, a log shorter than 2 s, rows off a
     uniform time grid or more than half of it dropped, a sample rate outside
-    :data:`~flapjax.identify.multirotor.log_checks.SAMPLE_RATE_RANGE`, positions too noisy or too fast for metres
-    (:func:`~flapjax.identify.multirotor.log_checks.check_position_units`) or off their logged velocities, a
+    :data:`~flapjax.data.hover_log_checks.SAMPLE_RATE_RANGE`, positions too noisy or too fast for metres
+    (:func:`~flapjax.data.hover_log_checks.check_position_units`) or off their logged velocities, a
     position below the ground or beyond the wall, and a median specific
     force far from g. The thrust commands against the robot's weight are
     checked by :func:`check_thrust_carries_weight`.
