@@ -41,7 +41,7 @@ import stat
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -335,9 +335,9 @@ def save_figure(fig, path: str | Path, *, dpi: int) -> Path:
     return path
 
 
-def read_settings(path: str | Path, *, what: str = "settings") -> dict:
-    """The top-level table of a ``.toml`` or ``.json`` file (by suffix; any
-    other suffix is read as TOML) through :func:`read_text`; JSON strictly
+def read_settings(path: str | Path, *, what: str = "settings") -> dict[str, Any]:
+    """The top-level table (setting name -> value) of a ``.toml`` or
+    ``.json`` file (by suffix; any other suffix is read as TOML) through :func:`read_text`; JSON strictly
     (:func:`flapjax.validation.loads_json`: no repeated keys, no NaN or
     Infinity). :class:`ConfigError` naming the file when it cannot be read
     or parsed, or does not hold a table."""

@@ -99,6 +99,7 @@ MAPPINGS = {
     "flapjax.identify.flapper.calibration.calibration_record",
     "flapjax.identify.flapper.calibration.read_calibration_record",
     "flapjax.identify.flapper.robot_config.load_robot_config",
+    "flapjax.safe_io.read_settings",
     # name -> value (parameters, gains, versions, counts, shares)
     "flapjax.control.design.altitude_gains", "flapjax.identify.fit_report.values", "flapjax.identify.fit_report.std",
     "flapjax.identify.fit_report.units", "flapjax.identify.fit_report.validation",
@@ -128,12 +129,7 @@ MAPPINGS = {
     "flapjax.identify.multirotor.synthetic.simulate_hover_flight",
 }
 # Returning a bare ``dict`` (a record with no declared shape): to be typed.
-BARE_PENDING = {
-    "flapjax.control.design.channel_axes", "flapjax.safe_io.read_settings",
-    "flapjax.identify.flapper.fidelity.response_score", "flapjax.identify.flapper.fidelity.score_flights",
-    "flapjax.identify.flapper.free_flights.averaged_flights", "flapjax.identify.flapper.free_flights.fly_manoeuvres",
-    "flapjax.identify.flapper.free_flights.fly_paired", "flapjax.identify.flapper.free_flights.per_wing_flights",
-}
+BARE_PENDING: set[str] = set()
 
 
 def dict_returners(source: str, module: str) -> dict[str, bool]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -134,20 +135,36 @@ class LinearHoverModel:
         if params.control_matrix is None:  # the plate robot
             control = dict(control_gain=(lam * float(params.pitch_gain), lam * float(params.roll_gain)))
         else:
-            control = channel_axes(params.control_matrix, params.thrust_tilt, lam)
+            control = channel_axes(params.control_matrix, params.thrust_tilt, lam)._asdict()
         return cls(mass=float(params.mass), gravity=float(params.gravity), inertia=tuple(inertia),
                    rate_damping=(float(d[1]), float(d[0])), coupling=tuple(coupling), horizontal_damping=(kv, kv),
                    **{**control, **changes})
 
 
-def channel_axes(matrix, tilt, lam: float) -> dict:
+class ChannelAxes(NamedTuple):
+    """The channel that drives each axis and its gains: the
+    :class:`LinearHoverModel` fields of the same names, pairs (x axis, y axis).
+
+    Attributes:
+      control_gain: (k_x, k_y) moment per unit of the driving channel [N m per unit].
+      thrust_gain: (t_x, t_y) thrust tilt per unit of the driving channel [rad per unit].
+      channels: (j_x, j_y) the channel index driving each axis.
+      channel_signs: (s_x, s_y) +-1, the sign that makes each control gain positive.
+    """
+
+    control_gain: tuple[float, float]
+    thrust_gain: tuple[float, float]
+    channels: tuple[int, int]
+    channel_signs: tuple[float, float]
+
+
+def channel_axes(matrix, tilt, lam: float) -> ChannelAxes:
     """The channel that drives each axis and its gains, from a control
     matrix B (3, nc) [N m per unit at f_ref] and thrust tilt T (2, nc) or
     None, at ``lambda_f = lam``: the x axis (tilt toward +x, a +y moment) by
     the channel with the largest |B_yj|, the y axis (tilt toward +y, a -x
     moment) by the largest |B_xj|; the sign makes each control gain
-    positive. Returns the :class:`LinearHoverModel` fields ``control_gain``,
-    ``thrust_gain``, ``channels``, ``channel_signs``."""
+    positive."""
     b = np.asarray(matrix, dtype=float)
     t = np.zeros((2, b.shape[1])) if tilt is None else np.asarray(tilt, dtype=float)
     toward = (b[1], -b[0])  # moment that tilts the body toward +x, +y per unit of each channel
@@ -158,8 +175,8 @@ def channel_axes(matrix, tilt, lam: float) -> dict:
     signs = tuple(float(np.sign(toward[i][j[i]])) for i in (0, 1))
     if 0.0 in signs:
         raise ConfigError("control_matrix: no channel makes a pitch or roll moment")
-    return dict(control_gain=tuple(lam * signs[i] * toward[i][j[i]] for i in (0, 1)),
-                thrust_gain=tuple(-signs[i] * t[i, j[i]] for i in (0, 1)), channels=j, channel_signs=signs)
+    return ChannelAxes(control_gain=tuple(lam * signs[i] * toward[i][j[i]] for i in (0, 1)),
+                       thrust_gain=tuple(-signs[i] * t[i, j[i]] for i in (0, 1)), channels=j, channel_signs=signs)
 
 
 def model_from_linearization(a: np.ndarray, b: np.ndarray, *, inertia=(4.14e-6, 4.99e-6), mass: float = 0.03,
