@@ -125,8 +125,9 @@ MAPPINGS = {
     "flapjax.tasks.rl_brax.observation_spec", "flapjax.tasks.view.world_model_fields",
     "flapjax.tasks.learning.env_overrides", "flapjax.tasks.learning.brax_kwargs",
     "flapjax.data.tables.read_table", "flapjax.data.sampling.with_dropouts",
-    "flapjax.identify.flapper.flight_synthetic.synthetic_flight_log",
+    "flapjax.sim.flapper.averaged_body.synthetic_flight_log",
     "flapjax.identify.multirotor.synthetic.simulate_hover_flight",
+    "flapjax.sim.multirotor.hover_flight.fly_plan",
 }
 # Returning a bare ``dict`` (a record with no declared shape): to be typed.
 BARE_PENDING: set[str] = set()

@@ -3,7 +3,8 @@
 :func:`simulate_hover_flight` flies a robot (rigid-body backend, wrench
 controller, the full chain without wind) through a plan of hovers near the
 ground, near a wall and in free air, joined by smooth moves and a few
-faster free-air sweeps that excite the drag; :func:`noisy_log` turns the
+faster free-air sweeps that excite the drag
+(:mod:`flapjax.sim.multirotor.hover_flight`); :func:`noisy_log` turns the
 exact trajectory into what a lab would log (motion-capture position and
 attitude noise, accelerometer noise and bias); :func:`write_log` writes it
 as a hover log (:mod:`flapjax.data.hover_log`).
@@ -16,14 +17,12 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from flapjax import rotor
 from flapjax import scene as sc
-from flapjax.control.wrench import Reference
 from flapjax.data.hover_log import sidecar_path, thrust_column
 from flapjax.math import quat_mul
 
@@ -102,66 +101,20 @@ def flight_plan(prof: rotor.RotorProfile, scene: Mapping[str, float] = SCENE, *,
     return plan
 
 
-def reference_trajectory(plan, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(T, 3) position, velocity, acceleration of minimum-jerk moves through
-    the plan, sampled every ``dt`` [s]."""
-    pos, vel, acc = [], [], []
-    current = np.asarray(plan[0][0], dtype=float)
-    for target, t_move, t_hold in plan:
-        target = np.asarray(target, dtype=float)
-        n_move = int(round(t_move / dt))
-        if n_move:
-            s = np.arange(n_move) * dt / t_move
-            shape = 10 * s**3 - 15 * s**4 + 6 * s**5
-            dshape = (30 * s**2 - 60 * s**3 + 30 * s**4) / t_move
-            ddshape = (60 * s - 180 * s**2 + 120 * s**3) / t_move**2
-            delta = target - current
-            pos.append(current + shape[:, None] * delta)
-            vel.append(dshape[:, None] * delta)
-            acc.append(ddshape[:, None] * delta)
-        n_hold = int(round(t_hold / dt))
-        pos.append(np.tile(target, (n_hold, 1)))
-        vel.append(np.zeros((n_hold, 3)))
-        acc.append(np.zeros((n_hold, 3)))
-        current = target
-    return np.concatenate(pos), np.concatenate(vel), np.concatenate(acc)
-
-
 def simulate_hover_flight(prof: rotor.RotorProfile, chain: rotor.ChainParams, *,
                           scene: Mapping[str, float] = SCENE, dt: float = 0.005, plan=None) -> dict[str, np.ndarray]:
-    """Fly the plan; returns the exact log quantities (float64 numpy):
-    ``time`` (T,), ``position`` (T, 3), ``quat`` (T, 4), ``velocity`` (T, 3),
-    ``specific_force`` (T, 3) body frame, ``thrust_command`` (T, n), and
-    ``touching`` / ``diverged`` (T,) flags (both must stay False)."""
-    from flapjax.noise import NoiseParams
-    from flapjax.sim.multirotor.world import MultirotorWorld
+    """Fly ``plan`` (default :func:`flight_plan` in ``scene``) at yaw = pi
+    with the hover model's chain switches, no wind
+    (:func:`flapjax.sim.multirotor.hover_flight.fly_plan`: its exact log
+    quantities; ``touching`` and ``diverged`` must stay False)."""
+    from flapjax.sim.multirotor.hover_flight import fly_plan
 
     from flapjax.identify.multirotor.model import HOVER_OPTIONS
 
     plan = flight_plan(prof, scene) if plan is None else plan
-    world = MultirotorWorld(prof, options=HOVER_OPTIONS, dt=dt, backend="rigid", sensor_noise=False)
     sc_model = sc.Scene(ground_height=scene["ground_z_m"], wall_x=scene["wall_x_m"],
                         wall_anchor_z=scene["wall_anchor_z_m"], wall_pitch=scene["wall_pitch_rad"])
-    params = eqx.tree_at(lambda q: (q.chain, q.noise), world.default_params(sc_model), (chain, NoiseParams()))
-    pos, vel, acc = reference_trajectory(plan, dt)
-    yaw = math.pi
-    ref = Reference(position=jnp.asarray(pos), velocity=jnp.asarray(vel), acceleration=jnp.asarray(acc),
-                    yaw=jnp.full((pos.shape[0],), yaw))
-    state = world.reset(params, jax.random.key(0), jnp.asarray(pos[0]), yaw=yaw)
-    run = jax.jit(lambda p, s, r: world.rollout(p, s, r, pos.shape[0], checkpoint=False))
-    _, info = run(params, state, ref)
-    mass = float(prof.mass)
-    n = pos.shape[0]
-    return {
-        "time": np.arange(n) * dt,
-        "position": np.asarray(info.position, dtype=float),
-        "quat": np.asarray(info.quat, dtype=float),
-        "velocity": np.asarray(info.velocity, dtype=float),
-        "specific_force": np.asarray(info.wrench, dtype=float)[:, :3] / mass,
-        "thrust_command": np.asarray(info.thrust_command, dtype=float),
-        "touching": np.asarray(info.touching),
-        "diverged": np.asarray(info.diverged),
-    }
+    return fly_plan(prof, chain, plan, options=HOVER_OPTIONS, scene=sc_model, yaw=math.pi, dt=dt)
 
 
 def _small_rotation_quat(rng: np.random.Generator, n: int, std: float) -> np.ndarray:
