@@ -116,9 +116,9 @@ def hover_check(calibration: dict, averaged, *, backend: str = "rigid", duration
     [deg, deg, m] and whether it meets the bounds."""
     import jax.numpy as jnp
 
-    from flapjax.identify.flapper.calibration import calibrate
     from flapjax.sim import flapper as fl
     from flapjax.sim.flapper.hover import hover_quality
+    from flapjax.sim.flapper.stand import calibrate
 
     robot = fl.make_robot("free", "wing", backend=backend)
     f_h = float(jnp.sqrt(averaged.mass * averaged.gravity / averaged.lift_coefficient))

@@ -31,9 +31,9 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams  # noqa: E402
-from flapjax.identify.flapper import free_flights as ff  # noqa: E402
 from flapjax.math import quat_to_mat  # noqa: E402
 from flapjax.sim import flapper as fl  # noqa: E402
+from flapjax.sim.flapper import free_flights as ff  # noqa: E402
 from flapjax.sim.flapper.hover import base_pose  # noqa: E402
 from flapjax.sim.flapper.robot import AVERAGED_PATH  # noqa: E402
 from flapjax.sim.flapper.step import step  # noqa: E402

@@ -36,8 +36,8 @@ import scipy.linalg as sl
 jax.config.update("jax_enable_x64", True)
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, linearize_hover  # noqa: E402
-from flapjax.identify.flapper import free_flights as ff  # noqa: E402
 from flapjax.sim import flapper as fl  # noqa: E402
+from flapjax.sim.flapper import free_flights as ff  # noqa: E402
 from flapjax.sim.flapper.robot import AVERAGED_PATH  # noqa: E402
 from flapjax.sim.flapper.step import rollout  # noqa: E402
 
@@ -53,10 +53,10 @@ def _model(path: str) -> CycleAveragedParams:
     return eqx.tree_at(lambda q: (q.mass, q.gravity), p, (jnp.asarray(mass), jnp.asarray(g)))
 
 
-def _at(flights: dict, name: str, axis: int, amplitude: float) -> np.ndarray:
-    t = flights["time"]
+def _at(flights: ff.Flights, name: str, axis: int, amplitude: float) -> np.ndarray:
+    t = flights.time
     i = np.searchsorted(t, ONSET + 1e-3 * np.asarray(TIMES_MS)).clip(0, len(t) - 1)
-    return flights[name]["tilt"][i, axis] / amplitude
+    return flights.responses[name].tilt[i, axis] / amplitude
 
 
 def step_pieces(model: CycleAveragedParams, amplitude: float) -> dict[str, dict[str, np.ndarray]]:

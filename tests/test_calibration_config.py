@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from flapjax.identify.flapper.calibration import (
-    calibrate,
     calibration_record,
     calibration_values,
     check_calibration_robot,
@@ -17,6 +16,7 @@ from flapjax.identify.flapper.calibration import (
 from flapjax.identify.flapper.config import default_config, load_config, validate_config
 from flapjax.identify.flapper.lift import study_lift
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
 
 NOMINAL_LIFT_SCALE = 0.720045  # flapper_params.json

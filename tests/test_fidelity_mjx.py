@@ -18,7 +18,7 @@ import pytest
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper import fidelity as fd
-from flapjax.identify.flapper import free_flights as ff
+from flapjax.sim.flapper import free_flights as ff
 
 #: ``cycle_averaged.json`` written by ``flapjax identify --quick`` (float64,
 #: default settings, the plate-motion and airspeed-rate terms fitted),
@@ -64,15 +64,14 @@ def _score(reference, model):
 @pytest.mark.slow
 def test_the_identified_model_passes_on_the_mjx_reference(mjx_reference, identified):
     score = _score(mjx_reference, identified)
-    rows = score["manoeuvres"]
-    assert all(r["healthy"] for r in rows.values())
-    assert score["passed"], {m: {s: (v["nrmse"], v["peak_ratio"]) for s, v in r["signals"].items()}
-                             for m, r in rows.items()}
+    rows = score.manoeuvres
+    assert all(r.healthy for r in rows.values())
+    assert score.passed, {m: {s: (v.nrmse, v.peak_ratio) for s, v in r.signals.items()} for m, r in rows.items()}
     # the reference moves: the null model scores NRMSE 1 and fails beside it
     for r in rows.values():
-        assert r["null_model"]["tilt"]["nrmse"] == pytest.approx(1.0) and not r["null_model"]["tilt"]["passed"]
-    assert abs(rows[PLATE_STEP.name]["signals"]["tilt"]["reference_peak"]) > 5e-3  # rad
-    assert abs(rows[LATERAL_GUST.name]["signals"]["tilt"]["reference_peak"]) > 1e-3
+        assert r.null_model["tilt"].nrmse == pytest.approx(1.0) and not r.null_model["tilt"].passed
+    assert abs(rows[PLATE_STEP.name].signals["tilt"].reference_peak) > 5e-3  # rad
+    assert abs(rows[LATERAL_GUST.name].signals["tilt"].reference_peak) > 1e-3
 
 
 @pytest.mark.slow
@@ -80,9 +79,9 @@ def test_the_identified_model_passes_on_the_mjx_reference(mjx_reference, identif
                                           ("control moments x0.5", PLATE_STEP.name)])
 def test_a_wrong_model_fails_on_the_mjx_reference(mjx_reference, identified, wrong, fails):
     score = _score(mjx_reference, fd.wrong_models(identified)[wrong])
-    assert not score["passed"]
-    tilt = score["manoeuvres"][fails]["signals"]["tilt"]
-    assert not tilt["passed"] and tilt["nrmse"] > 0.3, tilt
+    assert not score.passed
+    tilt = score.manoeuvres[fails].signals["tilt"]
+    assert not tilt.passed and tilt.nrmse > 0.3, tilt
 
 
 @pytest.mark.slow
@@ -93,12 +92,11 @@ def test_the_mjx_reference_is_the_joint_trees(mjx_reference, identified):
     responses agree to round-off."""
     with jax.enable_x64(True):
         rigid = ff.per_wing_flights(identified, MANOEUVRES, backend="rigid", phases=2)
-    np.testing.assert_array_equal(rigid["time"], mjx_reference["time"])
+    np.testing.assert_array_equal(rigid.time, mjx_reference.time)
     for m in MANOEUVRES:
         for key in ("tilt", "tilt_rate"):
-            scale = np.max(np.abs(rigid[m.name][key]))
-            np.testing.assert_allclose(mjx_reference[m.name][key], rigid[m.name][key], rtol=0, atol=1e-9 * scale,
-                                       err_msg=f"{m.name} {key}")
+            ours, theirs = getattr(rigid.responses[m.name], key), getattr(mjx_reference.responses[m.name], key)
+            np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-9 * np.max(np.abs(ours)), err_msg=f"{m.name} {key}")
 
 
 @pytest.mark.parametrize("args, match", [
@@ -124,8 +122,12 @@ def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(t
 
     def table(identified, manoeuvres, *, backend, phases):
         asked.update(backend=backend, phases=phases, names=[m.name for m in manoeuvres])
-        row = lambda ok: {"passed": ok, "manoeuvres": {m.name: {"passed": ok, "signals": {"tilt": {  # noqa: E731
-            "nrmse": 0.1, "peak_ratio": 1.0, "sign_agrees": ok, "peak_time_error": 0.0}}} for m in manoeuvres}}
+        def row(ok):
+            tilt = fd.ResponseScore(nrmse=0.1, peak_ratio=1.0, reference_peak=0.01, predicted_peak=0.01,
+                                    peak_time_error=0.0, sign_agrees=ok, passed=ok)
+            scores = {m.name: fd.ManoeuvreScore(signals={"tilt": tilt}, null_model={"tilt": tilt}, healthy=True,
+                                                passed=ok) for m in manoeuvres}
+            return fd.FlightsScore(manoeuvres=scores, passed=ok, thresholds=fd.ResponseThresholds())
         return {"identified": row(True), **{w: row(wrong_passes[0]) for w in fd.wrong_models(identified)}}
 
     monkeypatch.setattr(fd, "fidelity_table", table)
@@ -135,6 +137,7 @@ def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(t
     written = json.loads(out.read_text())
     assert written["backend"] == "mjx" and set(written["models"]) == {"identified", *fd.wrong_models(
         CycleAveragedParams.from_dict(IDENTIFIED_QUICK))}
+    assert written["models"]["identified"]["manoeuvres"]["lateral gust 0.5 m/s"]["signals"]["tilt"]["nrmse"] == 0.1
     assert "power test: PASS" in capsys.readouterr().out
     wrong_passes[0] = True  # wrong models that pass: the score has no power
     assert fd.main([str(model), "--only", "gust"]) == 1

@@ -1,13 +1,14 @@
 """The fidelity score: a predicted response counts as the robot's only when
 its size, shape, sign and timing agree; the null model always fails."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from flapjax.identify.flapper import fidelity as fd
-from flapjax.identify.flapper import free_flights as ff
+from flapjax.sim.flapper import free_flights as ff
 from flapjax.validation import ConfigError
 
 WINGBEAT = 1.0 / 42.0
@@ -31,12 +32,12 @@ def _score(pred, ref=None):
 
 def test_the_reference_itself_passes_with_zero_error():
     s = _score(_response())
-    assert s["passed"] and s["nrmse"] == 0.0 and s["peak_ratio"] == 1.0 and s["peak_time_error"] == 0.0
+    assert s.passed and s.nrmse == 0.0 and s.peak_ratio == 1.0 and s.peak_time_error == 0.0
 
 
 def test_a_small_gain_error_passes():
     s = _score(_response(gain=1.1))
-    assert s["passed"] and s["peak_ratio"] == pytest.approx(1.1) and s["nrmse"] == pytest.approx(0.1, rel=1e-6)
+    assert s.passed and s.peak_ratio == pytest.approx(1.1) and s.nrmse == pytest.approx(0.1, rel=1e-6)
 
 
 @pytest.mark.parametrize("wrong, why", [
@@ -47,17 +48,17 @@ def test_a_small_gain_error_passes():
     (_response(delay=0.04), "late by two wingbeats"),
 ])
 def test_wrong_predictions_fail(wrong, why):
-    assert not _score(wrong)["passed"], why
+    assert not _score(wrong).passed, why
 
 
 def test_null_model_scores_nrmse_one_and_ratio_zero():
     s = _score(np.zeros_like(T))
-    assert s["nrmse"] == pytest.approx(1.0) and s["peak_ratio"] == 0.0 and not s["sign_agrees"]
+    assert s.nrmse == pytest.approx(1.0) and s.peak_ratio == 0.0 and not s.sign_agrees
 
 
 def test_flipped_sign_gives_a_negative_peak_ratio():
     s = _score(-_response())
-    assert s["peak_ratio"] == pytest.approx(-1.0) and not s["sign_agrees"] and s["nrmse"] == pytest.approx(2.0)
+    assert s.peak_ratio == pytest.approx(-1.0) and not s.sign_agrees and s.nrmse == pytest.approx(2.0)
 
 
 def test_first_extreme_reads_a_slow_reaction_of_the_wrong_sign():
@@ -70,8 +71,8 @@ def test_first_extreme_reads_a_slow_reaction_of_the_wrong_sign():
     ref = np.where(s_on < 0.16, -0.2 * np.sin(s_on / 0.16 * np.pi), 0.0) + main
     assert fd.first_extreme(ref[t >= ONSET + 0.05]) == pytest.approx(-0.2, rel=1e-2)
     s = fd.response_score(t, ref, main, onset=ONSET, wingbeat=WINGBEAT)
-    assert not s["sign_agrees"] and not s["passed"]
-    assert fd.response_score(t, ref, ref, onset=ONSET, wingbeat=WINGBEAT)["passed"]
+    assert not s.sign_agrees and not s.passed
+    assert fd.response_score(t, ref, ref, onset=ONSET, wingbeat=WINGBEAT).passed
 
 
 def test_first_extreme_of_a_growing_signal_is_its_last_sample():
@@ -83,7 +84,7 @@ def test_first_extreme_of_a_growing_signal_is_its_last_sample():
 
 def test_a_silent_reference_cannot_pass():
     s = fd.response_score(T, np.zeros_like(T), np.zeros_like(T), onset=ONSET, wingbeat=WINGBEAT)
-    assert math.isinf(s["nrmse"]) and not s["passed"]
+    assert math.isinf(s.nrmse) and not s.passed
 
 
 def test_bad_shapes_and_short_windows_are_refused():
@@ -104,14 +105,15 @@ def test_cycle_mean_removes_a_wingbeat_harmonic():
 def test_score_flights_scores_each_manoeuvre_on_the_axis_that_moves():
     m = ff.Manoeuvre("roll_joint step", plate=(0.0, 0.05))
     ref_tilt = np.stack([0.1 * _response(), _response()], axis=1)
-    reference = {"time": T, "onset": ONSET, "wingbeat": WINGBEAT,
-                 m.name: {"tilt": ref_tilt, "tilt_rate": np.gradient(ref_tilt, T, axis=0),
-                          "altitude": np.zeros_like(T), "healthy": True}}
+    response = ff.ManoeuvreResponse(tilt=ref_tilt, tilt_rate=np.gradient(ref_tilt, T, axis=0),
+                                    altitude=np.zeros_like(T), healthy=True)
+    reference = ff.Flights(time=T, onset=ONSET, wingbeat=WINGBEAT, responses={m.name: response})
     good = fd.score_flights(reference, reference, [m])
-    assert good["passed"] and good["manoeuvres"][m.name]["null_model"]["tilt"]["nrmse"] == pytest.approx(1.0)
-    flipped = dict(reference)
-    flipped[m.name] = {k: (-v if isinstance(v, np.ndarray) else v) for k, v in reference[m.name].items()}
-    assert not fd.score_flights(reference, flipped, [m])["passed"]
+    assert good.passed and good.manoeuvres[m.name].null_model["tilt"].nrmse == pytest.approx(1.0)
+    assert good.manoeuvres[m.name].signals["tilt"].reference_peak == pytest.approx(np.max(_response()))  # roll axis
+    flipped = dataclasses.replace(reference, responses={m.name: dataclasses.replace(
+        response, tilt=-response.tilt, tilt_rate=-response.tilt_rate)})
+    assert not fd.score_flights(reference, flipped, [m]).passed
 
 
 def test_manoeuvres_for_a_config_section():

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from flapjax.aero.cycle_averaged import PLATE_AXES, CycleAveragedParams, cycle_averaged_wrench, stroke_plane_torque
-from flapjax.identify.flapper import free_flights as ff
 from flapjax.math import quat_to_mat
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper import free_flights as ff
 from flapjax.aero.cycle_averaged import STROKE_PLANE_LAG_WINGBEATS
 from flapjax.sim.flapper.plate_motion import stroke_plane_turn
 from flapjax.validation import ConfigError
@@ -185,12 +185,12 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loo
     def measured_by_the_model(m, s, f_h, kw):
         manoeuvres = pm.pulses(s, f_h)
         flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), **kw)
-        return manoeuvres, flights, np.stack([flights[x.name]["tilt"] for x in manoeuvres])
+        return manoeuvres, flights, np.stack([flights.responses[x.name].tilt for x in manoeuvres])
 
     def closed_loop_by_the_model(m, s, f_h, kw, gains):
         manoeuvres = pm.pulses({**s, "gust": 0.0}, f_h)
         flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), gains=gains, **kw)
-        return manoeuvres, flights, np.stack([flights[x.name]["tilt"] for x in manoeuvres])
+        return manoeuvres, flights, np.stack([flights.responses[x.name].tilt for x in manoeuvres])
 
     monkeypatch.setattr(pm, "_measured", measured_by_the_model)
     monkeypatch.setattr(pm, "_measured_closed_loop", closed_loop_by_the_model)

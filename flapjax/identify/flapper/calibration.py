@@ -18,7 +18,8 @@ are not the robot's and are left out)::
 
 A relative path is read from the current folder. Every simulated study of
 the seed flapper (lift, moments, damping, physical, plate_motion,
-validation, fidelity) flies its per-wing robot through :func:`calibrate`;
+validation, fidelity) flies its per-wing robot through
+:func:`flapjax.sim.flapper.stand.calibrate` with these values;
 ``results.json`` of the run records the values used
 (:func:`calibration_record`). Without a calibration nothing changes.
 """
@@ -28,10 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-
 from flapjax.safe_io import read_settings
-from flapjax.sim import flapper as fl
-from flapjax.sim.flapper.stand import with_physical, with_wing_inertia
 from flapjax.validation import ConfigError, as_float_array, check_range
 
 #: The calibration's values, their units and their allowed range [lo, hi]
@@ -125,23 +123,6 @@ def calibration_record(cfg: Mapping) -> dict[str, Any]:
     calibration = cfg.get("calibration", {})
     source = str(calibration) if isinstance(calibration, (str, Path)) else ("config" if calibration else "nominal")
     return {"source": source, "values": _entry_values(calibration)}
-
-
-def calibrate(robot: fl.FlapperRobot | None, params: fl.FlapperParams | None, values: Mapping[str, float] | None
-              ) -> tuple[fl.FlapperRobot | None, fl.FlapperParams | None]:
-    """``(robot, params)`` of a study's per-wing robot with the calibration
-    ``values`` (:func:`calibration_values`) applied; both returned as given
-    when ``values`` is empty or None (the nominal model, bit for bit).
-    ``robot`` None: a sweep's default, the fixed-base per-wing robot on the
-    pure-JAX joint tree; ``params`` None: the robot's
-    :func:`flapjax.sim.flapper.default_params`."""
-    if not values:
-        return robot, params
-    robot = fl.make_robot("fixed", "wing", backend="rigid") if robot is None else robot
-    params = fl.default_params(robot) if params is None else params
-    if "wing_inertia_scale" in values:
-        robot = with_wing_inertia(robot, values["wing_inertia_scale"])
-    return robot, with_physical(params, {k: v for k, v in values.items() if k != "wing_inertia_scale"})
 
 
 def check_calibration_robot(cfg: Mapping, description) -> None:

@@ -25,12 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.calibration import calibrate, calibration_values
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
 
 

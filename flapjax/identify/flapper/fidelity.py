@@ -23,7 +23,7 @@ The per-wing robot's answer to a turning plate depends on the stroke
 phase at which it turns; the averaged model stands for the mean over the
 wingbeat, so each manoeuvre is flown at ``phases`` onsets spread over half a
 wingbeat (the period of that dependence) and the responses are averaged
-(:mod:`flapjax.identify.flapper.free_flights`).
+(:mod:`flapjax.sim.flapper.free_flights`).
 
 A model passes a manoeuvre when NRMSE <= 0.3, 0.8 <= peak ratio <= 1.25,
 the first extremes agree in sign and the peaks lie within one wingbeat. A
@@ -47,16 +47,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.flapper.free_flights import (
+from flapjax.identify.flapper.calibration import calibration_values
+from flapjax.identify.results import StudyResult
+from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.free_flights import (
     DEFAULT_MANOEUVRES,
+    Flights,
     Manoeuvre,
+    ManoeuvreResponse,
     averaged_flights,
     check_free_flights,
     per_wing_flights,
 )
-from flapjax.identify.flapper.calibration import calibration_values
-from flapjax.identify.results import StudyResult
-from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_int, check_range
 
 
@@ -76,6 +78,62 @@ class ResponseThresholds:
     peak_ratio: tuple[float, float] = (0.8, 1.25)
     settle: float = 0.05
     significance: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponseScore:
+    """A predicted response scored against the reference (:func:`response_score`).
+
+    Attributes:
+      nrmse: RMS(reference - prediction) / RMS(reference) after the onset [-]
+        (inf for a reference of zero).
+      peak_ratio: predicted extreme / reference extreme, signed [-].
+      reference_peak, predicted_peak: the extremes, in the signal's unit.
+      peak_time_error: |predicted - reference| time of the extreme [s].
+      sign_agrees: the first extremes after ``settle`` have the same sign.
+      passed: every threshold of :class:`ResponseThresholds` is met.
+    """
+
+    nrmse: float
+    peak_ratio: float
+    reference_peak: float
+    predicted_peak: float
+    peak_time_error: float
+    sign_agrees: bool
+    passed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ManoeuvreScore:
+    """One manoeuvre's scores (:func:`score_flights`).
+
+    Attributes:
+      signals: ``{signal name: score}`` of the compared signals
+        (``tilt`` and ``tilt_rate`` on one axis, or ``altitude``).
+      null_model: the same for a prediction of zero.
+      healthy: both robots' flights stayed healthy.
+      passed: healthy and every signal passed.
+    """
+
+    signals: dict[str, ResponseScore]
+    null_model: dict[str, ResponseScore]
+    healthy: bool
+    passed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class FlightsScore:
+    """A prediction's scores over a set of manoeuvres (:func:`score_flights`).
+
+    Attributes:
+      manoeuvres: ``{manoeuvre name: score}``, in the manoeuvres' order.
+      passed: every manoeuvre passed.
+      thresholds: the thresholds applied.
+    """
+
+    manoeuvres: dict[str, ManoeuvreScore]
+    passed: bool
+    thresholds: ResponseThresholds
 
 
 def first_extreme(x: np.ndarray, *, significance: float = 0.1) -> float:
@@ -102,7 +160,7 @@ def first_extreme(x: np.ndarray, *, significance: float = 0.1) -> float:
 
 
 def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarray, *, onset: float,
-                   wingbeat: float, thresholds: ResponseThresholds = ResponseThresholds()) -> dict:
+                   wingbeat: float, thresholds: ResponseThresholds = ResponseThresholds()) -> ResponseScore:
     """Score a predicted response against the reference one.
 
     Args:
@@ -111,10 +169,6 @@ def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarr
       prediction: (T,) the model's response on the same samples.
       onset: when the input starts [s]; only later samples count.
       wingbeat: one wingbeat period 1 / f_h [s], the peak-time tolerance.
-
-    Returns:
-      ``nrmse``, ``peak_ratio``, ``reference_peak``, ``predicted_peak``,
-      ``peak_time_error`` [s], ``sign_agrees`` and ``passed``.
     """
     time, reference, prediction = (np.asarray(a, dtype=float) for a in (time, reference, prediction))
     if not (time.shape == reference.shape == prediction.shape) or time.ndim != 1:
@@ -136,53 +190,46 @@ def response_score(time: np.ndarray, reference: np.ndarray, prediction: np.ndarr
     peak_time_error = abs(float(t[i_p] - t[i_r]))
     lo, hi = thresholds.peak_ratio
     sign_agrees = bool(s_r != 0 and s_r == s_p)
-    return {
-        "nrmse": nrmse,
-        "peak_ratio": ratio,
-        "reference_peak": float(r[i_r]),
-        "predicted_peak": float(p[i_p]),
-        "peak_time_error": peak_time_error,
-        "sign_agrees": sign_agrees,
-        "passed": bool(nrmse <= thresholds.max_nrmse and lo <= ratio <= hi and sign_agrees
-                       and peak_time_error <= wingbeat),
-    }
+    return ResponseScore(nrmse=nrmse, peak_ratio=ratio, reference_peak=float(r[i_r]), predicted_peak=float(p[i_p]),
+                         peak_time_error=peak_time_error, sign_agrees=sign_agrees,
+                         passed=bool(nrmse <= thresholds.max_nrmse and lo <= ratio <= hi and sign_agrees
+                                     and peak_time_error <= wingbeat))
 
 
-def _on_times(flights: dict, name: str, time: np.ndarray) -> dict:
+def _on_times(flights: Flights, name: str, time: np.ndarray) -> ManoeuvreResponse:
     """One manoeuvre's signals of ``flights`` on the sample times ``time``
     (linear interpolation when the two robots took different steps)."""
-    row, own = flights[name], np.asarray(flights["time"])
+    row, own = flights.responses[name], np.asarray(flights.time)
     if own.shape == time.shape and np.allclose(own, time):
         return row
     interp = lambda x: np.stack([np.interp(time, own, c) for c in np.asarray(x).reshape(len(own), -1).T], -1  # noqa: E731
                                 ).reshape((len(time),) + np.shape(x)[1:])
-    return {k: (interp(v) if isinstance(v, np.ndarray) and v.shape[:1] == own.shape else v) for k, v in row.items()}
+    return dataclasses.replace(row, tilt=interp(row.tilt), tilt_rate=interp(row.tilt_rate),
+                               altitude=interp(row.altitude))
 
 
-def score_flights(reference: dict, prediction: dict, manoeuvres: Sequence[Manoeuvre], *,
-                  thresholds: ResponseThresholds = ResponseThresholds()) -> dict:
+def score_flights(reference: Flights, prediction: Flights, manoeuvres: Sequence[Manoeuvre], *,
+                  thresholds: ResponseThresholds = ResponseThresholds()) -> FlightsScore:
     """Score ``prediction`` against ``reference`` (both from
     :func:`fly_manoeuvres`) per manoeuvre, on the tilt axis (or altitude,
     for a frequency step) the reference moves most: the tilt and its rate.
     Each row carries the null model's score (a prediction of zero)."""
     rows = {}
-    t, kw = reference["time"], {"onset": reference["onset"], "wingbeat": reference["wingbeat"],
-                                "thresholds": thresholds}
+    t, kw = reference.time, {"onset": reference.onset, "wingbeat": reference.wingbeat, "thresholds": thresholds}
     for m in manoeuvres:
-        ref, pred = reference[m.name], _on_times(prediction, m.name, t)
+        ref, pred = reference.responses[m.name], _on_times(prediction, m.name, t)
         if m.frequency_step and not any(m.plate):
-            signals = {"altitude": (ref["altitude"], pred["altitude"])}
+            signals = {"altitude": (ref.altitude, pred.altitude)}
         else:
-            axis = int(np.argmax(np.sqrt(np.mean(ref["tilt"] ** 2, axis=0))))
-            signals = {"tilt": (ref["tilt"][:, axis], pred["tilt"][:, axis]),
-                       "tilt_rate": (ref["tilt_rate"][:, axis], pred["tilt_rate"][:, axis])}
+            axis = int(np.argmax(np.sqrt(np.mean(ref.tilt ** 2, axis=0))))
+            signals = {"tilt": (ref.tilt[:, axis], pred.tilt[:, axis]),
+                       "tilt_rate": (ref.tilt_rate[:, axis], pred.tilt_rate[:, axis])}
         row = {name: response_score(t, r, p, **kw) for name, (r, p) in signals.items()}
         null = {name: response_score(t, r, np.zeros_like(r), **kw) for name, (r, _) in signals.items()}
-        healthy = bool(ref["healthy"] and pred["healthy"])
-        rows[m.name] = {"signals": row, "null_model": null, "healthy": healthy,
-                        "passed": healthy and all(s["passed"] for s in row.values())}
-    return {"manoeuvres": rows, "passed": all(r["passed"] for r in rows.values()),
-            "thresholds": dataclasses.asdict(thresholds)}
+        healthy = bool(ref.healthy and pred.healthy)
+        rows[m.name] = ManoeuvreScore(signals=row, null_model=null, healthy=healthy,
+                                      passed=healthy and all(s.passed for s in row.values()))
+    return FlightsScore(manoeuvres=rows, passed=all(r.passed for r in rows.values()), thresholds=thresholds)
 
 
 def wrong_models(identified: CycleAveragedParams) -> dict[str, CycleAveragedParams]:
@@ -207,7 +254,7 @@ def wrong_models(identified: CycleAveragedParams) -> dict[str, CycleAveragedPara
 
 
 def fidelity_table(identified: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre] = DEFAULT_MANOEUVRES, *,
-                   backend: str = "rigid", phases: int = 2) -> dict[str, dict]:
+                   backend: str = "rigid", phases: int = 2) -> dict[str, FlightsScore]:
     """Score the identified model and each of :func:`wrong_models` against
     the per-wing free robot's open-loop responses (at ``phases`` onset
     phases); ``{model name: score}`` (see :func:`score_flights`)."""
@@ -264,12 +311,12 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
     reference = per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
                                  phases=int(s["phases"]), calibration=calibration_values(cfg), **kw)
     prediction = averaged_flights(model, manoeuvres, timestep=float(s["timestep"]), **kw)
-    score = score_flights(reference, prediction, manoeuvres)
-    data = {"time": reference["time"]}
+    score = dataclasses.asdict(score_flights(reference, prediction, manoeuvres))  # as results.json records it
+    data = {"time": reference.time}
     for k, m in enumerate(manoeuvres):
         for signal in ("tilt", "altitude"):
-            data[f"per_wing_{signal}_{k}"] = reference[m.name][signal]
-            data[f"averaged_{signal}_{k}"] = prediction[m.name][signal]
+            data[f"per_wing_{signal}_{k}"] = getattr(reference.responses[m.name], signal)
+            data[f"averaged_{signal}_{k}"] = getattr(prediction.responses[m.name], signal)
     return StudyResult(
         name="fidelity", values={}, std={}, loss=jnp.zeros((0,)), data=data,
         metrics={"fidelity_passed": score["passed"], "thresholds": score["thresholds"],
@@ -284,14 +331,14 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
     )
 
 
-def _print_table(table: dict[str, dict]) -> None:
+def _print_table(table: dict[str, FlightsScore]) -> None:
     for name, score in table.items():
-        print(f"{name}: {'PASS' if score['passed'] else 'FAIL'}")
-        for m, row in score["manoeuvres"].items():
-            signal, s = next(iter(row["signals"].items()))
-            print(f"  {m:30s} {signal:9s} NRMSE {s['nrmse']:6.2f}  peak ratio {s['peak_ratio']:+6.2f}  "
-                  f"sign {'same' if s['sign_agrees'] else 'differs':7s} peak dt {1e3 * s['peak_time_error']:5.1f} ms"
-                  f"  {'pass' if row['passed'] else 'fail'}")
+        print(f"{name}: {'PASS' if score.passed else 'FAIL'}")
+        for m, row in score.manoeuvres.items():
+            signal, s = next(iter(row.signals.items()))
+            print(f"  {m:30s} {signal:9s} NRMSE {s.nrmse:6.2f}  peak ratio {s.peak_ratio:+6.2f}  "
+                  f"sign {'same' if s.sign_agrees else 'differs':7s} peak dt {1e3 * s.peak_time_error:5.1f} ms"
+                  f"  {'pass' if row.passed else 'fail'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -334,9 +381,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{time.perf_counter() - t0:.0f} s")
     _print_table(table)
     if args.json:
-        Path(args.json).write_text(json.dumps({"backend": args.backend, "phases": args.phases, "models": table},
+        Path(args.json).write_text(json.dumps({"backend": args.backend, "phases": args.phases,
+                                               "models": {n: dataclasses.asdict(s) for n, s in table.items()}},
                                               indent=1))
-    ok = table["identified"]["passed"] and not any(s["passed"] for n, s in table.items() if n != "identified")
+    ok = table["identified"].passed and not any(s.passed for n, s in table.items() if n != "identified")
     print("power test: " + ("PASS (the model passes, every wrong model fails)" if ok else "FAIL"))
     return 0 if ok else 1
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.calibration import calibrate, calibration_values
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.flapper.config import fit_averaged
 from flapjax.identify.fit import Params
 from flapjax.identify.losses import Measurements, r_squared, slope_through_origin, valid_rows
@@ -25,6 +25,7 @@ from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.health import count_reasons
+from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
 
 

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from flapjax.identify.flapper import robot_config
-from flapjax.identify.flapper.calibration import calibrate, calibration_values
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.flapper.config import fit_averaged, fit_uncertainty
 from flapjax.identify.flapper.stand_prediction import REFERENCE_FREQUENCY  # f_ref of lambda_f [Hz], the seed's
 from flapjax.identify.fit import Params
@@ -40,6 +40,7 @@ from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation,
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.description_model import resolve_description
+from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
 
 

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from flapjax.identify.flapper.calibration import calibrate, calibration_values
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.flapper.config import PHYSICAL_UNITS, convergence_for, optimizer_for, progress_callback
 from flapjax.identify.fit import Params, combine, fit, make_fit_step, split, as_step_outputs
 from flapjax.identify.losses import Measurements, correlation_among, gauss_newton_uncertainty, least_squares, residuals
@@ -36,6 +36,7 @@ from flapjax.sim import tree
 from flapjax.sim.flapper.stand import (
     LiftRollout,
     StandRollout,
+    calibrate,
     nominal_physical,
     run_lift,
     run_stand,

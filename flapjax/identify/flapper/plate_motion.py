@@ -52,12 +52,12 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.design import LinearHoverModel, design_gains
-from flapjax.identify.flapper import free_flights as ff
 from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.results import StudyResult
 from flapjax.identify.solve import gauss_newton_covariance, std_and_correlation
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper import free_flights as ff
 from flapjax.validation import ConfigError, check_range
 
 #: Scale of D_s in the solver's unknowns [N m s/rad] (so all are O(1)).
@@ -126,7 +126,7 @@ def _measured(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict):
     manoeuvres = pulses(s, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
                               phases=int(s["phases"]), calibration=s.get("calibration"), **kw)
-    return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
+    return manoeuvres, ref, np.stack([ref.responses[m.name].tilt for m in manoeuvres])
 
 
 def closed_loop_gains(model: CycleAveragedParams, hover_frequency: float):
@@ -142,7 +142,7 @@ def _measured_closed_loop(model: CycleAveragedParams, s: Mapping, f_h: float, kw
     manoeuvres = pulses({**s, "gust": 0.0}, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
                               phases=int(s["phases"]), gains=gains, calibration=s.get("calibration"), **kw)
-    return manoeuvres, ref, np.stack([ref[m.name]["tilt"] for m in manoeuvres])
+    return manoeuvres, ref, np.stack([ref.responses[m.name].tilt for m in manoeuvres])
 
 
 def _data_sets(model: CycleAveragedParams, s: Mapping, f_h: float) -> list[dict]:
@@ -157,10 +157,10 @@ def _data_sets(model: CycleAveragedParams, s: Mapping, f_h: float) -> list[dict]
         sets.append((gains, kw_cl, *_measured_closed_loop(model, s, f_h, kw_cl, gains)))
     out = []
     for gains, k, manoeuvres, ref, measured in sets:
-        after = ref["time"] >= k["onset"]
+        after = ref.time >= k["onset"]
         # each manoeuvre weighs alike: a gust tilts the robot far less than a plate pulse
         scale = np.sqrt(np.mean(measured[:, after] ** 2, axis=(1, 2)))[:, None, None]
-        out.append(dict(gains=gains, kw=k, manoeuvres=manoeuvres, time=ref["time"], measured=measured, after=after,
+        out.append(dict(gains=gains, kw=k, manoeuvres=manoeuvres, time=ref.time, measured=measured, after=after,
                         scale=scale))
     return out
 
@@ -186,7 +186,7 @@ def study_plate_motion(cfg: Mapping, identified: CycleAveragedParams, *, bar=Non
     def fly(m: CycleAveragedParams, d: dict):
         p = eqx.tree_at(lambda q: q.averaged, params, m)
         return ff.fly_paired(robot, p, d["manoeuvres"], hover_frequency=f_h, gravity=float(g),
-                             phases=int(s["phases"]), gains=d["gains"], **d["kw"])["tilt"]
+                             phases=int(s["phases"]), gains=d["gains"], **d["kw"]).tilt
 
     @jax.jit
     def residual(x):

@@ -31,9 +31,10 @@ import numpy as np
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.plate_motion_design import design_gains_with_plate_motion
 from flapjax.control.hover import HoverGains
-from flapjax.identify.flapper.calibration import calibrate, calibration_values
+from flapjax.identify.flapper.calibration import calibration_values
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.stand import calibrate
 
 
 RECORD_EVERY = 10  # steps between the recorded samples of a validation flight

@@ -27,8 +27,12 @@ per-wing free flight (:func:`refine_gains`).
 
 ``stand`` and ``stand_waveform`` give the fixed-base stand rollouts (cycle
 means, a force sensor's phase-binned reading) as differentiable functions
-of per-wing physical parameters; ``averaged_body`` the rigid body of the
-flight-log fit under the averaged model. Import them from their modules.
+of per-wing physical parameters, and :func:`calibrate` puts calibration
+values on a per-wing robot; ``free_flights`` flies open-loop manoeuvres
+(plate steps and pulses, frequency steps, gusts) as +/- pairs with the free
+per-wing robot and with the averaged model; ``averaged_body`` the rigid body
+of the flight-log fit under the averaged model. Import them from their
+modules.
 
 ``hover_gains`` gives the hover controller's default gains per robot
 (:func:`hover_gains`, :func:`designed_gains`); ``hover_quality`` the

@@ -8,7 +8,7 @@ and damping and the lift and moment scales (:func:`with_physical`);
 a stand table's frequencies and plate angles, with a scale of the wings'
 rotational inertia (:func:`with_wing_inertia`) among the parameters.
 :func:`apply_physical` puts identified values onto a robot and its
-parameters. :func:`run_lift` and :func:`run_stand` are their jitted programs.
+parameters, :func:`calibrate` a study's calibration values. :func:`run_lift` and :func:`run_stand` are their jitted programs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from flapjax.sim.flapper.robot import FlapperParams, FlapperRobot, default_param
 from flapjax.sim.flapper.sweep import cycle_mean, sweep_params
 from flapjax.validation import ConfigError
 
-__all__ = ["STAND_PHYSICAL_PARAMETERS", "LiftRollout", "StandRollout", "apply_physical", "nominal_physical", "nominal_stops",
+__all__ = ["STAND_PHYSICAL_PARAMETERS", "LiftRollout", "StandRollout", "apply_physical", "calibrate", "nominal_physical", "nominal_stops",
            "run_lift", "run_stand", "with_physical", "with_wing_inertia"]
 
 
@@ -142,6 +142,24 @@ def apply_physical(robot: FlapperRobot, params: FlapperParams,
     if "wing_inertia_scale" in values:
         robot = with_wing_inertia(robot, jnp.asarray(float(values.pop("wing_inertia_scale"))))
     return robot, with_physical(params, {k: float(v) for k, v in values.items()})
+
+
+def calibrate(robot: FlapperRobot | None, params: FlapperParams | None, values: Mapping[str, float] | None
+              ) -> tuple[FlapperRobot | None, FlapperParams | None]:
+    """``(robot, params)`` of a per-wing robot with calibration ``values``
+    applied (SI, already checked: ``wing_inertia_scale`` on the robot's wing
+    inertia, the names of :func:`with_physical`, the stops included, on
+    ``params``); both returned as given when ``values`` is empty or None
+    (the nominal model, bit for bit). ``robot`` None: a sweep's default,
+    the fixed-base per-wing robot on the pure-JAX joint tree; ``params``
+    None: the robot's :func:`default_params`."""
+    if not values:
+        return robot, params
+    robot = make_robot("fixed", "wing", backend="rigid") if robot is None else robot
+    params = default_params(robot) if params is None else params
+    if "wing_inertia_scale" in values:
+        robot = with_wing_inertia(robot, values["wing_inertia_scale"])
+    return robot, with_physical(params, {k: v for k, v in values.items() if k != "wing_inertia_scale"})
 
 
 class StandRollout(eqx.Module):

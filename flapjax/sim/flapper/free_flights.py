@@ -5,16 +5,18 @@ flown open loop (every feedback gain zero) as a +/- pair from the periodic
 start, optionally at several stroke phases of its onset; the response is
 half the pair's difference of cycle means (a moving average over one
 wingbeat), aligned at the onset and averaged over the phases. The common
-drift of the start cancels, the linear response stays. Used by the
-fidelity check (:mod:`flapjax.identify.flapper.fidelity`) and the plate-motion
-fit (:mod:`flapjax.identify.flapper.plate_motion`).
+drift of the start cancels, the linear response stays.
+:func:`fly_paired` gives the paired responses as JAX arrays (differentiable
+in the parameters, :class:`PairedResponses`), :func:`fly_manoeuvres` as
+NumPy arrays per manoeuvre (:class:`Flights`). Used by the fidelity check
+and the plate-motion fit of ``flapjax.identify``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import chex
 import equinox as eqx
@@ -24,8 +26,8 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.control.hover import HoverGains
-from flapjax.identify.flapper.calibration import calibrate
 from flapjax.sim import flapper as fl
+from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError, check_choice, check_int, check_range
 
 RECORD_EVERY = 5  # steps between recorded samples
@@ -65,6 +67,58 @@ DEFAULT_MANOEUVRES: tuple[Manoeuvre, ...] = (
     Manoeuvre("roll_joint step 0.02 rad", plate=(0.0, 0.02)),
     Manoeuvre("roll_joint step 0.05 rad", plate=(0.0, 0.05)),
 )
+
+
+class PairedResponses(NamedTuple):
+    """The paired responses of M manoeuvres (JAX arrays, differentiable in
+    the robot's parameters): cycle means of half the +/- difference,
+    aligned at the onset and averaged over the onset phases.
+
+    Attributes:
+      time: (T,) sample times, the centres of the one-wingbeat windows [s].
+      tilt: (M, T, 2) body tilt (about world x, y) [rad].
+      altitude: (M, T) body height [m].
+      healthy: (M,) every world of the manoeuvre stayed healthy.
+    """
+
+    time: np.ndarray
+    tilt: jax.Array
+    altitude: jax.Array
+    healthy: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class ManoeuvreResponse:
+    """One manoeuvre's paired response (NumPy).
+
+    Attributes:
+      tilt: (T, 2) body tilt (about world x, y) [rad].
+      tilt_rate: (T, 2) its time derivative [rad/s].
+      altitude: (T,) body height [m].
+      healthy: every world of the manoeuvre stayed healthy.
+    """
+
+    tilt: np.ndarray
+    tilt_rate: np.ndarray
+    altitude: np.ndarray
+    healthy: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Flights:
+    """The paired responses of a set of manoeuvres on common sample times.
+
+    Attributes:
+      time: (T,) sample times [s].
+      wingbeat: one wingbeat at the hover frequency, 1 / f_h [s].
+      onset: when the inputs start [s].
+      responses: ``{manoeuvre name: response}``, in the manoeuvres' order.
+    """
+
+    time: np.ndarray
+    wingbeat: float
+    onset: float
+    responses: dict[str, ManoeuvreResponse]
 
 
 def open_loop_gains() -> HoverGains:
@@ -140,11 +194,10 @@ def paired_response(x, width: int, shifts: np.ndarray, n_manoeuvres: int):
 
 def fly_paired(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
                hover_frequency: float, gravity, height: float = 0.5, onset: float = 0.02, horizon: float = 0.15,
-               phases: int = 1, gains: HoverGains | None = None) -> dict:
+               phases: int = 1, gains: HoverGains | None = None) -> PairedResponses:
     """The paired responses of :func:`fly_manoeuvres` as JAX arrays
-    (differentiable in ``params``): ``time`` (T,) [s], ``tilt`` (M, T, 2)
-    [rad], ``altitude`` (M, T) [m], ``healthy`` (M,). ``gains``: the hover
-    controller both signs fly (default :func:`open_loop_gains`)."""
+    (differentiable in ``params``). ``gains``: the hover controller both
+    signs fly (default :func:`open_loop_gains`)."""
     dt_record = robot.dt * RECORD_EVERY
     shifts = phase_shifts(hover_frequency, dt_record, phases)
     width = max(1, int(round(1.0 / (hover_frequency * dt_record))))
@@ -161,38 +214,31 @@ def fly_paired(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Seq
                       jnp.array([0.0, 0.0, height]), jnp.asarray(plates), jnp.asarray(dfs), jnp.asarray(gusts),
                       jnp.asarray(onsets), jnp.asarray(lengths), n_steps)
     tilt = paired_response(rec.tilt, width, shifts, len(manoeuvres))
-    return {"time": (np.arange(tilt.shape[1]) + 0.5 * (width - 1)) * dt_record,
-            "tilt": tilt,
-            "altitude": paired_response(rec.position[..., 2], width, shifts, len(manoeuvres)),
-            "healthy": rec.healthy.reshape(len(manoeuvres), -1).all(axis=1)}
+    return PairedResponses(time=(np.arange(tilt.shape[1]) + 0.5 * (width - 1)) * dt_record, tilt=tilt,
+                           altitude=paired_response(rec.position[..., 2], width, shifts, len(manoeuvres)),
+                           healthy=rec.healthy.reshape(len(manoeuvres), -1).all(axis=1))
 
 
 def fly_manoeuvres(robot: fl.FlapperRobot, params: fl.FlapperParams, manoeuvres: Sequence[Manoeuvre], *,
                    hover_frequency: float, gravity: float, height: float = 0.5, onset: float = 0.02,
-                   horizon: float = 0.15, phases: int = 1, gains: HoverGains | None = None) -> dict:
+                   horizon: float = 0.15, phases: int = 1, gains: HoverGains | None = None) -> Flights:
     """Fly each manoeuvre as a +/- pair, open loop, starting at ``phases``
     stroke phases (:func:`phase_shifts`), and return the paired responses:
-    ``time`` (T,) [s] and, per manoeuvre, ``tilt`` (T, 2) [rad],
-    ``tilt_rate`` (T, 2) [rad/s] and ``altitude`` (T,) [m], cycle means of
-    half the difference of the pair, aligned at the onset and averaged over
-    the phases, and ``healthy``."""
+    cycle means of half the difference of the pair, aligned at the onset
+    and averaged over the phases."""
     paired = jax.tree.map(np.asarray, fly_paired(robot, params, manoeuvres, hover_frequency=hover_frequency,
                                                  gravity=gravity, height=height, onset=onset, horizon=horizon,
                                                  phases=phases, gains=gains))
     dt_record = robot.dt * RECORD_EVERY
-    out = {"time": paired["time"], "wingbeat": 1.0 / hover_frequency, "onset": onset}
-    for i, m in enumerate(manoeuvres):
-        out[m.name] = {
-            "tilt": paired["tilt"][i],
-            "tilt_rate": np.gradient(paired["tilt"][i], dt_record, axis=0),
-            "altitude": paired["altitude"][i],
-            "healthy": bool(paired["healthy"][i]),
-        }
-    return out
+    responses = {m.name: ManoeuvreResponse(tilt=paired.tilt[i],
+                                           tilt_rate=np.gradient(paired.tilt[i], dt_record, axis=0),
+                                           altitude=paired.altitude[i], healthy=bool(paired.healthy[i]))
+                 for i, m in enumerate(manoeuvres)}
+    return Flights(time=paired.time, wingbeat=1.0 / hover_frequency, onset=onset, responses=responses)
 
 
 def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *,
-                     timestep: float = FREE_FLIGHT_TIMESTEP, **kwargs) -> dict:
+                     timestep: float = FREE_FLIGHT_TIMESTEP, **kwargs) -> Flights:
     """:func:`fly_manoeuvres` for the lumped robot flying ``averaged``, at
     ``timestep`` [s] (the reference's, so both share their sample times);
     it flies one stroke phase: the averaged model has none."""
@@ -203,11 +249,11 @@ def averaged_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuv
 
 
 def per_wing_flights(averaged: CycleAveragedParams, manoeuvres: Sequence[Manoeuvre], *, backend: str = "rigid",
-                     timestep: float = FREE_FLIGHT_TIMESTEP, calibration=None, **kwargs) -> dict:
+                     timestep: float = FREE_FLIGHT_TIMESTEP, calibration=None, **kwargs) -> Flights:
     """:func:`fly_manoeuvres` for the free per-wing robot at ``timestep``
     [s], at the hover frequency of ``averaged`` (the model under test sets
     the operating point; the robot's own physics answers), with the
-    ``calibration`` values (:mod:`flapjax.identify.flapper.calibration`; None: nominal)."""
+    ``calibration`` values (:func:`flapjax.sim.flapper.stand.calibrate`; None: nominal)."""
     robot = fl.make_robot("free", "wing", backend=backend, timestep=timestep)
     f_h = float(averaged.hover_frequency)
     robot, params = calibrate(robot, fl.default_params(robot, frequency=f_h, averaged=averaged), calibration)
