@@ -37,17 +37,18 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from flapjax.identify.flapper import flight_log as fl_log
+    from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, synthetic_flight_log
 
     cov = Coverage(k_sigma=k_sigma)
     for seed in seeds:
-        log = fl_log.synthetic_flight_log(noise_seed=seed)
+        log = synthetic_flight_log(noise_seed=seed)
         if dropouts:
             # a stream apart from the noise's: the rows dropped must not depend on the noise drawn
             log = fl_log.with_dropouts(log, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
         t0 = time.perf_counter()
         res = fl_log.identify_flight_log(log)
         cov.seconds.append(time.perf_counter() - t0)
-        z = cov.add(res.values, res.std, fl_log.SAMPLE_HIDDEN)
+        z = cov.add(res.values, res.std, SAMPLE_HIDDEN)
         noise = math.sqrt(sum(res.details["noise"][k] ** 2 for k in ("x_m", "y_m", "z_m")))
         cov.add_validation("position", res.validation["identified"]["position_rms"] / noise)
         worst = max(z, key=lambda k: abs(z[k]))

@@ -12,7 +12,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
 from flapjax.data.tables import DataError
 from flapjax.identify.flapper import flight_log as FL
 from flapjax.math import euler_to_quat, quat_to_euler, quat_to_mat, rot_x, rot_y, rot_z, rotvec_to_quat
-from flapjax.sim.flapper.averaged_body import body, derivative, robot_body
+from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, body, derivative, robot_body, synthetic_flight_log
 from tests.record_check import assert_common_record
 
 
@@ -214,13 +214,13 @@ def test_attitude_rate_is_the_body_rate():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_flight_log_recovers_hidden_values(seed):
-    log = FL.synthetic_flight_log(noise_seed=seed)
+    log = synthetic_flight_log(noise_seed=seed)
     res = FL.identify_flight_log(log)
-    z = {k: (res.values[k] - v) / res.std[k] for k, v in FL.SAMPLE_HIDDEN.items()}
+    z = {k: (res.values[k] - v) / res.std[k] for k, v in SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
     for k in ("L_v", "M_u"):  # the coupling is resolved, not just bounded
-        assert res.std[k] < 0.1 * abs(FL.SAMPLE_HIDDEN[k]), (k, res.std[k])
+        assert res.std[k] < 0.1 * abs(SAMPLE_HIDDEN[k]), (k, res.std[k])
     v = res.validation
     assert v["identified"]["position_rms"] < 2e-3 and v["identified"]["attitude_rms_deg"] < 1.0, v
     assert 0.8 < res.details["fit"]["residual_sigma"] < 1.2
@@ -228,12 +228,12 @@ def test_flight_log_recovers_hidden_values(seed):
 
 @pytest.mark.slow
 def test_log_with_dropped_rows_recovers_hidden_values():
-    full = FL.synthetic_flight_log(noise_seed=0)
+    full = synthetic_flight_log(noise_seed=0)
     log = FL.with_dropouts(full, 0.1, seed=7)  # a stream apart from the noise's
     dropped = full["time_s"].size - log["time_s"].size
     assert 0.1 * full["time_s"].size <= dropped < 0.12 * full["time_s"].size
     res = FL.identify_flight_log(log)
-    z = {k: (res.values[k] - v) / res.std[k] for k, v in FL.SAMPLE_HIDDEN.items()}
+    z = {k: (res.values[k] - v) / res.std[k] for k, v in SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
     assert res.details["fit"]["samples_dropped"] == dropped
@@ -397,7 +397,7 @@ def test_commands_logged_late_are_flagged_by_the_residuals():
     fixed = FL.identify_flight_log(log, command_delay=4)
     assert fixed.notes == () and fixed.details["fit"]["command_delay_samples"] == 4
     assert max(fixed.details["fit"]["residual_over_noise"].values()) < 1.1
-    z = {k: (fixed.values[k] - FL.SAMPLE_HIDDEN[k]) / fixed.std[k] for k in FL.FLIGHT_PARAMETERS}
+    z = {k: (fixed.values[k] - SAMPLE_HIDDEN[k]) / fixed.std[k] for k in FL.FLIGHT_PARAMETERS}
     assert max(abs(v) for v in z.values()) < 3.5, z  # lagged: D_w_y was 13 sigma off
 
 

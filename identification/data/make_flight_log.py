@@ -3,11 +3,11 @@
 Generates what motion capture and the robot's own command log would record
 during a 12 s excited hover: the cycle-averaged model
 (:func:`flapjax.aero.cycle_averaged_wrench`) with the hidden values
-:data:`flapjax.identify.flapper.flight_log.SAMPLE_HIDDEN` (including a
+:data:`flapjax.sim.flapper.averaged_body.SAMPLE_HIDDEN` (including a
 speed-to-moment coupling ``L_v = 8e-4``, ``M_u = -4.8e-4`` N m s/m) flies
 the robot's mass and inertia under a cascaded hover controller at 200 Hz,
 excited by position-target steps, plate steps and frequency steps
-(:func:`flapjax.identify.flapper.flight_log.synthetic_flight_log`). The
+(:func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log`). The
 logged pose carries
 
 - white motion-capture noise, 0.2 mm in position and 3 mrad (0.17 deg) in
@@ -55,16 +55,17 @@ def main(argv=None) -> Path:
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     from flapjax.identify.flapper import flight_log as fl_log
+    from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, synthetic_flight_log
 
-    log = fl_log.synthetic_flight_log(noise_seed=args.seed, duration=DURATION, rate=RATE,
-                                      position_noise=POSITION_NOISE, attitude_noise=ATTITUDE_NOISE)
+    log = synthetic_flight_log(noise_seed=args.seed, duration=DURATION, rate=RATE,
+                               position_noise=POSITION_NOISE, attitude_noise=ATTITUDE_NOISE)
     if args.dropouts:
         log = fl_log.with_dropouts(log, args.dropouts, seed=args.seed + 1_000_003)  # apart from the noise's stream
     comment = (f"flapjax sample flight log (identification/data/make_flight_log.py, noise seed {args.seed}): "
                f"{DURATION:g} s at {RATE:g} Hz\nhidden values in {args.out.stem}.hidden.json")
     fl_log.write_flight_log(args.out, log, comment=comment)
     hidden = {
-        "hidden": fl_log.SAMPLE_HIDDEN, "units": fl_log.FLIGHT_PARAMETERS,
+        "hidden": SAMPLE_HIDDEN, "units": fl_log.FLIGHT_PARAMETERS,
         "noise": {"position_m": POSITION_NOISE, "attitude_rad": ATTITUDE_NOISE},
         "rate_hz": RATE, "duration_s": DURATION, "seed": args.seed, "dropouts": args.dropouts,
         "note": "D_w_x, D_w_y are the rate damping about body x, y; D_w_z, f_ref, mass, gravity and inertia are "

@@ -25,7 +25,6 @@ from flapjax.identify.flapper.flight_parameters import (
     decode,
     start_values,
     std_physical,
-    with_values,
 )
 from flapjax.identify.flapper.flight_shooting import (
     Segments,
@@ -45,7 +44,7 @@ from flapjax.identify.solve import (
     std_and_correlation,
     unidentified,
 )
-from flapjax.sim.flapper.averaged_body import robot_body, start_model
+from flapjax.sim.flapper.averaged_body import robot_body, start_model, with_values
 from flapjax.validation import ConfigError, check_range
 
 #: Fit residual RMS over the log's own noise level (second differences)

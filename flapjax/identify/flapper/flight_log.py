@@ -1,34 +1,10 @@
 """Flight-log identification: the cycle-averaged model fitted to a free-flight
-log (motion-capture pose and the logged commands).
-
-The log (:data:`LOG_COLUMNS`, documented in ``docs/data_formats.md``,
-section "Flapper flight logs") holds the pose at a fixed rate and the
-commands the robot flew with (flapping frequency, plate angles), each held
-until the next sample. The cycle-averaged model
-(:func:`flapjax.aero.cycle_averaged_wrench`) flies a rigid body of the
-robot's mass and inertia (from the MJCF; not identified) over the logged
-commands.
-
-Multiple shooting: the fitted part of the log is cut into segments of
-``segment`` seconds; each starts from its own initial state (position,
-velocity, attitude, body rates), seeded from the log (finite differences)
-and fitted with the model, so a long log never has to be flown open loop
-(the open-loop hover is unstable). Fitted together: the model's ``k_f``,
-``k_v``, ``k_roll``, ``k_pitch``, ``D_w`` (x and y; yaw is not actuated, its
-``D_w`` keeps the nominal value), the speed-to-moment coupling ``L_v``,
-``M_u``, a constant roll/pitch offset of the motion-capture attitude and
-every segment's initial state. The residuals (measured minus predicted pose,
-each channel divided by its noise level, estimated from the log's second
-differences) are minimized by Levenberg-Marquardt steps on the Jacobian of
-the residuals through the rollouts (forward-mode autodiff); standard
-deviations come from the Gauss-Newton covariance ``sigma^2 (J^T J)^-1``
-(nuisance states included, so the parameters' intervals account for them).
-
-Held out: the last ``holdout`` seconds are not fitted; each of its segments
-starts from a state fitted to its first ``init_window`` seconds only (model
-parameters fixed), and the model predicts the rest: the RMS position and
-attitude errors of that prediction are the validation, reported for the
-identified and for the start (seed) model.
+log (motion-capture pose and the logged commands) by multiple shooting:
+the log (docs/data_formats.md, "Flapper flight logs") is cut into segments,
+each flown by the model from its own fitted start state over the logged
+commands; the model parameters, a roll/pitch offset of the motion-capture
+attitude and the start states are fitted together (Levenberg-Marquardt,
+Gauss-Newton standard deviations), and the held-out tail is predicted.
 
 Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing, noise
 levels), :mod:`flapjax.sim.flapper.averaged_body` (the rigid body under the averaged model),
@@ -36,8 +12,9 @@ levels), :mod:`flapjax.sim.flapper.averaged_body` (the rigid body under the aver
 form), :mod:`.flight_shooting` (segments, compiled residuals and
 Jacobians), :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
 (:func:`identify_flight_log`), :mod:`.flight_report` (plots, summary),
-:mod:`.flight_synthetic` (synthetic logs); this module re-exports their
-public names and holds the driver :func:`run_flight_identification`.
+:func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log` (synthetic
+logs); this module re-exports the names its users read and holds the driver
+:func:`run_flight_identification`.
 """
 
 from __future__ import annotations
@@ -69,10 +46,6 @@ from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_report import body_line, summary, write_flight_plots
 from flapjax.identify.flapper.flight_shooting import logged_segments
 from flapjax.data.sampling import with_dropouts
-from flapjax.identify.flapper.flight_synthetic import (
-    SAMPLE_HIDDEN,
-    synthetic_flight_log,
-)
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import write_record
 from flapjax.safe_io import check_fit_memory
@@ -84,7 +57,6 @@ __all__ = [
     "FLIGHT_PARAMETERS",
     "LOG_COLUMNS",
     "QUICK",
-    "SAMPLE_HIDDEN",
     "flight_fit_bytes",
     "identify_flight_log",
     "logged_segments",
@@ -94,7 +66,6 @@ __all__ = [
     "run_flight_identification",
     "sample_steps",
     "summary",
-    "synthetic_flight_log",
     "with_dropouts",
     "write_flight_log",
     "write_flight_plots",
@@ -131,23 +102,20 @@ def run_flight_identification(
     inertia=None,
     command_delay: int | str = 0,
 ) -> FitReport:
-    """Identify the cycle-averaged model from the flight log at ``path`` and
-    write ``out_dir/results.json`` (every identified value ``name`` with
-    ``name_std``, fit and noise summaries, the held-out validation),
-    ``out_dir/cycle_averaged.json`` (loads with
-    :meth:`CycleAveragedParams.from_json`) and the residual and validation
-    plots (PNG). Returns the :class:`~flapjax.identify.fit_report.FitReport`
-    whose ``to_json()`` is what ``results.json`` holds. ``quick`` caps the
-    Levenberg-Marquardt iterations; ``progress`` shows a bar over them.
-    ``mass`` [kg] and ``inertia`` [kg m^2] are those of the robot that flew
-    (:func:`~flapjax.sim.flapper.averaged_body.body`; default the
-    nominal robot's); the fitted forces scale with the mass and the moments
-    with the inertia, so give yours. ``results.json`` records them under
-    ``body``. ``command_delay``: samples by which the logged commands lag
-    the instant they took effect, or ``"auto"`` to try 0-10 and keep the
-    delay whose residuals come closest to the log's noise level
-    (:func:`~flapjax.identify.flapper.flight_fit.command_delay_scan`; the
-    scores go under ``fit.command_delay_scan``).
+    """Identify the cycle-averaged model from the flight log at ``path``
+    (:func:`identify_flight_log`) and write into ``out_dir`` ``results.json``,
+    ``cycle_averaged.json`` (loads with :meth:`CycleAveragedParams.from_json`)
+    and the residual and validation plots (docs/data_formats.md, "Flapper
+    flight logs"). Returns the :class:`~flapjax.identify.fit_report.FitReport`
+    whose ``to_json()`` is what ``results.json`` holds.
+
+    ``quick`` caps the Levenberg-Marquardt iterations; ``progress`` shows a
+    bar over them. ``mass`` [kg] and ``inertia`` [kg m^2] are those of the
+    robot that flew (:func:`~flapjax.sim.flapper.averaged_body.body`;
+    default the nominal robot's), recorded under ``body``.
+    ``command_delay``: samples by which the logged commands lag, or
+    ``"auto"`` (:func:`~flapjax.identify.flapper.flight_fit.command_delay_scan`;
+    the scores go under ``fit.command_delay_scan``).
 
     Raises :class:`DataError` for a bad log (naming file, column, row) and
     :class:`ConfigError` for an unusable output folder, before any fit.
@@ -162,8 +130,7 @@ def run_flight_identification(
     check_fit_memory(str(path), f"the flight-log fit of {log['time_s'].size} samples",
                      flight_fit_bytes(log["time_s"]))
     out = Path(out_dir)
-    lock = lock_output_dir(out, name="out")
-    try:
+    with lock_output_dir(out, name="out"):
         echo(f"flight log {path}: {log['time_s'].size} samples at "
              f"{1.0 / float(np.median(np.diff(log['time_s']))):.0f} Hz; fitting ...")
         settings = {**DEFAULTS, **(QUICK if quick else {})}
@@ -200,5 +167,3 @@ def run_flight_identification(
         written = write_record(out, results, ["cycle_averaged.json", *files], started)
         echo(summary(results) + "\n" + written)
         return FitReport.from_record(results)
-    finally:
-        lock.release()

@@ -4,7 +4,6 @@ positive ones fitted as ``start * exp(z)``, signed ones as
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,18 +25,6 @@ FLIGHT_PARAMETERS = {
 }
 _POSITIVE = ("k_f", "k_v", "k_roll", "k_pitch", "D_w_x", "D_w_y")
 _LINEAR_SCALE = {"L_v": 1e-3, "M_u": 1e-3, "roll_offset": 1e-2, "pitch_offset": 1e-2}
-
-
-def with_values(base: CycleAveragedParams, v: dict) -> CycleAveragedParams:
-    """``base`` with the model parameters of ``v`` (name -> value; the yaw
-    ``D_w`` stays ``base``'s)."""
-    d_w = jnp.stack([v["D_w_x"], v["D_w_y"], base.rate_damping[2]])
-    fields = lambda p: (p.lift_coefficient, p.horizontal_damping, p.roll_gain, p.pitch_gain,  # noqa: E731
-                        p.rate_damping, p.roll_speed_coupling, p.pitch_speed_coupling)
-    new = (v["k_f"], v["k_v"], v["k_roll"], v["k_pitch"], d_w, v["L_v"], v["M_u"])
-    # base's types (Python numbers would make weakly typed leaves, and a new compilation)
-    new = tuple(jnp.asarray(x, dtype=jnp.result_type(old)) for x, old in zip(new, fields(base)))
-    return eqx.tree_at(fields, base, new)
 
 
 def start_values(base: CycleAveragedParams) -> dict[str, float]:

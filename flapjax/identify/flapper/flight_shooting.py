@@ -17,12 +17,8 @@ import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.math import euler_to_quat, quat_mul, rotvec_to_quat
-from flapjax.sim.flapper.averaged_body import fly, measure
-from flapjax.identify.flapper.flight_parameters import (
-    FLIGHT_PARAMETERS,
-    decode,
-    with_values,
-)
+from flapjax.sim.flapper.averaged_body import fly, measure, with_values
+from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS, decode
 
 # Scales of a segment's initial-state corrections: position, velocity, attitude, rates.
 _STATE_SCALE = np.concatenate([np.full(3, 1e-3), np.full(3, 0.1), np.full(3, 1e-2), np.full(3, 1.0)])
@@ -85,14 +81,6 @@ def _wrap(a):
     return jnp.arctan2(jnp.sin(a), jnp.cos(a))
 
 
-def _segment_residuals(params, inertia, seed, dz, offset, cmd_f, cmd_p, meas, sigma, dt, substeps):
-    states = fly(params, inertia, _apply_state(seed, dz), cmd_f, cmd_p, dt, substeps)
-    pred = measure(states, offset)
-    diff = meas - pred
-    diff = diff.at[:, 3:].set(_wrap(diff[:, 3:]))
-    return diff / sigma, pred
-
-
 class Segments(eqx.Module):
     """Shooting segments of a log and what their residuals need (no batch axis
     beyond the segments')."""
@@ -115,18 +103,28 @@ def _model(prob: Segments, g):
 
 
 def _one(prob: Segments, params, offset, seed, dz, f, p, mm, sig):
-    return _segment_residuals(params, prob.inertia, seed, dz, offset, f, p, mm, sig, prob.dt, prob.substeps)
+    """``(residuals (S, 6), predicted pose (S, 6))`` of one segment from its corrected start."""
+    states = fly(params, prob.inertia, _apply_state(seed, dz), f, p, prob.dt, prob.substeps)
+    pred = measure(states, offset)
+    diff = mm - pred
+    diff = diff.at[:, 3:].set(_wrap(diff[:, 3:]))
+    return diff / sig, pred
+
+
+def _all(prob: Segments, params, offset, dz, sig):
+    """:func:`_one` of every segment, ``dz`` (12 m,) their state corrections."""
+    m = prob.seeds.shape[0]
+    return jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig))(
+        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
 
 
 @eqx.filter_jit
 def fit_residuals(x, sig, prob: Segments):
     """Weighted residuals (flat) of every segment: ``x`` = the normalized
     parameters, then each segment's 12 state corrections; ``sig`` (6,)."""
-    n_par, m = len(FLIGHT_PARAMETERS), prob.seeds.shape[0]
+    n_par = len(FLIGHT_PARAMETERS)
     params, offset = _model(prob, x[:n_par])
-    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
-        prob.seeds, x[n_par:].reshape(m, 12), prob.freq, prob.plate, prob.meas)
-    return (r * prob.weight).ravel()
+    return (_all(prob, params, offset, x[n_par:], sig)[0] * prob.weight).ravel()
 
 
 @eqx.filter_jit
@@ -153,10 +151,7 @@ def fit_jacobian(x, sig, prob: Segments):
 
 
 def _start_residuals_raw(dz, sig, prob: Segments, params, offset):
-    m = prob.seeds.shape[0]
-    r = jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[0])(
-        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
-    return (r * prob.weight).ravel()
+    return (_all(prob, params, offset, dz, sig)[0] * prob.weight).ravel()
 
 
 #: Residuals and Jacobian in the segments' state corrections only (model fixed).
@@ -167,6 +162,4 @@ start_jacobian = eqx.filter_jit(jax.jacfwd(_start_residuals_raw))
 @eqx.filter_jit
 def predict_segments(dz, sig, prob: Segments, params, offset):
     """(m, S, 6) predicted pose of every segment from its corrected start."""
-    m = prob.seeds.shape[0]
-    return jax.vmap(lambda s, d, f, p, mm: _one(prob, params, offset, s, d, f, p, mm, sig)[1])(
-        prob.seeds, dz.reshape(m, 12), prob.freq, prob.plate, prob.meas)
+    return _all(prob, params, offset, dz, sig)[1]

@@ -1,43 +1,8 @@
-"""Identification from a measured thrust-stand table.
-
-A stand table (:mod:`flapjax.data.tables`) holds one row per measured
-condition of the robot on a force/torque sensor: the flapping frequency
-``frequency_hz``, the cycle-mean vertical force ``fz_n`` and optionally the
-plate angles ``pitch_plate_rad`` (delta_p, pitch_joint) and
-``roll_plate_rad`` (delta_r, roll_joint), the cycle-mean horizontal forces
-``fx_n``, ``fy_n`` and the moments ``mx_nm``, ``my_nm`` about the robot's
-centre of mass in body axes. The cycle-averaged model's stand part
-(:mod:`flapjax.aero.cycle_averaged`, fixed base: body = world frame) is::
-
-    L     = k_f f^2,  c = 1 / sqrt(1 + delta_r^2 + delta_p^2)
-    fz_n  = L c                 + b_fz
-    fx_n  = -L delta_r c        + b_fx
-    fy_n  = -L delta_p c        + b_fy
-    mx_nm = lambda_f (k_roll delta_p + k_roll_cross delta_r)   + b_mx
-    my_nm = lambda_f (-k_pitch delta_r + k_pitch_cross delta_p) + b_my
-
-with ``lambda_f = (f / f_ref)^2``, ``f_ref`` = 42 Hz, the crossed naming of
-the averaged model (the pitch_joint angle rolls the robot) and the cross
-terms ``k_roll_cross`` (roll moment per rad of roll_joint) and
-``k_pitch_cross`` (pitch moment per rad of pitch_joint), 0 for a symmetric
-robot. ``b_*`` (``fz_offset`` ...) are the sensor's zero offsets left after
-taring, fitted when the table has enough rows
-(:data:`~flapjax.identify.flapper.stand_prediction.MIN_ROWS_FOR_OFFSETS`).
-A term is fitted only when the table can identify it (its channel is there
-and the plate angle it multiplies varies); a moment gain whose channel is
-there but whose plate never moves is held at the nominal robot's value and
-reported as such (:func:`~flapjax.identify.flapper.stand_fit.held_gains`).
-
-The fit is by gradient (:func:`flapjax.identify.fit.fit`, L-BFGS; k_f in log
-space, the signed terms in units of their data scale) in two passes: the
-first with each channel scaled by its RMS, the second by the residual
-standard deviation of each channel estimated from the first pass, so the
-channels weigh by their noise. Standard deviations come from the curvature
-of the loss (:func:`flapjax.identify.losses.gauss_newton_uncertainty`, with
-the residual variance estimated from the data). Every ``holdout_every``-th
-row is held out of the fit and its prediction error reported.
-:func:`run_stand_identification` writes ``results.json``, a partial
-``cycle_averaged.json`` and residual plots.
+"""Identification from a measured thrust-stand table: the cycle-averaged
+model's stand part (fixed base, cycle means of ``fz_n`` and optionally
+``fx_n``, ``fy_n``, ``mx_nm``, ``my_nm`` against the frequency and the plate
+angles; the model, the terms a table identifies, the held gains and the fit
+are in docs/data_formats.md, "Thrust-stand tables").
 
 Modules: :mod:`flapjax.data.stand_table` (the table: columns, :class:`StandData`,
 reading), :mod:`.stand_prediction` (the model, its parameters and
@@ -143,23 +108,17 @@ def _physical(data, res: StandFit, out: Path, physical_options: Mapping[str, Any
 def run_stand_identification(path: str | Path, *, out_dir: str | Path, echo: Callable[[str], None] = print,
                              physical: bool = False, holdout_every: int = 5,
                              physical_options: Mapping[str, Any] | None = None) -> FitReport:
-    """Identify the stand model from the table at ``path``.
-
-    Writes into ``out_dir``: ``results.json`` (every fitted value ``name``
-    and its standard deviation ``name_std``; a moment gain of a moment
-    column the table holds but cannot identify, its plate never moving,
-    held at the nominal robot's value with ``name_std`` None and the reason
-    under ``not_identified``; the held-out rows' prediction error, the
-    residual standard deviations, diagnostics),
-    ``cycle_averaged.json`` (the fitted k_f, and k_roll / k_pitch when the
-    table identifies them, loadable by
-    :meth:`flapjax.aero.cycle_averaged.CycleAveragedParams.from_json`) and
-    the plots of :func:`write_stand_plots`; returns the
+    """Identify the stand model from the table at ``path`` (every ``holdout_every``-th
+    row held out) and write into ``out_dir`` ``results.json``,
+    ``cycle_averaged.json`` (loadable by
+    :meth:`flapjax.aero.cycle_averaged.CycleAveragedParams.from_json`) and the
+    plots of :func:`write_stand_plots` (contents: docs/data_formats.md,
+    "Thrust-stand tables"); returns the
     :class:`~flapjax.identify.fit_report.FitReport` whose ``to_json()`` is
     what ``results.json`` holds.
 
     ``physical=True`` also fits per-wing physical parameters through the
-    fixed-base per-wing rollout to the table (slow: minutes;
+    fixed-base per-wing rollout (slow: minutes;
     :func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand`, options
     in ``physical_options``), adds them under ``"physical"`` and writes
     them alone to ``per_wing.json`` (for

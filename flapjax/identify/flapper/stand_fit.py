@@ -144,24 +144,21 @@ def held_gains(train: StandData, names: list[str]) -> tuple[dict[str, float], di
     return {n: nominal[n] for n in held}, why, notes
 
 
+def _column(reg: dict[str, np.ndarray], name: str, ch: str, n: int) -> np.ndarray:
+    """(n,) regressor of parameter ``name`` in channel ``ch`` (0 where it does not enter)."""
+    if name == "k_f":
+        return reg[f"k_f_{ch}"] if ch in ("fz_n", "fx_n", "fy_n") else np.zeros(n)
+    if PARAMETERS[name][0] != ch:
+        return np.zeros(n)
+    return np.ones(n) if name.endswith("_offset") else reg[name]
+
+
 def _closed_form(data: StandData, names: list[str], channels, weights, f_ref) -> dict[str, float]:
     """Weighted linear least squares of the (linear-in-parameters) model."""
     reg = regressors(data, f_ref)
-    blocks_a, blocks_y = [], []
-    for j, ch in enumerate(channels):
-        cols = []
-        for name in names:
-            if name == "k_f":
-                cols.append(reg[f"k_f_{ch}"] if ch in ("fz_n", "fx_n", "fy_n") else np.zeros(data.n))
-            elif PARAMETERS[name][0] != ch:
-                cols.append(np.zeros(data.n))
-            elif name.endswith("_offset"):
-                cols.append(np.ones(data.n))
-            else:
-                cols.append(reg[name])
-        blocks_a.append(np.stack(cols, axis=1) / weights[j])
-        blocks_y.append(data.channels[ch] / weights[j])
-    a, y = np.concatenate(blocks_a), np.concatenate(blocks_y)
+    a = np.concatenate([np.stack([_column(reg, n, ch, data.n) for n in names], axis=1) / weights[j]
+                        for j, ch in enumerate(channels)])
+    y = np.concatenate([data.channels[ch] / weights[j] for j, ch in enumerate(channels)])
     scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
     sol = np.linalg.lstsq(a / scale, y, rcond=None)[0] / scale
     return {n: float(v) for n, v in zip(names, sol)}
@@ -197,13 +194,10 @@ def _training_units(train: StandData, names: list[str], channels, rms: np.ndarra
     conditioned for L-BFGS): channel RMS over regressor RMS."""
     reg = regressors(train, f_ref)
     units = {}
-    for name in names:
-        if name == "k_f":
-            continue
+    for name in (n for n in names if n != "k_f"):
         ch = PARAMETERS[name][0]
-        j = channels.index(ch)
-        x = np.ones(train.n) if name.endswith("_offset") else reg[name]
-        units[name] = float(rms[j] / max(np.sqrt(np.mean(x**2)), 1e-300))
+        x = _column(reg, name, ch, train.n)
+        units[name] = float(rms[channels.index(ch)] / max(np.sqrt(np.mean(x**2)), 1e-300))
     return units
 
 
@@ -330,10 +324,7 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     unc = gauss_newton_uncertainty(_residual_fn(nominal, data_w), second.trainable)
     phys = physical_values({k: v for k, v in second.params.items() if k != "f_ref"})
     values = {n: float(phys[n]) for n in names}
-    std = {}
-    for n in names:
-        s = float(np.asarray(unc.std[n]))
-        std[n] = s if n == "k_f" else s * units[n]
+    std = {n: float(np.asarray(unc.std[n])) * (1.0 if n == "k_f" else units[n]) for n in names}
     ls = _closed_form(train, names, channels, sigma, f_ref)
     fitted = StandFit(values=values, std=std, least_squares=ls, channels=channels,
                       sigma={ch: float(s) for ch, s in zip(channels, sigma)},

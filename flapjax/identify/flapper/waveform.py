@@ -1,26 +1,12 @@
-"""Per-wing physical parameters from a phase-resolved stand record.
+"""Per-wing physical parameters from a phase-resolved stand record
+(docs/data_formats.md, "Phase-resolved stand records", says why cycle means
+cannot fix them and a record within the cycle can).
 
-Cycle means hide what the wing's pitch dynamics do within a cycle: over 15 to
-45 Hz the cycle-mean F_z changes by 0.2-2.6 % of itself per unit of log hinge
-stiffness and its shape in frequency is nearly that of a lift scale plus a
-sensor offset, so a table of cycle means with a millinewton of noise leaves
-the hinge stiffness and the wing inertia undetermined (relative standard
-deviations of several hundred and tens of percent). The force a sensor under
-the fixed robot reads *within* the cycle is another matter: the passive pitch
-sets the phase and height of the lift peaks, the wings' inertia the shape of
-the reaction between them; phase-averaged into bins, a few conditions fix the
-lift scale, the hinge stiffness and the wings' rotational inertia to a few
-percent or better.
-
-:class:`~flapjax.sim.flapper.stand_waveform.WaveformRollout` is that
-reading (forces and moments) as a differentiable function of the parameters
-(:mod:`flapjax.sim.flapper.stand_waveform`, re-exported here).
 :func:`fit_waveform` fits the parameters (log space) and one sensor offset per
-channel by Levenberg-Marquardt with forward-mode Jacobians, weighting each
+channel by Levenberg-Marquardt with forward-mode Jacobians through
+:class:`~flapjax.sim.flapper.stand_waveform.WaveformRollout`, weighting each
 channel by its residual standard deviation, with Gauss-Newton standard
 deviations and the prediction error on held-out conditions.
-:func:`flapjax.identify.flapper.waveform_report.run_waveform_identification`
-is ``flapjax identify --data FILE`` for such a record.
 """
 
 from __future__ import annotations
@@ -39,15 +25,7 @@ from flapjax.identify.flapper.physical import STAND_PHYSICAL_UNITS
 from flapjax.data.stand_table import CHANNEL_UNITS
 from flapjax.data.stand_record import StandWaveform
 from flapjax.sim.flapper.stand import nominal_physical, nominal_stops
-from flapjax.sim.flapper.stand_waveform import (
-    READING_COLUMNS,
-    Momenta,
-    WaveformRollout,
-    bin_edges,
-    eval_waveform,
-    momenta,
-    sensor_waveform,
-)
+from flapjax.sim.flapper.stand_waveform import READING_COLUMNS, WaveformRollout
 from flapjax.identify.levenberg_marquardt import levenberg_marquardt
 from flapjax.identify.solve import (
     gauss_newton_covariance,
@@ -60,17 +38,7 @@ from flapjax.identify.solve import (
 )
 from flapjax.validation import ConfigError
 
-__all__ = [
-    "READING_COLUMNS",
-    "WAVEFORM_PARAMETERS",
-    "Momenta",
-    "WaveformRollout",
-    "bin_edges",
-    "eval_waveform",
-    "fit_waveform",
-    "momenta",
-    "sensor_waveform",
-]
+__all__ = ["STOPS", "WAVEFORM_PARAMETERS", "fit_waveform"]
 
 #: Parameters :func:`fit_waveform` can fit (positive, fitted in log space):
 #: the per-wing model's lift scale, hinge stiffness and damping, moment scale,
@@ -319,20 +287,11 @@ def fit_waveform(
       echo: progress messages.
 
     Returns the :class:`~flapjax.identify.fit_report.FitReport` (study
-    ``stand_waveform``, source ``data.source``) whose ``to_json()`` is the
-    ``results.json`` body of
-    :func:`~flapjax.identify.flapper.waveform_report.run_waveform_identification`:
-    the values, standard deviations (None: not determined, held) and units
-    of the parameters, then of the sensor offsets (``fz_offset`` ... [N] or
-    [N m]); details ``rows``, ``relative_std`` [-] (per parameter),
-    ``residual_std`` (per channel [N] or [N m]), ``validation`` (held-out
-    conditions: RMS error per channel, also relative to the residual
-    standard deviation and to the measured RMS), ``correlation`` (``names``:
-    the parameters, then the offsets; (p + C, p + C) ``matrix``),
-    ``conditions``, ``channels``, ``iterations``, ``reason``, ``duration``
-    and ``discard`` [s], ``start`` (the fitted parameters' start values) and
-    ``notes``; arrays ``phase`` (n,) [rad], ``condition`` (n,), ``measured``
-    and ``fitted`` (n, C) [N or N m].
+    ``stand_waveform``, source ``data.source``) of the parameters (std None:
+    not determined, held) and the sensor offsets (``fz_offset`` ... [N or
+    N m]); its details are the ``results.json`` keys listed in
+    docs/data_formats.md ("Phase-resolved stand records"); arrays ``phase``
+    (n,) [rad], ``condition`` (n,), ``measured`` and ``fitted`` (n, C) [N or N m].
     """
     parameters = tuple(parameters)
     _check_parameters(parameters)
