@@ -190,15 +190,14 @@ def make_fit_step(
 
     Returns ``step(trainable, opt_state, nominal, data) -> (trainable,
     opt_state, loss, grad_norm)``: the loss and its gradient at the incoming
-    ``trainable`` (``eqx.filter_value_and_grad``), then one optax update.
-    ``line_search`` (default: detected from the optimizer state, e.g. ``optax.lbfgs``) passes the
-    objective to the update, as optax's line searches require; the value and
-    gradient the line search already computed are reused. ``grad_mode``:
-    ``"reverse"`` (``eqx.filter_value_and_grad``), ``"forward"``
-    (``jax.jacfwd``, one JVP per parameter; pair it with a value-only line
-    search such as ``make_optimizer("lbfgs", line_search="backtracking")``)
-    or ``"auto"`` (:func:`choose_grad_mode`: forward for a few parameters,
-    decided from the trainable's size when the step is traced).
+    ``trainable``, then one optax update. ``line_search`` (default: detected
+    from the optimizer state, e.g. ``optax.lbfgs``) passes the objective to
+    the update, as optax's line searches require; a zoom search's own value
+    and gradient are reused. ``grad_mode``: ``"reverse"``
+    (``eqx.filter_value_and_grad``), ``"forward"`` (one JVP per parameter;
+    pair it with a value-only line search such as
+    ``make_optimizer("lbfgs", line_search="backtracking")``) or ``"auto"``
+    (:func:`choose_grad_mode`, decided when the step is traced).
     ``compiler_options``: XLA options of the step's program (e.g.
     :func:`flapjax.sim.tree.compiler_options` for losses that step the
     pure-JAX joint tree).
@@ -216,23 +215,12 @@ def make_fit_step(
             mode = choose_grad_mode(jax.flatten_util.ravel_pytree(trainable)[0].size, opt_state)
         if mode == "forward":
             value, grad = _forward_value_and_grad(objective, trainable)
-            if use_ls:
-                updates, opt_state = optimizer.update(
-                    grad, opt_state, trainable, value=value, grad=grad, value_fn=objective
-                )
-            else:
-                updates, opt_state = optimizer.update(grad, opt_state, trainable)
-        elif use_ls:
-            if _holds_state(opt_state, "Zoom"):  # reuse the zoom search's value and gradient
-                value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
-            else:  # a value-only search (backtracking) stores no gradient
-                value, grad = eqx.filter_value_and_grad(objective)(trainable)
-            updates, opt_state = optimizer.update(
-                grad, opt_state, trainable, value=value, grad=grad, value_fn=objective
-            )
-        else:
+        elif use_ls and _holds_state(opt_state, "Zoom"):  # reuse the zoom search's value and gradient
+            value, grad = optax.value_and_grad_from_state(objective)(trainable, state=opt_state)
+        else:  # no line search, or a value-only one (backtracking) that stores no gradient
             value, grad = eqx.filter_value_and_grad(objective)(trainable)
-            updates, opt_state = optimizer.update(grad, opt_state, trainable)
+        extra = dict(value=value, grad=grad, value_fn=objective) if use_ls else {}
+        updates, opt_state = optimizer.update(grad, opt_state, trainable, **extra)
         trainable = eqx.apply_updates(trainable, updates)
         return trainable, opt_state, value, optax.tree.norm(grad)
 

@@ -17,7 +17,7 @@ from flapjax import rotor
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor import model as M
 from flapjax.data.hover_log import describe_scene, read_hover_log, scene_sources, sidecar_path
-from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover, resolve_robot
+from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir
 
@@ -124,20 +124,11 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
       scene: scene keys overriding the log's (``wall_x_m``, ...).
       validation_fraction: the final part of the log held out [-].
 
-    Returns the :class:`~flapjax.identify.fit_report.FitReport` whose
-    :meth:`~flapjax.identify.fit_report.FitReport.to_json` is what
-    ``results.json`` holds: every identified value and
-    its standard deviation (``wall_thrust_coeff``, ``wall_thrust_coeff_std``,
-    ...; ``None`` for a value held at its default), ``not_identified`` and
-    ``weakly_identified`` (name -> reason), ``validation`` (the held-out
-    segment's RMS prediction error per body axis [m/s^2], also relative to
-    the fit's residual standard deviation and with the default
-    coefficients), ``fit`` (rows, steps, convergence, ``correlation`` with
-    its ``names`` and ``matrix``), units, ``scene_source``, ``files``,
-    ``seconds``, ``versions``; the fit's arrays (time, measured and
-    predicted specific force, fit and validation masks) as its ``arrays``.
-    Load the values into a chain with
-    :func:`flapjax.identify.multirotor.chain_params_from_results`.
+    Returns the :class:`~flapjax.identify.fit_report.FitReport` of what
+    ``results.json`` holds (its keys: docs/data_formats.md, "Multirotor
+    hover logs"), the fit's arrays (time, measured and predicted specific
+    force, fit and validation masks) as its ``arrays``. Load the values
+    into a chain with :func:`flapjax.identify.multirotor.chain_params_from_results`.
     """
     from tqdm.auto import tqdm
 
@@ -145,7 +136,7 @@ def run_hover_identification(path, *, robot, out_dir, quick: bool = False, progr
 
     jax.config.update("jax_enable_x64", True)
     started = time.perf_counter()
-    prof = resolve_robot(robot)
+    prof = rotor.resolve_profile(robot, field="robot")
     log = read_hover_log(path, prof.n_rotors, scene=scene)
     check_thrust_carries_weight(log, float(prof.mass), prof.name)
     out = Path(out_dir)

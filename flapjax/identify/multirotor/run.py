@@ -1,33 +1,17 @@
 """Identify a multirotor's proximity and drag coefficients from a hover log.
 
-:func:`fit_hover` (a :class:`~flapjax.identify.fit_report.FitReport`) fits
-the hover model of :mod:`flapjax.identify.multirotor.model` to the
-accelerometer by gradient
-(:func:`flapjax.identify.fit.fit`, L-BFGS) in two passes: unit weights,
-then each axis weighted by its residual standard deviation. Standard
-deviations come from :func:`flapjax.identify.losses.gauss_newton_uncertainty`
-with the residual variance of the data. The last ``validation_fraction`` of
-the log is held out and predicted
-(:func:`~flapjax.identify.multirotor.hover_report.run_hover_identification`
-reads a file, fits, and writes ``results.json`` and plots). The log is
-padded to one of a few lengths (:func:`padded_length`; the padded rows are
+:func:`fit_hover` fits the hover model of
+:mod:`flapjax.identify.multirotor.model` to the accelerometer by gradient
+(L-BFGS in Gauss-Newton whitened coordinates) in two passes: unit weights,
+then each axis weighted by its residual standard deviation; standard
+deviations from the loss curvature with the residual variance of the data;
+the last ``validation_fraction`` of the log held out and predicted. The log
+is padded to one of a few lengths (:func:`padded_length`, the padded rows
 masked out) so that logs of different lengths share one compiled fit.
-
-Coefficients the log cannot excite are held at the chain's defaults and
-listed in ``not_identified`` with the reason: ``ground_coeff`` needs
-samples with a rotor within 3 R of the ground; the wall coefficients need
-samples within 4 R of the wall; the fade range (``wall_fade_start``,
-``wall_range``) needs wall samples in at least three distance bands
-between 1 R and 6 R; each axis's drag needs body speeds beyond 0.3 m/s
-along it. A fitted value whose standard deviation exceeds its magnitude,
-or whose correlation with another fitted value exceeds
-:data:`~flapjax.identify.multirotor.fit_checks.CORRELATION_LIMIT` in
-magnitude, is reported as weakly identified.
-
-``notes`` flag fits the model does not explain
-(:mod:`flapjax.identify.multirotor.fit_checks`): a drag coefficient below
-zero, an accelerometer bias beyond a calibrated sensor's, and fit
-residuals above the accelerometer's own noise level.
+Which coefficients a log cannot excite (:func:`excitation`), which are
+weakly identified and the notes of
+:mod:`~flapjax.identify.multirotor.fit_checks`: docs/data_formats.md,
+"Multirotor hover logs".
 """
 
 from __future__ import annotations
@@ -39,14 +23,13 @@ from typing import Any, Callable
 
 import equinox as eqx
 import jax
-import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
 from flapjax import rotor
 from flapjax.identify import losses as L
-from flapjax.identify.fit import Convergence, Nominal, Trainable, combine, fit, make_fit_step, make_optimizer, split
+from flapjax.identify.fit import Convergence, Trainable, fit, make_fit_step, make_optimizer, split
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.model import REPORTED, UNITS
 from flapjax.data.hover_log import HoverLog
@@ -57,11 +40,6 @@ from flapjax.validation import ConfigError
 
 #: Samples skipped at the start (the actuator replay settles) [s].
 SETTLE_S = 0.5
-
-def resolve_robot(robot: str | rotor.RotorProfile) -> rotor.RotorProfile:
-    """A preset name (``quad_x``, ``hexa``, ``hexa_tilted``), a profile file
-    (``.toml`` / ``.json``) or a profile (:func:`flapjax.rotor.resolve_profile`)."""
-    return rotor.resolve_profile(robot, field="robot")
 
 
 def excitation(prof: rotor.RotorProfile, inputs: M.HoverInputs) -> dict[str, str]:
@@ -159,12 +137,6 @@ def _residuals(theta, scale, pb: _Problem):
     return L.residuals(lambda p, x: M.predict(pb.prof, p, x), _params(theta, pb), data)
 
 
-@jax.jit
-def _residuals_trainable(trainable: Trainable, scale, pb: _Problem):
-    data = L.Measurements(inputs=pb.inputs, targets=pb.targets, scale=scale, valid=pb.fitted)
-    return L.residuals(lambda p, x: M.predict(pb.prof, p, x), combine(trainable, Nominal(values=pb.nominal)), data)
-
-
 @functools.partial(jax.jit, static_argnames="diagonal")
 def _whitening(theta, scale, pb: _Problem, diagonal: bool = False):
     """(p, p) map z -> theta offset with unit Gauss-Newton curvature at
@@ -217,10 +189,8 @@ def _problem(prof, log: HoverLog, padded: M.HoverInputs, fit_rows: np.ndarray, t
     n_rows, n_padded = log.n_samples, padded.dt.shape[0]
     targets = np.zeros((n_padded, 3))
     targets[:n_rows] = log.specific_force
-    fitted_rows = np.zeros(n_padded, dtype=bool)
-    fitted_rows[fit_rows] = True
     names = tuple(trainable_names)
-    pb = _Problem(prof=prof, inputs=padded, targets=jnp.asarray(targets), fitted=jnp.asarray(fitted_rows),
+    pb = _Problem(prof=prof, inputs=padded, targets=jnp.asarray(targets), fitted=jnp.asarray(_mask(n_padded, fit_rows)),
                   nominal={k: jnp.asarray(v) for k, v in nominal.values.items()}, names=names,
                   log_names=tuple(k for k in names if k in M.LOG_SPACE))
     theta = jnp.asarray([np.log(start[k]) if k in M.LOG_SPACE else start[k] for k in names])
@@ -283,7 +253,10 @@ def _uncertainty(pb: _Problem, theta, scale, n_fit: int):
     fitted = _params(theta, pb)
     trainable, _ = split({k: float(fitted[k]) for k in names}, names,
                          signed=[k for k in names if k not in M.LOG_SPACE])
-    unc = L.gauss_newton_uncertainty(lambda tr: _residuals_trainable(tr, scale, pb), trainable,
+    def theta_of(tr: Trainable):
+        return jnp.stack([tr.log[k] if k in pb.log_names else tr.linear[k] for k in names])
+
+    unc = L.gauss_newton_uncertainty(lambda tr: _residuals(theta_of(tr), scale, pb), trainable,
                                      n_residuals=3 * n_fit)
     params = {k: float(v) for k, v in fitted.items()}
     std = {k: float(v) for k, v in unc.std.items()}
@@ -321,12 +294,11 @@ def _validation(log: HoverLog, val_rows, pred_all, default_pred, sigma, noise, f
     return validation
 
 
-def _masks(n: int, fit_rows, val_rows) -> tuple[np.ndarray, np.ndarray]:
-    fit_mask = np.zeros(n, bool)
-    fit_mask[fit_rows] = True
-    val_mask = np.zeros(n, bool)
-    val_mask[val_rows] = True
-    return fit_mask, val_mask
+def _mask(n: int, rows) -> np.ndarray:
+    """(n,) bool, True at the indices ``rows``."""
+    out = np.zeros(n, dtype=bool)
+    out[rows] = True
+    return out
 
 
 def fit_hover(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: float = 0.2,
@@ -376,9 +348,9 @@ def fit_hover(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: f
         scene=dict(log.scene),
         notes=fit_notes(values, reported_std, float(prof.mass), sigma / noise),
     )
-    fit_mask, val_mask = _masks(t.shape[0], fit_rows, val_rows)
-    arrays = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": fit_mask,
-              "validation": val_mask, "ground_distance": np.asarray(inputs.proximity.ground_distance),
+    arrays = {"time": log.time, "measured": meas_np, "predicted": pred_all, "fit": _mask(t.shape[0], fit_rows),
+              "validation": _mask(t.shape[0], val_rows),
+              "ground_distance": np.asarray(inputs.proximity.ground_distance),
               "wall_distance": np.asarray(inputs.proximity.wall_distance), "radius": np.asarray(prof.radius)}
     return FitReport.of("hover", log.path, {k: values[k] for k in REPORTED}, reported_std, UNITS, details, arrays)
 
