@@ -57,61 +57,17 @@ def hidden_chain_params(hidden: Mapping[str, Any] = HIDDEN) -> rotor.ChainParams
     )
 
 
-def flight_plan(prof: rotor.RotorProfile, scene: Mapping[str, float] = SCENE, *, hold: float = 1.3,
-                ) -> list[tuple[np.ndarray, float, float]]:
-    """Waypoints ``(position (3,) [m], move time [s], hold time [s])``.
-
-    Heading is yaw = pi (the arm points away from the wall). Rotor heights
-    ``h / R`` from 0.85 to 6 and free air; nearest-rotor wall distances
-    ``d / R`` from 1.15 to 6 at 1.2 m height (free of ground effect), so the
-    fade window of the wall model is crossed; free-air sweeps along x, y and
-    z at two speeds for the drag. Moves between hovers take ``2 s/m`` (peak
-    speed about 0.9 m/s, at least 0.8 s). The last part repeats a few
-    conditions (the held-out validation segment).
-    """
-    radius = float(np.mean(np.asarray(prof.radius)))
-    rot = np.diag([-1.0, -1.0, 1.0])
-    reach = float(np.max((np.asarray(prof.positions) @ rot.T)[:, 0]))  # nearest rotor ahead of the CoM (+x)
-    g0, wall = scene["ground_z_m"], scene["wall_x_m"]
-    high = g0 + 1.2
-    x_free = wall - 1.6
-    base = np.array([x_free, 0.0, high])
-    plan: list[tuple[np.ndarray, float, float]] = [(base, 0.0, 1.0)]
-
-    def go(target, t_hold=hold, t_move=None):
-        dist = float(np.linalg.norm(np.asarray(target) - plan[-1][0]))
-        plan.append((np.asarray(target, dtype=float), max(0.8, 2.0 * dist) if t_move is None else t_move, t_hold))
-
-    ground = lambda h: np.array([x_free, 0.0, g0 + h * radius])  # noqa: E731
-    near_wall = lambda d: np.array([wall - reach - d * radius, 0.0, high])  # noqa: E731
-    for h in (6.0, 3.0, 2.0, 1.5, 1.2, 1.0, 0.85):
-        go(ground(h))
-    go(base, 0.5)
-    for d in (6.0, 4.5, 3.6, 3.1, 2.6, 2.2, 1.8, 1.5, 1.3, 1.15):
-        go(near_wall(d))
-    go(base, 0.5)
-    for axis, reach_m in ((0, -1.0), (1, 1.0), (2, -0.8)):  # drag sweeps, away from the wall and the ground
-        for t in (1.8, 1.2):
-            off = np.zeros(3)
-            off[axis] = reach_m
-            go(base + off, 0.3, t)
-            go(base, 0.3, t)
-    for target in (ground(1.1), ground(2.5), base, near_wall(2.4), near_wall(1.4), near_wall(3.3), base):
-        go(target)
-    return plan
-
-
 def simulate_hover_flight(prof: rotor.RotorProfile, chain: rotor.ChainParams, *,
                           scene: Mapping[str, float] = SCENE, dt: float = 0.005, plan=None) -> dict[str, np.ndarray]:
-    """Fly ``plan`` (default :func:`flight_plan` in ``scene``) at yaw = pi
-    with the hover model's chain switches, no wind
+    """Fly ``plan`` (default: :func:`flapjax.sim.multirotor.hover_flight.flight_plan`
+    in ``scene``) at yaw = pi with the hover model's chain switches, no wind
     (:func:`flapjax.sim.multirotor.hover_flight.fly_plan`: its exact log
     quantities; ``touching`` and ``diverged`` must stay False)."""
-    from flapjax.sim.multirotor.hover_flight import fly_plan
+    from flapjax.sim.multirotor.hover_flight import flight_plan, fly_plan
 
     from flapjax.identify.multirotor.model import HOVER_OPTIONS
 
-    plan = flight_plan(prof, scene) if plan is None else plan
+    plan = flight_plan(prof, ground_z=scene["ground_z_m"], wall_x=scene["wall_x_m"]) if plan is None else plan
     sc_model = sc.Scene(ground_height=scene["ground_z_m"], wall_x=scene["wall_x_m"],
                         wall_anchor_z=scene["wall_anchor_z_m"], wall_pitch=scene["wall_pitch_rad"])
     return fly_plan(prof, chain, plan, options=HOVER_OPTIONS, scene=sc_model, yaw=math.pi, dt=dt)
