@@ -11,7 +11,9 @@ The generic machinery (no robot knowledge) is re-exported here:
 - :mod:`flapjax.identify.solve`: what every measured-data fit shares: channel
   reweighting, Gauss-Newton covariance, correlation and unidentified
   parameters, held-out rows and their metrics;
-- :mod:`flapjax.identify.results`: study results and their JSON form.
+- :mod:`flapjax.identify.results`: study results and their JSON form
+  (the JSON files themselves: :mod:`flapjax.files`);
+- :mod:`flapjax.identify.fit_report`: what a measured-data fit reports.
 
 The studies of the flapping-wing robot (``flapjax identify``) are in
 :mod:`flapjax.identify.flapper`::
@@ -24,9 +26,6 @@ The studies of the flapping-wing robot (``flapjax identify``) are in
 """
 
 from flapjax.identify.fit import (
-    GRAD_MODES,
-    LINE_SEARCHES,
-    OPTIMIZERS,
     Convergence,
     FitResult,
     LossFn,
@@ -52,12 +51,9 @@ from flapjax.identify.losses import (
     slope_through_origin,
     valid_rows,
 )
-from flapjax.identify.results import StudyResult, read_json, to_arrays, to_jsonable, versions, write_json
+from flapjax.identify.results import StudyResult, versions
 
 __all__ = [
-    "GRAD_MODES",
-    "LINE_SEARCHES",
-    "OPTIMIZERS",
     "Convergence",
     "Estimate",
     "FitReport",
@@ -77,14 +73,10 @@ __all__ = [
     "make_fit_step",
     "make_optimizer",
     "r_squared",
-    "read_json",
     "residuals",
     "scale_trainable",
     "slope_through_origin",
     "split",
-    "to_arrays",
-    "to_jsonable",
     "valid_rows",
     "versions",
-    "write_json",
 ]

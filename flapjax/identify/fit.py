@@ -1,22 +1,12 @@
 """Gradient-based fitting: the machinery every identification study shares.
 
-A study has three parts:
-
-1. *measurements* -- arrays produced by rollouts (or a table), held in a
-   :class:`~flapjax.identify.losses.Measurements` pytree;
-2. a *model* of those measurements, ``predict(params, inputs) -> predictions``,
-   with ``params`` a plain ``dict[str, Array]`` of physical values in SI units;
-3. a *fit*: the trainable entries of ``params`` are kept apart from the
-   nominal ones (:func:`split`, :mod:`flapjax.identify.parameters`, re-exported
-   here), positive constants live in log space, and one
-   jitted optax step (:func:`make_fit_step`, ``eqx.filter_value_and_grad``)
-   is iterated until :class:`Convergence` says stop (:func:`fit`).
-
-The measurements, the least-squares loss and the curvature-based
-uncertainty are in :mod:`flapjax.identify.losses`; study results and their
-JSON form in :mod:`flapjax.identify.results`. Nothing here knows about a
-robot or about MuJoCo: a loss may run MJX rollouts inside, but this module
-only sees a differentiable function of a parameter dict.
+A study minimizes a differentiable ``loss(params, data)`` of a plain
+``dict[str, Array]`` of physical values [SI]: the trainable entries are kept
+apart from the nominal ones (:mod:`flapjax.identify.parameters`, re-exported
+here), one jitted optax step (:func:`make_fit_step`) is iterated until
+:class:`Convergence` says stop (:func:`fit`). Losses and their curvature:
+:mod:`flapjax.identify.losses`. No robot knowledge: a loss may run MJX
+rollouts inside, but this module only sees a differentiable function.
 """
 
 from __future__ import annotations
