@@ -1,17 +1,10 @@
 """Identification from a measured data file (``flapjax identify --data
-FILE``): the first of :data:`EXPERIMENTS` whose columns the file has is
-run: a phase-resolved stand record of the flapping-wing robot
-(``frequency_hz``, ``phase_rad``, ``fz_n``, no ``time_s``), its thrust-stand
-table (``frequency_hz``, ``fz_n``, no ``time_s``), a multirotor hover log
-(``time_s`` and a ``robot``, preset name or profile ``.toml``) or a flight
-log of the flapping-wing robot (``time_s``, ``frequency_hz``, no ``robot``).
-
-An option the file's experiment does not take is refused (``robot`` and
-``quick`` are ignored with a note). A file that matches none raises
-:class:`~flapjax.data.tables.DataError` naming the required columns it
-lacks of the study its columns come closest to (:func:`closest_study`), or
-else listing the columns each study needs, and a ';' or tab separator it
-seems to use. The formats are in ``docs/data_formats.md``.
+FILE``): the first of :data:`EXPERIMENTS` whose columns the file has is run
+(docs/data_formats.md, "Which study reads a file"). An option the file's
+experiment does not take is refused (``robot`` and ``quick`` are ignored
+with a note); a file that matches none raises
+:class:`~flapjax.data.tables.DataError` naming what the closest study
+(:func:`closest_study`) or each study needs.
 """
 
 from __future__ import annotations

@@ -208,10 +208,8 @@ def _default_body(base, inertia):
     """``(base, inertia (3, 3))``: the robot's mass, gravity and inertia where not given."""
     if base is None or inertia is None:
         mass, g, inertia_robot = robot_body()
-        if base is None:
-            base = start_model(mass, g)
-        if inertia is None:
-            inertia = inertia_robot
+        base = start_model(mass, g) if base is None else base
+        inertia = inertia_robot if inertia is None else inertia
     return base, jnp.asarray(np.asarray(inertia, dtype=float).reshape(3, 3))
 
 
@@ -288,16 +286,11 @@ def identify_flight_log(
     Returns the :class:`~flapjax.identify.fit_report.FitReport` (study
     ``flight_log``, source ``where``) of the values of
     :data:`~flapjax.identify.flapper.flight_parameters.FLIGHT_PARAMETERS`
-    with their standard deviations (SI; ``None`` for a parameter driven to
-    its bound or not determined, named in the notes) and units; details
-    ``cycle_averaged`` (the identified model,
-    :meth:`~flapjax.aero.cycle_averaged.CycleAveragedParams.to_dict`),
-    ``fit`` (iterations, residual level over the log's noise per pose
-    channel, segments, ``correlation``, ``seconds`` ...), ``noise`` (the
-    fit's residual standard deviation per pose channel [m, rad]),
-    ``validation`` (held-out prediction errors of the identified and the
-    start model) and ``notes``; arrays for the plots: ``fit_time`` (m, S)
-    [s] and ``residuals`` (m, S, 6) of the fitted segments, ``hold_time``,
+    (std ``None``: at its bound or not determined, named in the notes); its
+    details are the ``results.json`` keys of docs/data_formats.md ("Flapper
+    flight logs"): ``cycle_averaged``, ``fit``, ``noise``, ``validation``,
+    ``notes``; arrays for the plots: ``fit_time`` (m, S) [s] and
+    ``residuals`` (m, S, 6) [m, rad] of the fitted segments, ``hold_time``,
     ``hold_meas`` and ``hold_pred`` (label -> (h, S, 6)) of the held-out
     ones, and ``init_window`` [s].
     """

@@ -7,6 +7,7 @@ moment gains a table cannot identify held at the nominal robot's values
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, fields
 
@@ -164,9 +165,6 @@ def _closed_form(data: StandData, names: list[str], channels, weights, f_ref) ->
     return {n: float(v) for n, v in zip(names, sol)}
 
 
-_PROGRAM: list = []
-
-
 _predict_jit = jax.jit(predict_stand)
 
 
@@ -175,18 +173,13 @@ def _scaled_residuals(trainable, nominal, data):
     return residuals(predict_stand, combine(trainable, nominal), data)
 
 
-def _residual_fn(nominal, data):
-    return lambda t: _scaled_residuals(t, nominal, data)
-
-
+@functools.cache
 def _fit_program():
     """(loss, optimizer, jitted step), built once so every table of the same
     shape reuses one compilation."""
-    if not _PROGRAM:
-        loss = jax.jit(least_squares(predict_stand))  # also the fit's final loss: one program
-        optimizer = make_optimizer("lbfgs")
-        _PROGRAM.append((loss, optimizer, make_fit_step(loss, optimizer, grad_mode="reverse")))
-    return _PROGRAM[0]
+    loss = jax.jit(least_squares(predict_stand))  # also the fit's final loss: one program
+    optimizer = make_optimizer("lbfgs")
+    return loss, optimizer, make_fit_step(loss, optimizer, grad_mode="reverse")
 
 
 def _training_units(train: StandData, names: list[str], channels, rms: np.ndarray, f_ref: float) -> dict[str, float]:
@@ -321,7 +314,7 @@ def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None =
     first, second, sigma = _two_passes(trainable, nominal, inputs, targets, rms, np.maximum(train.n - counts, 1),
                                        max_steps)
     data_w = Measurements(inputs, jnp.asarray(targets), jnp.asarray(sigma))
-    unc = gauss_newton_uncertainty(_residual_fn(nominal, data_w), second.trainable)
+    unc = gauss_newton_uncertainty(lambda t: _scaled_residuals(t, nominal, data_w), second.trainable)
     phys = physical_values({k: v for k, v in second.params.items() if k != "f_ref"})
     values = {n: float(phys[n]) for n in names}
     std = {n: float(np.asarray(unc.std[n])) * (1.0 if n == "k_f" else units[n]) for n in names}

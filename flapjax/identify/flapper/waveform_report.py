@@ -61,14 +61,12 @@ def write_waveform_plot(data: StandWaveform, report: FitReport, out_dir: str | P
 def run_waveform_identification(path: str | Path, *, out_dir: str | Path, echo: Callable[[str], None] = print,
                                 **options) -> FitReport:
     """Fit the per-wing physical parameters to the phase-resolved stand
-    record at ``path`` (options: :func:`fit_waveform`) and write
-    ``out_dir/results.json`` (every value ``name`` with ``name_std``, the
-    sensor offsets, the held-out conditions' prediction error, residual
-    standard deviations, correlations), ``per_wing.json`` (the fitted values
-    alone, for :func:`flapjax.sim.flapper.stand.apply_physical`) and
-    ``waveform_fit.png``; returns the
-    :class:`~flapjax.identify.fit_report.FitReport` whose ``to_json()`` is
-    what ``results.json`` holds."""
+    record at ``path`` (options: :func:`fit_waveform`) and write into
+    ``out_dir`` ``results.json``, ``per_wing.json`` (the fitted values alone,
+    for :func:`flapjax.sim.flapper.stand.apply_physical`) and
+    ``waveform_fit.png`` (docs/data_formats.md, "Phase-resolved stand
+    records"); returns the :class:`~flapjax.identify.fit_report.FitReport`
+    whose ``to_json()`` is what ``results.json`` holds."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     with lock_output_dir(out, name="out"):
