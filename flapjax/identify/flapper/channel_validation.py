@@ -1,22 +1,10 @@
 """The validation study of a described robot (``flapjax identify --robot``):
-its identified averaged model and its per-wing model fly the same
-manoeuvres under the controller designed on the identified model.
-
-The per-wing free robot (on its periodic orbit) and the lumped averaged
-robot with the identified values hover under the same gains
-(:func:`flapjax.sim.flapper.channel_gains.channel_gains` on the identified
-model, frequency within the robot's ``stroke.frequency_range``) through the
-robot's channels (:func:`flapjax.sim.flapper.hover_rollout`). The flights:
-a hover from a start offset, then a step of each channel in turn (``[validation]
-plate_step`` channel units from ``step_start`` for ``step_length``, from the
-target). Each passes when both worlds stay finite and, over the compared
-window, the cycle means of the two models differ by at most the attitude
-threshold (``max_attitude_rms_deg``, as given) and the position threshold
-(``max_position_rms`` times the robot's size, its wing length over the seed's
-70 mm: :func:`size_ratio`); the start offset is ``START_OFFSET`` [m] times the
-same ratio. Times are absolute (the designed closed loop's time scale does
-not follow the wingbeat). The comparison and the stored records are those of
-:mod:`flapjax.identify.flapper.validation`.
+its identified averaged model and its per-wing model fly a hover from a start
+offset and a step of each channel in turn under the controller designed on
+the identified model through its channels, compared as in
+:mod:`flapjax.identify.flapper.validation` with the position threshold and
+start offset scaled by the robot's size (:func:`size_ratio`);
+docs/flapper_robots.md, section 6.
 """
 
 from __future__ import annotations
@@ -25,14 +13,13 @@ import math
 import time
 from typing import Any, Mapping
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from flapjax import aero
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.flapper.validation import _flight_row, _stored, cycle_means
+from flapjax.identify.flapper.validation import compare_flights, fly_batch
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.channel_gains import channel_gains
@@ -60,21 +47,6 @@ def flight_plan(description: FlapperDescription, s: Mapping, target) -> tuple[li
     return labels, starts, offsets
 
 
-@eqx.filter_jit
-def _fly_batch(robot, params, gains, target, starts, offsets, n_steps: int, record_every: int, step_start, step_length):
-    def one(p, o):
-        state = fl.init_state(robot, params, position=p)
-        # the estimate starts from the cycle means asked for (at rest, level), not the wingbeat's velocities
-        prior = fl.BasePose(position=p, velocity=jnp.zeros_like(p), rot_world_body=jnp.eye(3, dtype=p.dtype),
-                            w_body=jnp.zeros_like(p))
-        final, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
-                                      record_every=record_every, checkpoint=False, record="first", prior=prior,
-                                      plate_step=fl.PlateStep(offset=o, start=step_start, length=step_length))
-        return final.healthy, rec
-
-    return jax.vmap(one)(starts, offsets)
-
-
 def fly_both(description: FlapperDescription, averaged: CycleAveragedParams, s: Mapping, starts, offsets, target):
     """Fly the flights with the per-wing free robot and the lumped averaged
     one under the gains designed on ``averaged``: ``(records, healthy)``
@@ -91,7 +63,7 @@ def fly_both(description: FlapperDescription, averaged: CycleAveragedParams, s: 
         params = fl.default_params(robot, description=description, frequency=f_fly, averaged=averaged)
         every = max(1, int(round(RECORD_TIME / robot.dt)))
         n_steps = int(round(float(s["duration"]) / robot.dt)) // every * every
-        ok, rec = _fly_batch(robot, params, gains, jnp.asarray(target), jnp.asarray(starts), jnp.asarray(offsets),
+        ok, rec = fly_batch(robot, params, gains, jnp.asarray(target), jnp.asarray(starts), jnp.asarray(offsets),
                              n_steps, every, float(s["step_start"]), float(s["step_length"]))
         flights[name], healthy[name] = jax.tree.map(np.asarray, rec), np.asarray(ok)
     return flights, healthy
@@ -115,20 +87,10 @@ def compare(description: FlapperDescription, averaged: CycleAveragedParams, s: M
     target = np.array([0.0, 0.0, float(s["height"])])
     labels, starts, offsets = flight_plan(description, s, target)
     flights, healthy = fly_both(description, averaged, s, starts, offsets, target)
-    w, a = flights["per_wing"], flights["averaged"]
     f_h = math.sqrt(float(averaged.mass) * float(averaged.gravity) / float(averaged.lift_coefficient))
-    t = np.arange(w.position.shape[1]) * RECORD_TIME
-    tail = t >= t[-1] - float(s["tail"])
-    t_mean, w_mean = cycle_means(w, hover_frequency=f_h, dt_record=RECORD_TIME)
-    _, a_mean = cycle_means(a, hover_frequency=f_h, dt_record=RECORD_TIME)
-    compared = t_mean >= t[-1] - float(s["window"])
-    if not np.any(compared):
-        compared = np.ones_like(t_mean, dtype=bool)
     ratio = size_ratio(description)
     max_att, max_pos = float(s["max_attitude_rms_deg"]), float(s["max_position_rms"]) * ratio
-    rows = {label: _flight_row(i, w, a, w_mean, a_mean, compared, tail,
-                               bool(healthy["per_wing"][i] and healthy["averaged"][i]), target, max_att, max_pos)
-            for i, label in enumerate(labels)}
+    rows, data = compare_flights(s, flights, healthy, labels, RECORD_TIME, f_h, target, max_att, max_pos)
     metrics = {
         "hover_frequency": f_h, "weight": float(averaged.mass) * float(averaged.gravity), "size_ratio": ratio,
         "start_offset": (starts[0] - target).tolist(),
@@ -139,7 +101,7 @@ def compare(description: FlapperDescription, averaged: CycleAveragedParams, s: M
         "per_wing_hover_frequency_over_identified": rows["hover"]["per_wing_mean_frequency_tail"] / f_h,
         "validation_passed": all(r["passed"] for r in rows.values()),
     }
-    return {"metrics": metrics, "data": _stored(s, t, w, a, t_mean, w_mean, a_mean), "labels": labels}
+    return {"metrics": metrics, "data": data, "labels": labels}
 
 
 def study_channel_validation(cfg: Mapping, identified: CycleAveragedParams, description: FlapperDescription, *,

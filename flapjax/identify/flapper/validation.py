@@ -1,20 +1,8 @@
 """The validation study: the identified cycle-averaged model and the per-wing
-model fly the same manoeuvres.
-
-Both the lumped averaged-model robot (with the identified values) and the
-per-wing free-flight robot hover under the same controller
-(:func:`flapjax.control.hover.hover_command`, hover frequency
-``f_h = sqrt(m g / k_f)`` of the identified model) and take the same
-plate-command steps; the per-wing robot starts on its periodic orbit
-(:func:`flapjax.sim.flapper.init_state` with ``periodic=True``).
-
-Each flight passes when both worlds stay finite and, over the compared
-window (the last ``window`` seconds), the cycle means (a moving average over
-one wingbeat at ``f_h``, applied to both models alike) of the two models
-differ by at most ``max_attitude_rms_deg`` in tilt and ``max_position_rms``
-in position (RMS of the norm of the difference). The thresholds are the
-acceptance of the validation: a failing flight is reported, never hidden
-(``validation_passed``).
+model fly the same hover and plate-command steps under the same controller;
+each flight passes when both stay finite and their cycle means differ by at
+most the thresholds over the compared window (docs/physics.md, Validation
+flights). A failing flight is reported, never hidden (``validation_passed``).
 """
 
 from __future__ import annotations
@@ -41,60 +29,36 @@ RECORD_EVERY = 10  # steps between the recorded samples of a validation flight
 STORE_EVERY = 5  # records between the samples kept in the study's data (plots, results.json)
 
 
-def fly(
-    robot: fl.FlapperRobot,
-    params: fl.FlapperParams,
-    *,
-    hover_frequency: float,
-    gravity: float,
-    target,
-    n_steps: int,
-    plate_step: fl.PlateStep | None = None,
-    gains: HoverGains | None = None,
-    record_every: int = RECORD_EVERY,
-    periodic: bool = True,
-) -> tuple[jax.Array, fl.HoverRecord]:
-    """Fly one world from ``target`` (on the periodic orbit when
-    ``periodic``, the per-wing model only) under the hover controller
-    (:func:`flapjax.sim.flapper.hover_rollout`, every step) for the whole
-    blocks of ``record_every`` steps within ``n_steps``, with an optional
-    plate-command step. Free or lumped root.
-
-    Returns whether the world stayed finite to the end, and one snapshot of
-    the first step of every block (pose before it, its command).
-    """
-    target = jnp.asarray(target)
-    state = fl.init_state(robot, params, position=target, periodic=periodic)
-    # The estimate starts from the cycle means the start asks for (at rest,
-    # level), not from the instantaneous wingbeat velocities.
-    prior = fl.BasePose(position=target, velocity=jnp.zeros(3, target.dtype),
-                        rot_world_body=jnp.eye(3, dtype=target.dtype), w_body=jnp.zeros(3, target.dtype))
-    final, records = fl.hover_rollout(
-        robot, params, state, n_steps - n_steps % record_every, gains=gains, target=target,
-        record_every=record_every, checkpoint=False, hover_frequency=hover_frequency, gravity=gravity,
-        plate_step=plate_step, record="first", prior=prior,
-    )
-    return final.healthy, records
-
-
 @eqx.filter_jit
-def _fly_batch(robot, params, gains, hover_frequency, gravity, target, offsets, n_steps: int, step_start: float,
-               step_length: float):
-    return jax.vmap(
-        lambda o: fly(
-            robot, params, hover_frequency=hover_frequency, gravity=gravity, target=target, n_steps=n_steps,
-            plate_step=fl.PlateStep(offset=o, start=step_start, length=step_length), gains=gains,
-        )
-    )(offsets)
+def fly_batch(robot, params, gains, target, starts, offsets, n_steps: int, record_every: int, step_start: float,
+              step_length: float, hover_frequency: float | None = None, gravity: float | None = None):
+    """Fly one world per row of ``offsets`` (n, nc) (a command offset from
+    ``step_start`` for ``step_length`` [s]) from ``starts`` ((n, 3) or one
+    (3,) [m], on the periodic orbit for the per-wing model, the controller's
+    estimate starting at rest and level there) for ``n_steps`` under the hover
+    controller (:func:`flapjax.sim.flapper.hover_rollout`, ``target`` (3,) [m],
+    ``hover_frequency`` [Hz] and ``gravity`` [m/s^2] default the params').
+
+    Returns whether each world stayed finite (n,), and one snapshot of the
+    first step of every block of ``record_every`` steps (pose before it, its command).
+    """
+    def one(p, o):
+        state = fl.init_state(robot, params, position=p)
+        prior = fl.BasePose(position=p, velocity=jnp.zeros_like(p), rot_world_body=jnp.eye(3, dtype=p.dtype),
+                            w_body=jnp.zeros_like(p))
+        final, rec = fl.hover_rollout(robot, params, state, n_steps, gains=gains, target=target,
+                                      record_every=record_every, checkpoint=False, hover_frequency=hover_frequency,
+                                      gravity=gravity, record="first", prior=prior,
+                                      plate_step=fl.PlateStep(offset=o, start=step_start, length=step_length))
+        return final.healthy, rec
+
+    return jax.vmap(one, in_axes=(0 if starts.ndim == 2 else None, 0))(starts, offsets)
 
 
 def validation_gains(cfg_validation: Mapping, identified: CycleAveragedParams, hover_frequency: float) -> HoverGains:
-    """The controller both robots fly: ``"designed"`` (LQR on the identified
-    model's linearization with its speed-to-moment coupling, cycle-averaged
-    estimate; :func:`flapjax.control.design.design_gains`, refined on the loop
-    with the model's plate-motion terms when it has them:
-    :func:`flapjax.control.plate_motion_design.design_gains_with_plate_motion`) or ``"default"``
-    (:class:`HoverGains`, no rate feedback)."""
+    """The controller both robots fly: ``"designed"`` on the identified model
+    (:func:`flapjax.control.plate_motion_design.design_gains_with_plate_motion`)
+    or ``"default"`` (:class:`HoverGains`, no rate feedback)."""
     if cfg_validation.get("controller", "designed") == "default":
         return HoverGains()
     return design_gains_with_plate_motion(identified, hover_frequency)
@@ -114,14 +78,14 @@ def _fly_both(s: Mapping, averaged: CycleAveragedParams, f_h: float, g: float, t
     offsets = np.array([[0.0, 0.0], [step, 0.0], [0.0, step]])  # one row per flight of LABELS
     wing_robot = fl.make_robot("free", "wing")
     avg_robot = fl.make_robot("lumped", "averaged")
-    n_steps = int(round(s["duration"] / wing_robot.dt))
+    n_steps = int(round(s["duration"] / wing_robot.dt)) // RECORD_EVERY * RECORD_EVERY
     flights, healthy = {}, {}
     gains = validation_gains(s, averaged, f_h)
     for name, robot in (("per_wing", wing_robot), ("averaged", avg_robot)):
         robot, params = calibrate(robot, fl.default_params(robot, frequency=f_h, averaged=averaged),
                                   calibration if name == "per_wing" else None)
-        ok, records = _fly_batch(robot, params, gains, f_h, g, jnp.asarray(target), jnp.asarray(offsets), n_steps,
-                                 float(s["step_start"]), float(s["step_length"]))
+        ok, records = fly_batch(robot, params, gains, jnp.asarray(target), jnp.asarray(target), jnp.asarray(offsets),
+                                n_steps, RECORD_EVERY, float(s["step_start"]), float(s["step_length"]), f_h, g)
         flights[name], healthy[name] = jax.tree.map(np.asarray, records), np.asarray(ok)
         if bar is not None:
             bar.set_postfix(flew=name, refresh=True)
@@ -153,6 +117,26 @@ def _flight_row(i: int, w, a, w_mean: dict, a_mean: dict, compared, tail, ok: bo
     }
 
 
+def compare_flights(s: Mapping, flights: dict, healthy: dict, labels, dt_record: float, f_h: float, target,
+                    max_att: float, max_pos: float) -> tuple[dict[str, dict], dict[str, Any]]:
+    """``(rows, data)``: the comparison of each flight (keyed by ``labels``)
+    of the ``per_wing`` and ``averaged`` records ``flights`` (recorded every
+    ``dt_record`` [s]; ``healthy``: whether each world stayed finite) and the
+    records kept for the plots; cycle means at ``f_h`` [Hz]."""
+    w, a = flights["per_wing"], flights["averaged"]
+    t = np.arange(w.position.shape[1]) * dt_record
+    tail = t >= t[-1] - float(s["tail"])
+    t_mean, w_mean = cycle_means(w, hover_frequency=f_h, dt_record=dt_record)
+    _, a_mean = cycle_means(a, hover_frequency=f_h, dt_record=dt_record)
+    compared = t_mean >= t[-1] - float(s["window"])  # a window longer than the flight compares all of it
+    if not np.any(compared):  # a flight shorter than the moving average's reach
+        compared = np.ones_like(t_mean, dtype=bool)
+    rows = {label: _flight_row(i, w, a, w_mean, a_mean, compared, tail,
+                               bool(healthy["per_wing"][i] and healthy["averaged"][i]), target, max_att, max_pos)
+            for i, label in enumerate(labels)}
+    return rows, _stored(s, t, w, a, t_mean, w_mean, a_mean)
+
+
 def _stored(s: Mapping, t, w, a, t_mean, w_mean: dict, a_mean: dict) -> dict[str, Any]:
     """The records kept for the plots (every :data:`STORE_EVERY`-th)."""
     keep = slice(None, None, STORE_EVERY)
@@ -179,15 +163,6 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     averaged = eqx.tree_at(lambda p: (p.mass, p.gravity), identified, (jnp.asarray(mass), jnp.asarray(g)))
     target = np.array([0.0, 0.0, float(s["height"])])
     flights, healthy, wing_robot = _fly_both(s, averaged, f_h, g, target, bar, calibration_values(cfg))
-    w, a = flights["per_wing"], flights["averaged"]
-    dt_record = wing_robot.dt * RECORD_EVERY
-    t = np.arange(w.position.shape[1]) * dt_record
-    tail = t >= t[-1] - float(s["tail"])
-    t_mean, w_mean = cycle_means(w, hover_frequency=f_h, dt_record=dt_record)
-    _, a_mean = cycle_means(a, hover_frequency=f_h, dt_record=dt_record)
-    compared = t_mean >= t[-1] - float(s["window"])  # a window longer than the flight compares all of it
-    if not np.any(compared):  # a flight shorter than the moving average's reach
-        compared = np.ones_like(t_mean, dtype=bool)
     max_att, max_pos = float(s["max_attitude_rms_deg"]), float(s["max_position_rms"])
     metrics: dict[str, Any] = {
         "hover_frequency": f_h, "weight": mass * g,
@@ -200,9 +175,8 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
     sw = fl.sweep([f_h], duration=0.6, discard=0.3, batch_size=1, robot=fixed_robot, params=fixed_params)
     metrics["fixed_base_lift_at_hover_over_weight"] = float(sw.force[0, 2]) / (mass * g)
     labels = list(LABELS)
-    rows = {label: _flight_row(i, w, a, w_mean, a_mean, compared, tail,
-                               bool(healthy["per_wing"][i] and healthy["averaged"][i]), target, max_att, max_pos)
-            for i, label in enumerate(labels)}
+    rows, data = compare_flights(s, flights, healthy, labels, wing_robot.dt * RECORD_EVERY, f_h, target, max_att,
+                                 max_pos)
     metrics["flights"] = rows
     metrics["per_wing_hover_frequency_over_identified"] = rows["hover"]["per_wing_mean_frequency_tail"] / f_h
     metrics["validation_passed"] = all(r["passed"] for r in rows.values())
@@ -211,7 +185,7 @@ def study_validation(cfg: Mapping, identified: CycleAveragedParams, *, bar=None)
         values={},
         std={},
         metrics=metrics,
-        data=_stored(s, t, w, a, t_mean, w_mean, a_mean),
+        data=data,
         loss=jnp.zeros((0,)),
         notes=f"per-wing free robot (periodic start) vs lumped averaged model, hover controller with f_h = "
         f"sqrt(m g / k_f) = {f_h:.3f} Hz; worlds: {labels} (plate offset {float(s['plate_step'])} rad from "
