@@ -34,26 +34,20 @@ STUDIES = ("lift", "moments", "damping", "physical", "plate_motion", "validation
 #: Studies a run leaves out unless asked (``--study`` or ``[run] studies``).
 OPTIONAL_STUDIES: tuple[str, ...] = ()
 
+#: The run window [s] and the fit of the lift, moments and damping studies.
+_FIT = {"duration": 0.6, "discard": 0.3, "optimizer": "lbfgs", "learning_rate": 0.05, "max_steps": 300,
+        "start_factor": 1.3}
+
 DEFAULT_CONFIG: dict[str, Any] = {
     "run": {"studies": [s for s in STUDIES if s not in OPTIONAL_STUDIES], "float64": True, "batch_size": 8, "plots": True},
     "lift": {
         "frequencies": [20.0, 25.0, 30.0, 35.0, 40.0, 45.0],
-        "duration": 0.6,
-        "discard": 0.3,
-        "optimizer": "lbfgs",
-        "learning_rate": 0.05,
-        "max_steps": 300,
-        "start_factor": 1.3,
+        **_FIT,
     },
     "moments": {
         "frequencies": [30.0, 38.0, 45.0],
         "tilts": [-0.3, -0.2, -0.1, 0.1, 0.2, 0.3],
-        "duration": 0.6,
-        "discard": 0.3,
-        "optimizer": "lbfgs",
-        "learning_rate": 0.05,
-        "max_steps": 300,
-        "start_factor": 1.3,
+        **_FIT,
     },
     "damping": {
         "frequency": 0.0,
@@ -61,12 +55,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "speeds": [-1.0, -0.5, 0.5, 1.0],
         "axes": ["x", "y", "z"],
         "armature": 1000.0,
-        "duration": 0.6,
-        "discard": 0.3,
-        "optimizer": "lbfgs",
-        "learning_rate": 0.05,
-        "max_steps": 300,
-        "start_factor": 1.3,
+        **_FIT,
     },
     "physical": {
         "parameters": ["hinge_stiffness", "lift_scale"],
@@ -164,9 +153,14 @@ def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[
     Raises :class:`ConfigError` for an unreadable file, an unknown key or a
     bad value (the message names the setting).
     """
-    cfg = default_config(quick)
+    return _overlay_file(default_config(quick), path, validate_config)
+
+
+def _overlay_file(cfg: dict[str, Any], path: str | Path | None, check: Callable = lambda c: c) -> dict[str, Any]:
+    """``check`` of ``cfg`` overlaid with the TOML or JSON file ``path``
+    (None: of ``cfg``); an error of the file or the overlay names the file."""
     if path is None:
-        return validate_config(cfg)
+        return check(cfg)
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config: no such file {str(path)!r}")
@@ -175,7 +169,7 @@ def load_config(path: str | Path | None = None, *, quick: bool = False) -> dict[
     except ConfigError as exc:
         raise ConfigError(f"config {exc}") from None
     try:
-        return validate_config(_merge(cfg, user, ""))
+        return check(_merge(cfg, user, ""))
     except ConfigError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
 
@@ -202,71 +196,72 @@ def _check_list(name: str, value, *, positive=False, nonzero=False, lo=None, hi=
         check_range(name, arr, lo, hi)
 
 
-def _check_run_window(section: str, s: Mapping) -> None:
+def _check_names(name: str, value, allowed, *, distinct: bool = False) -> None:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{name}: expected a non-empty list from {list(allowed)}, got {value!r}")
+    for v in value:
+        check_choice(name, v, allowed)
+    if distinct and len(set(value)) < len(value):
+        raise ConfigError(f"{name}: a study is given twice, got {value!r}")
+
+
+def _check_fit(section: str, s: Mapping) -> None:
+    """The run window and the fit settings of a fitted study's section."""
     check_range(f"{section}.duration", s["duration"], 0.01, 10.0)
     check_range(f"{section}.discard", s["discard"], 0.0, None)
     if not s["discard"] < s["duration"]:
         raise ConfigError(f"{section}.discard: must be shorter than duration ({s['duration']}), got {s['discard']}")
-
-
-def _check_fit(section: str, s: Mapping) -> None:
     check_choice(f"{section}.optimizer", s["optimizer"], OPTIMIZERS)
     check_positive(f"{section}.learning_rate", s["learning_rate"])
     check_int(f"{section}.max_steps", s["max_steps"], 1, MAX_FIT_STEPS)
+    if "start_factor" in s:
+        check_range(f"{section}.start_factor", s["start_factor"], 0.1, 10.0)
+
+
+_FREQUENCIES = dict(positive=True, lo=1.0, hi=200.0, distinct=True)
+#: Lists of numbers: setting -> options of :func:`_check_list`.
+_LISTS = {
+    "lift.frequencies": dict(_FREQUENCIES, min_len=2), "moments.frequencies": _FREQUENCIES,
+    "moments.tilts": dict(lo=-0.6, hi=0.6, nonzero=True, min_len=2), "damping.rates": dict(nonzero=True, lo=-50.0, hi=50.0),
+    "damping.speeds": dict(nonzero=True, lo=-10.0, hi=10.0, min_len=0), "physical.frequencies": _FREQUENCIES,
+}
+#: Numbers: setting -> (low, high); a name: that setting of the same section.
+_RANGES = {
+    "damping.frequency": (0.0, 200.0), "validation.duration": (0.05, 20.0), "validation.height": (0.0, 100.0),
+    "validation.plate_step": (-0.3, 0.3), "validation.step_start": (0.0, "duration"),
+    "validation.step_length": (0.0, "duration"), "validation.tail": (0.001, "duration"),
+    "validation.window": (0.001, 20.0),  # the whole flight when longer
+    "validation.max_attitude_rms_deg": (0.0, 90.0), "validation.max_position_rms": (0.0, 10.0),
+}
+
+
+def _check_tables(cfg: Mapping) -> None:
+    """The settings of :data:`_LISTS` and :data:`_RANGES`, and the choices."""
+    for name, options in _LISTS.items():
+        section, key = name.split(".")
+        _check_list(name, cfg[section][key], **options)
+    for name, (lo, hi) in _RANGES.items():
+        section, key = name.split(".")
+        check_range(name, cfg[section][key], lo, cfg[section][hi] if isinstance(hi, str) else hi)
+    _check_names("damping.axes", cfg["damping"]["axes"], ("x", "y", "z"))
+    check_positive("damping.armature", cfg["damping"]["armature"])
+    check_choice("validation.controller", cfg["validation"]["controller"], ("designed", "default"))
+    check_choice("physical.line_search", cfg["physical"]["line_search"], LINE_SEARCHES)
+    check_choice("physical.grad_mode", cfg["physical"]["grad_mode"], GRAD_MODES)
 
 
 def _check_run(run: Mapping) -> None:
     """Check the [run] settings."""
-    if not isinstance(run["studies"], list) or not run["studies"]:
-        raise ConfigError(f"run.studies: expected a non-empty list from {list(STUDIES)}, got {run['studies']!r}")
-    [check_choice("run.studies", s, STUDIES) for s in run["studies"]]
-    if len(set(run["studies"])) < len(run["studies"]):
-        raise ConfigError(f"run.studies: a study is given twice, got {run['studies']!r}")
+    _check_names("run.studies", run["studies"], STUDIES, distinct=True)
     check_int("run.batch_size", run["batch_size"], 1, 1024)  # sweeps pad to whole chunks: 1e9 would allocate 1e9 worlds
     for key in ("float64", "plots"):
         if not isinstance(run[key], bool):
             raise ConfigError(f"run.{key}: must be true or false, got {run[key]!r}")
 
 
-def _check_lift(s: Mapping) -> None:
-    """Check the [lift] settings."""
-    _check_list("lift.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, min_len=2, distinct=True)
-    _check_run_window("lift", s)
-    _check_fit("lift", s)
-    check_range("lift.start_factor", s["start_factor"], 0.1, 10.0)
-
-
-def _check_moments(s: Mapping) -> None:
-    """Check the [moments] settings."""
-    _check_list("moments.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, distinct=True)
-    _check_list("moments.tilts", s["tilts"], lo=-0.6, hi=0.6, nonzero=True, min_len=2)
-    _check_run_window("moments", s)
-    _check_fit("moments", s)
-    check_range("moments.start_factor", s["start_factor"], 0.1, 10.0)
-
-
-def _check_damping(s: Mapping) -> None:
-    """Check the [damping] settings."""
-    check_range("damping.frequency", s["frequency"], 0.0, 200.0)
-    _check_list("damping.rates", s["rates"], nonzero=True, lo=-50.0, hi=50.0)
-    _check_list("damping.speeds", s["speeds"], nonzero=True, lo=-10.0, hi=10.0, min_len=0)
-    if not isinstance(s["axes"], list) or not s["axes"]:
-        raise ConfigError(f"damping.axes: expected a non-empty list from ['x', 'y', 'z'], got {s['axes']!r}")
-    for a in s["axes"]:
-        check_choice("damping.axes", a, ("x", "y", "z"))
-    check_positive("damping.armature", s["armature"])
-    _check_run_window("damping", s)
-    _check_fit("damping", s)
-    check_range("damping.start_factor", s["start_factor"], 0.1, 10.0)
-
-
 def _check_physical(s: Mapping) -> None:
-    """Check the [physical] settings."""
-    if not isinstance(s["parameters"], list) or not s["parameters"]:
-        raise ConfigError(f"physical.parameters: expected a non-empty list from {list(PHYSICAL_PARAMETERS)}")
-    for p in s["parameters"]:
-        check_choice("physical.parameters", p, PHYSICAL_PARAMETERS)
-    _check_list("physical.frequencies", s["frequencies"], positive=True, lo=1.0, hi=200.0, distinct=True)
+    """Check the [physical] parameters, targets and start values."""
+    _check_names("physical.parameters", s["parameters"], PHYSICAL_PARAMETERS)
     targets = s["targets"]
     if isinstance(targets, str):
         check_choice("physical.targets", targets, ("seed",))
@@ -291,38 +286,20 @@ def _check_physical(s: Mapping) -> None:
     for k, v in s["start"].items():
         check_choice("physical.start", k, PHYSICAL_PARAMETERS)
         check_range(f"physical.start.{k}", v, *PHYSICAL_START_RANGE)
-    _check_run_window("physical", s)
-    _check_fit("physical", s)
-    check_choice("physical.line_search", s["line_search"], LINE_SEARCHES)
-    check_choice("physical.grad_mode", s["grad_mode"], GRAD_MODES)
-
-
-def _check_validation(s: Mapping) -> None:
-    """Check the [validation] settings."""
-    check_range("validation.duration", s["duration"], 0.05, 20.0)
-    check_range("validation.height", s["height"], 0.0, 100.0)
-    check_choice("validation.controller", s["controller"], ("designed", "default"))
-    check_range("validation.plate_step", s["plate_step"], -0.3, 0.3)
-    check_range("validation.step_start", s["step_start"], 0.0, s["duration"])
-    check_range("validation.step_length", s["step_length"], 0.0, s["duration"])
-    if not float(s["step_start"]) + float(s["step_length"]) < float(s["duration"]):
-        raise ConfigError(
-            f"validation.step_start: the plate step ({s['step_start']} s + step_length {s['step_length']} s) must end "
-            f"before the flight does (duration {s['duration']} s), got step_start {s['step_start']}")
-    check_range("validation.tail", s["tail"], 0.001, s["duration"])
-    check_range("validation.window", s["window"], 0.001, 20.0)  # the whole flight when longer
-    check_range("validation.max_attitude_rms_deg", s["max_attitude_rms_deg"], 0.0, 90.0)
-    check_range("validation.max_position_rms", s["max_position_rms"], 0.0, 10.0)
 
 
 def validate_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """Check every setting; returns ``cfg`` unchanged or raises :class:`ConfigError`."""
     _check_run(cfg["run"])
-    _check_lift(cfg["lift"])
-    _check_moments(cfg["moments"])
-    _check_damping(cfg["damping"])
+    _check_tables(cfg)
+    for section in ("lift", "moments", "damping", "physical"):
+        _check_fit(section, cfg[section])
     _check_physical(cfg["physical"])
-    _check_validation(cfg["validation"])
+    s = cfg["validation"]
+    if not float(s["step_start"]) + float(s["step_length"]) < float(s["duration"]):
+        raise ConfigError(
+            f"validation.step_start: the plate step ({s['step_start']} s + step_length {s['step_length']} s) must end "
+            f"before the flight does (duration {s['duration']} s), got step_start {s['step_start']}")
     check_fidelity_settings(cfg["fidelity"])
     check_plate_motion_settings(cfg["plate_motion"])
     check_calibration(cfg.get("calibration", {}))

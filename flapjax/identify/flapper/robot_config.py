@@ -1,16 +1,9 @@
 """Identification settings for the robot of a description file
-(``flapjax identify --robot robot.toml``, docs/flapper_robots.md).
-
-The default settings are the seed robot's (frequencies in its 15-45 Hz
-range, windows of 0.2-0.6 s at up to 10 kHz). For another robot
-:func:`robot_defaults` maps each study frequency linearly from the seed's
-range onto the robot's ``stroke.frequency_range`` and scales every window
-(duration, discard) by the ratio of the ranges' middles, so each run spans
-as many wingbeats as the seed's; a user's ``--config`` file then overlays
-these, in the robot's own units. The studies that make sense for any robot
-(:data:`ROBOT_STUDIES`; its validation is
-:mod:`flapjax.identify.flapper.channel_validation`) run; the others are the seed robot's and are left
-out with the reason in :data:`SEED_ONLY`.
+(``flapjax identify --robot robot.toml``, docs/flapper_robots.md): the seed
+robot's settings mapped onto its frequency range (:func:`robot_defaults`),
+overlaid by a user's ``--config`` in the robot's own units; the studies of
+:data:`ROBOT_STUDIES` run, the seed robot's others are left out with the
+reason in :data:`SEED_ONLY`.
 """
 
 from __future__ import annotations
@@ -23,8 +16,7 @@ import math
 import numpy as np
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.flapper.config import _merge, default_config, validate_config
-from flapjax.safe_io import read_settings
+from flapjax.identify.flapper.config import default_config, _overlay_file, validate_config
 from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.description import FlapperDescription
 from flapjax.sim.flapper.driven import robot_weight
@@ -87,15 +79,7 @@ def load_robot_config(path: str | Path | None, description: FlapperDescription, 
     :func:`robot_defaults` of the (quick) defaults, overlaid with the TOML
     or JSON file ``path`` (the robot's units), ``studies`` (``--study``)
     when given; validated, and every study one of :data:`ROBOT_STUDIES`."""
-    cfg = robot_defaults(default_config(quick), description)
-    if path is not None:
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"config: no such file {str(path)!r}")
-        try:
-            cfg = _merge(cfg, read_settings(path, what="config"), "")
-        except ConfigError as exc:
-            raise ConfigError(f"config {path}: {exc}") from None
+    cfg = _overlay_file(robot_defaults(default_config(quick), description), path)
     if studies:
         cfg["run"]["studies"] = list(studies)
     check_robot_studies(cfg["run"]["studies"], description)
