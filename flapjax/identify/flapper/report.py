@@ -11,33 +11,32 @@ from flapjax.identify.flapper.results import SEED_UNITS, SEED_VALUES, Identifica
 from flapjax.identify.outputs import pyplot, save_figure
 
 
-#: Study -> the file its plot goes to, in the order they are drawn.
-_PLOTS = {"lift": "lift_fz_vs_f2.png", "moments": "moments_fit.png", "damping": "damping_fit.png",
-          "physical": "physical_fit.png"}
-
-
 def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]:
-    """PNG plots of every study present in ``result`` (matplotlib, Agg)."""
-    plt = pyplot()
-    out = Path(out_dir)
-    files = []
-    st = result.studies
-
-    def save(fig, name):
-        files.append(save_figure(fig, out / name, dpi=110))
-
-    plots = {"lift": _plot_lift, "moments": _plot_moments, "damping": _plot_damping, "physical": _plot_physical}
-    for study, name in _PLOTS.items():
-        if study in st:
-            save(plots[study](plt, st[study]), name)
+    """PNG plots of every study present in ``result`` (matplotlib, Agg), in the order of :data:`PLOTS`."""
+    plt, st, files = pyplot(), result.studies, []
     curves = {k: np.asarray(s.loss) for k, s in st.items() if np.asarray(s.loss).size}
-    if curves:
-        save(_plot_loss(plt, curves), "loss_curves.png")
-    if "validation" in st:
-        save(_plot_validation(plt, st["validation"]), "validation_flights.png")
-    if "fidelity" in st:
-        save(_plot_fidelity(plt, st["fidelity"]), "fidelity_responses.png")
+    for study, (name, plot) in _PLOTS.items():
+        what = (curves or None) if study == "loss" else st.get(study)
+        if what is not None:
+            files.append(save_figure(plot(plt, what), Path(out_dir) / name, dpi=110))
     return files
+
+
+def _label(ax, xlabel: str, ylabel: str, title: str | None = None, *, legend: int = 8, **title_kw) -> None:
+    """Axis labels, an optional title and the legend (font size ``legend``)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title, **title_kw)
+    ax.legend(fontsize=legend)
+
+
+def _points_and_fit(ax, x, y, fitted, sel, label: str, fit_label: str | None = None) -> None:
+    """The measured points ``y[sel]`` against ``x[sel]`` and the fitted line through them, one colour."""
+    if np.any(sel):
+        o = np.argsort(x[sel])
+        (line,) = ax.plot(x[sel], y[sel], "o", label=label)
+        ax.plot(x[sel][o], fitted[sel][o], "-", color=line.get_color(), label=fit_label)
 
 
 def _plot_lift(plt, study):
@@ -50,10 +49,7 @@ def _plot_lift(plt, study):
     ff = np.linspace(0, f.max() * 1.05, 100)
     ax.plot(ff**2, k_f * ff**2, "-", label=f"gradient fit k_f = {k_f:.5e}")
     ax.plot(ff**2, k_ls * ff**2, "--", label=f"least squares {k_ls:.5e}")
-    ax.set_xlabel("f^2 [Hz^2]")
-    ax.set_ylabel("world F_z [N]")
-    ax.set_title(f"lift: R^2 = {float(m['r2']):.5f}")
-    ax.legend(fontsize=8)
+    _label(ax, "f^2 [Hz^2]", "world F_z [N]", f"lift: R^2 = {float(m['r2']):.5f}")
     return fig
 
 
@@ -73,10 +69,7 @@ def _plot_moments(plt, study):
         ax.plot(x, y, "o", label="per-wing MJX (cycle mean)")
         xx = np.linspace(x.min(), x.max(), 50)
         ax.plot(xx, k * xx, "-", label=f"k_{key} = {k:.4e} N m/rad")
-        ax.set_xlabel("lambda_f delta [rad]")
-        ax.set_ylabel(f"{lab} [N m]")
-        ax.set_title(f"k_{key}: R^2 = {r2:.5f}")
-        ax.legend(fontsize=8)
+        _label(ax, "lambda_f delta [rad]", f"{lab} [N m]", f"k_{key}: R^2 = {r2:.5f}")
     return fig
 
 
@@ -88,40 +81,21 @@ def _plot_damping(plt, study):
     has_cross = "cross_load" in d and ("L_v" in v or "M_u" in v)
     fig, axes = plt.subplots(1, 3 if has_cross else 2, figsize=(13.5 if has_cross else 9, 4))
     for j, lab in zip(range(2, 5), ("x", "y", "z")):
-        sel = kind == j
-        if np.any(sel):
-            o = np.argsort(x[sel])
-            (line,) = axes[0].plot(x[sel], y[sel], "o", label=f"tau_{lab}")
-            axes[0].plot(x[sel][o], yf[sel][o], "-", color=line.get_color(),
-                         label=f"-D_w,{lab} w, D = {float(np.asarray(v['D_w'])[j - 2]):.3e}")
-    axes[0].set_xlabel("imposed body rate [rad/s]")
-    axes[0].set_ylabel("cycle-mean body moment [N m]")
-    axes[0].legend(fontsize=7)
+        _points_and_fit(axes[0], x, y, yf, kind == j, f"tau_{lab}",
+                        f"-D_w,{lab} w, D = {float(np.asarray(v['D_w'])[j - 2]):.3e}")
+    _label(axes[0], "imposed body rate [rad/s]", "cycle-mean body moment [N m]", legend=7)
     for j, lab in ((0, "x"), (1, "y")):
-        sel = kind == j
-        if np.any(sel):
-            o = np.argsort(x[sel])
-            (line,) = axes[1].plot(x[sel], y[sel], "o", label=f"F_{lab}")
-            axes[1].plot(x[sel][o], yf[sel][o], "-", color=line.get_color())
-    if "k_v" in v:
-        axes[1].set_title(f"k_v = {float(v['k_v']):.4e} N s/m")
-    axes[1].set_xlabel("imposed body speed [m/s]")
-    axes[1].set_ylabel("cycle-mean body force [N]")
-    axes[1].legend(fontsize=7)
+        _points_and_fit(axes[1], x, y, yf, kind == j, f"F_{lab}")
+    _label(axes[1], "imposed body speed [m/s]", "cycle-mean body force [N]",
+           f"k_v = {float(v['k_v']):.4e} N s/m" if "k_v" in v else None, legend=7)
     if has_cross:
         c, cf = np.asarray(d["cross_load"]), np.asarray(d["cross_fitted"])
         for j, lab, name in ((1, "tau_x vs v_y", "L_v"), (0, "tau_y vs v_x", "M_u")):
-            sel = kind == j
-            if np.any(sel) and name in v:
-                o = np.argsort(x[sel])
-                (line,) = axes[2].plot(x[sel], c[sel], "o", label=lab)
-                axes[2].plot(x[sel][o], cf[sel][o], "-", color=line.get_color(),
-                             label=f"{name} = {float(v[name]):+.3e} N m s/m")
+            if name in v:
+                _points_and_fit(axes[2], x, c, cf, kind == j, lab, f"{name} = {float(v[name]):+.3e} N m s/m")
         axes[2].axhline(0.0, color="0.7", lw=0.6)
-        axes[2].set_xlabel("imposed body speed [m/s]")
-        axes[2].set_ylabel("cycle-mean cross moment [N m]")
-        axes[2].set_title("speed-to-moment coupling (about the CoM)")
-        axes[2].legend(fontsize=7)
+        _label(axes[2], "imposed body speed [m/s]", "cycle-mean cross moment [N m]",
+               "speed-to-moment coupling (about the CoM)", legend=7)
     return fig
 
 
@@ -134,10 +108,7 @@ def _plot_physical(plt, study):
     ax.plot(f, np.asarray(d["start_force_z"]) / f**2, "x--", label="start")
     ax.plot(f, np.asarray(d["fitted_force_z"]) / f**2, "o-", label="identified")
     vals = ", ".join(f"{k} = {float(x):.4g}" for k, x in study.values.items())
-    ax.set_title(vals, fontsize=8)
-    ax.set_xlabel("f [Hz]")
-    ax.set_ylabel("F_z / f^2 [N/Hz^2]")
-    ax.legend(fontsize=8)
+    _label(ax, "f [Hz]", "F_z / f^2 [N/Hz^2]", vals, fontsize=8)
     return fig
 
 
@@ -188,9 +159,7 @@ def _plot_loss(plt, curves: dict):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for k, c in curves.items():
         ax.semilogy(np.arange(c.size), np.maximum(c, 1e-300), ".-", label=k)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss")
-    ax.legend(fontsize=8)
+    _label(ax, "optimizer step", "loss")
     return fig
 
 
@@ -250,11 +219,18 @@ def _plot_fidelity(plt, study):
             for i, axis in enumerate(("roll", "pitch")):
                 ax.plot(t, np.degrees(np.asarray(d[f"per_wing_tilt_{k}"])[:, i]), f"C{i}-", label=f"per-wing {axis} [deg]")
                 ax.plot(t, np.degrees(np.asarray(d[f"averaged_tilt_{k}"])[:, i]), f"C{i}--", label=f"model {axis} [deg]")
-        ax.set_title(f"{label}: {'pass' if row['passed'] else 'FAIL'}", fontsize=8)
-        ax.set_xlabel("time [ms]")
-        ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("half-difference of the +/- pair, cycle mean")
+        _label(ax, "time [ms]", "half-difference of the +/- pair, cycle mean" if k == 0 else "",
+               f"{label}: {'pass' if row['passed'] else 'FAIL'}", legend=6, fontsize=8)
     return fig
+
+
+#: Study -> the file its plot goes to and what draws it, in the order they are drawn ("loss": every fit's curve).
+_PLOTS = {"lift": ("lift_fz_vs_f2.png", _plot_lift), "moments": ("moments_fit.png", _plot_moments),
+          "damping": ("damping_fit.png", _plot_damping), "physical": ("physical_fit.png", _plot_physical),
+          "loss": ("loss_curves.png", _plot_loss), "validation": ("validation_flights.png", _plot_validation),
+          "fidelity": ("fidelity_responses.png", _plot_fidelity)}
+#: File names of the plots :func:`write_plots` may draw.
+PLOTS = tuple(name for name, _ in _PLOTS.values())
 
 
 def _validation_lines(m) -> list[str]:

@@ -1,24 +1,14 @@
-"""Running the studies: ``flapjax identify``'s driver, with resume.
+"""Running the studies: ``flapjax identify``'s driver, with resume (docs/cli.md).
 
-:func:`run_identification` runs the configured studies in order (lift,
-moments, damping, physical, plate_motion, validation, fidelity), writes each finished one at once to
-``<out>/studies/<name>.json`` with the settings it ran with, and reuses it on
-a rerun whose settings (and upstream values: the damping runs' frequency,
-the validated model) are unchanged. What each study needs from the others
-and how it is run is its entry in :data:`.studies.STUDY_RUNS`; this module
-only orders, resumes and writes them. A run killed at any point resumes from
-the studies it finished. Each saved study is sealed with a hash of its
-content (:mod:`flapjax.identify.study_files`): a file edited after it was
-written, holding a key the writer never writes or a value that is not a
-finite number is named in a warning and its study recomputed.
-
-The output folder is checked and held for the run before anything is
-simulated (:func:`flapjax.identify.results.lock_output_dir`: a second run
-into the same folder is refused). A run of some studies (``--study``) into a
-folder that holds others merges: ``results.json`` and
-``cycle_averaged.json`` keep the studies saved there earlier (listed as
-``kept_studies``). Plots of an earlier run that this run did not redraw are
-removed, so no plot disagrees with ``results.json``.
+:func:`run_identification` runs the configured studies in the order of
+STUDIES; what each needs from the others and how it runs is its entry in
+:data:`.studies.STUDY_RUNS`. Each finished study is written at once, sealed
+(:mod:`flapjax.identify.study_files`), to ``<out>/studies/<name>.json`` with
+the settings it ran with, and reused by a rerun whose settings (and upstream
+values) are unchanged. The output folder is held for the run
+(:func:`flapjax.identify.results.lock_output_dir`); a run of some studies
+into a folder that holds others keeps theirs (``kept_studies``), and plots
+of an earlier run that this run did not redraw are removed.
 """
 
 from __future__ import annotations
@@ -34,7 +24,7 @@ import jax
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.calibration import calibration_record, calibration_values, check_calibration_robot
 from flapjax.identify.flapper.config import STUDIES, validate_config
-from flapjax.identify.flapper.report import summary_table, write_plots
+from flapjax.identify.flapper.report import PLOTS, summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
 from flapjax.identify.flapper.robot_config import check_robot_studies, robot_nominal
 from flapjax.identify.flapper.studies import STUDY_RUNS
@@ -53,17 +43,9 @@ def _study_config(cfg: Mapping, name: str, extra: Mapping | None = None) -> dict
     return json.loads(json.dumps(out))
 
 
-#: File names of the plots :func:`write_plots` may draw.
-PLOTS = ("lift_fz_vs_f2.png", "moments_fit.png", "damping_fit.png", "physical_fit.png", "loss_curves.png",
-         "validation_flights.png", "fidelity_responses.png")
-
-
 def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None]) -> StudyResult | None:
-    """The study saved at ``path`` if it exists, is unchanged since it was
-    written (its ``sha256`` matches), holds only the keys the writer writes
-    and finite values, and (unless ``expect`` is None) ran with the settings
-    ``expect`` (:func:`flapjax.identify.study_files.load_study_file`); any
-    other file is named in a warning through ``echo`` and recomputed."""
+    """The study saved at ``path`` when :func:`flapjax.identify.study_files.load_study_file`
+    trusts it (``expect``: the settings it must have run with; None: any), else None (recompute)."""
     record = load_study_file(path, expect, echo)
     if record is None:
         return None
@@ -72,11 +54,6 @@ def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None])
     except (ConfigError, TypeError, ValueError) as exc:
         echo(f"warning: {path}: damaged study file ignored ({type(exc).__name__}: {exc}); the study recomputed")
         return None
-
-
-def _save_done(path: Path, config: Mapping, result: StudyResult) -> None:
-    """Save ``result`` with the settings it ran with, sealed by a content hash."""
-    write_json(path, seal(config, result.to_dict()))
 
 
 def run_identification(
@@ -88,21 +65,15 @@ def run_identification(
     echo: Callable[[str], None] = print,
     robot=None,
 ) -> IdentificationResult:
-    """Run the configured studies into ``out_dir``.
+    """Run the configured studies into ``out_dir`` (module docstring; ``fresh``: reuse none).
 
     ``robot``: a robot description (:class:`FlapperDescription` or the path
     of its ``.toml``, docs/flapper_robots.md) whose robot the studies
     simulate (``cfg`` from :func:`flapjax.identify.flapper.robot_config.load_robot_config`);
-    default the seed robot.
-
-    Each finished study is written at once to ``out_dir/studies/<name>.json``
-    together with the settings it ran with; a rerun reuses every study whose
-    settings (and upstream values) are unchanged, unless ``fresh``. Then
-    ``results.json``, ``cycle_averaged.json`` (loads with
-    :meth:`CycleAveragedParams.from_json`) and the PNG plots are written,
-    with the studies saved in ``out_dir`` by earlier runs merged in. Raises
-    :class:`ConfigError` when ``out_dir`` is a file, is not writable or is
-    held by another run, before anything is simulated.
+    default the seed robot. Writes ``results.json``, ``cycle_averaged.json``
+    (loads with :meth:`CycleAveragedParams.from_json`) and the PNG plots.
+    Raises :class:`ConfigError` when ``out_dir`` is a file, is not writable
+    or is held by another run, before anything is simulated.
     """
     cfg = validate_config(copy.deepcopy(dict(cfg)))
     description = None if robot is None else resolve_description(robot)
@@ -178,24 +149,18 @@ def _run_studies(cfg: Mapping, out: Path, up: _Upstream, *, fresh: bool, progres
         else:
             bar.set_description(f"identify ({name})")
             result = STUDY_RUNS[name].run(up, extra, bar)
-            _save_done(path, expect, result)
+            write_json(path, seal(expect, result.to_dict()))  # with the settings it ran with
         up.done[name] = result
         bar.update(1)
     bar.close()
     return skipped
 
 
-def _final_result(cfg: Mapping, out: Path, up: _Upstream, skipped: list[str]) -> tuple[IdentificationResult, list]:
+def _final_result(cfg: Mapping, up: _Upstream, skipped: list[str]) -> tuple[IdentificationResult, list]:
     """The run's result with the studies an earlier run saved here kept
     (a partial run); returns it and the kept study names."""
-    done, kept = up.done, []
-    for name in STUDIES:
-        if name not in done:
-            saved = _load_saved(out / "studies" / f"{name}.json", None, up.echo)
-            if saved is not None:
-                done[name] = saved
-                kept.append(name)
-    done = {name: done[name] for name in STUDIES if name in done}
+    done = {name: r for name in STUDIES if (r := up.get(name)) is not None}
+    kept = [name for name in done if name not in up.done]
     validation = done.pop("validation", None)
     settings = {**json.loads(json.dumps(cfg)), "calibration": calibration_record(cfg), "reused_studies": skipped}
     if kept:
@@ -240,6 +205,6 @@ def _run(cfg: Mapping, out: Path, *, fresh: bool, progress: bool, echo: Callable
     (out / "studies").mkdir(parents=True, exist_ok=True)
     up = _Upstream(cfg, out, echo, description)
     skipped = _run_studies(cfg, out, up, fresh=fresh, progress=progress)
-    final, kept = _final_result(cfg, out, up, skipped)
+    final, kept = _final_result(cfg, up, skipped)
     echo("\n".join(_write(cfg, out, final, up.nominal_avg, skipped, kept)))
     return final
