@@ -182,18 +182,12 @@ def test_the_fit_recovers_known_plate_motion_terms(monkeypatch, gust, closed_loo
         model = eqx.tree_at(lambda p: (p.roll_speed_coupling, p.pitch_speed_coupling), model,
                             (jnp.asarray(2e-4), jnp.asarray(-2e-4)))
 
-    def measured_by_the_model(m, s, f_h, kw):
+    def measured_by_the_model(m, s, f_h, kw, gains=None):
         manoeuvres = pm.pulses(s, f_h)
-        flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), **kw)
-        return manoeuvres, flights, np.stack([flights.responses[x.name].tilt for x in manoeuvres])
-
-    def closed_loop_by_the_model(m, s, f_h, kw, gains):
-        manoeuvres = pm.pulses({**s, "gust": 0.0}, f_h)
         flights = ff.averaged_flights(truth, manoeuvres, timestep=float(s["timestep"]), gains=gains, **kw)
         return manoeuvres, flights, np.stack([flights.responses[x.name].tilt for x in manoeuvres])
 
     monkeypatch.setattr(pm, "_measured", measured_by_the_model)
-    monkeypatch.setattr(pm, "_measured_closed_loop", closed_loop_by_the_model)
     monkeypatch.setattr(fl, "robot_weight", lambda: (0.0300, 9.81))
     res = pm.study_plate_motion({"plate_motion": _settings(gust=gust, gust_wingbeats=2.0,
                                                            closed_loop_horizon=closed_loop)}, model)

@@ -11,7 +11,6 @@ knowledge: the flapping-wing robot's aggregate result is
 from __future__ import annotations
 
 import platform
-from pathlib import Path
 from typing import Any, Mapping
 
 import equinox as eqx
@@ -84,13 +83,6 @@ class StudyResult(eqx.Module):
             converged=bool(d.get("converged", True)),
             seconds=float(d.get("seconds", 0.0)),
         )
-
-    def save(self, path: str | Path) -> None:
-        write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> "StudyResult":
-        return cls.from_dict(read_json(path))
 
 
 def versions() -> dict[str, str]:

@@ -1,15 +1,7 @@
-"""Saved study files that are trusted on resume only when nothing changed
-them: what the simulated identification writes to ``studies/<name>.json``
-and reads back on the next run (:mod:`flapjax.identify.flapper.run`).
-
-:func:`seal` adds ``sha256``, a hash of the file's ``config`` (the settings
-that produced the study) and ``result``; :func:`check_study_file` returns
-why a saved file must not be reused (it was edited after it was written, it
-holds a key the writer never writes, a value that is not a finite number,
-settings other than this run's), or None. :func:`load_study_file` reads a
-file through the reading gate (:func:`flapjax.safe_io.read_text`), says
-why it is ignored in one line naming the file, and returns the record or
-None (recompute).
+"""Saved study files (``studies/<name>.json`` of :mod:`flapjax.identify.flapper.run`),
+trusted on resume only when nothing changed them: :func:`seal` adds a hash of
+their content, :func:`check_study_file` says why one must not be reused and
+:func:`load_study_file` reads one through :func:`flapjax.safe_io.read_text`.
 """
 
 from __future__ import annotations

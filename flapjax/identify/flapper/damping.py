@@ -2,17 +2,14 @@
 damping) and the speed-to-moment coupling ``L_v``, ``M_u`` of the
 cycle-averaged model, from imposed body motion.
 
-The per-wing robot's base rides on two slides and three hinges through the
-centre of mass, each with a large armature (a flywheel: the aerodynamic
-loads change its rate by < 0.1 %), started at a constant rate or speed
-(:func:`flapjax.sim.flapper.make_driven_robot`). The cycle-mean body-frame
-moment against the measured mean body rate gives ``-D_w omega``; force
-against speed gives ``-k_v v``, and the cross moment against speed the
-coupling (body roll moment ``L_v v_y``, pitch moment ``M_u v_x``). Moments
-are about the robot's instantaneous centre of mass. All are fitted together
-by gradient (``L_v``, ``M_u`` signed, the others in log space) with
-Gauss-Newton standard deviations. The robot flaps at the hover frequency of
-the lift study unless a frequency is configured.
+The per-wing robot's base rides on slides and hinges through the centre of
+mass with a large armature (:func:`flapjax.sim.flapper.make_driven_robot`),
+started at a constant rate or speed. The cycle-mean body-frame moment
+(about the instantaneous centre of mass) against the mean body rate gives
+``-D_w omega``, force against speed ``-k_v v``, the cross moment against
+speed ``L_v v_y``, ``M_u v_x``; all fitted together by gradient with
+Gauss-Newton standard deviations, at the lift study's hover frequency unless
+a frequency is configured.
 """
 
 from __future__ import annotations
@@ -81,21 +78,12 @@ def _drives(s: Mapping) -> tuple[np.ndarray, np.ndarray]:
     """``(drives (n, 5), kinds (n,))``: one world per imposed rate about each
     configured axis (kind 2 + axis) and per imposed speed along x and y
     (kind 0, 1); drive columns are (v_x, v_y, w_x, w_y, w_z)."""
-    drives, kinds = [], []
-    for a in s["axes"]:
-        i = "xyz".index(a)
-        for r in s["rates"]:
-            d = np.zeros(5)
-            d[2 + i] = r
-            drives.append(d)
-            kinds.append(2 + i)
-    for i in (0, 1):
-        for v in s["speeds"]:
-            d = np.zeros(5)
-            d[i] = v
-            drives.append(d)
-            kinds.append(i)
-    return np.asarray(drives), np.asarray(kinds)
+    rows = [(2 + "xyz".index(a), r) for a in s["axes"] for r in s["rates"]] + [
+        (i, v) for i in (0, 1) for v in s["speeds"]]
+    drives = np.zeros((len(rows), 5))
+    for n, (i, v) in enumerate(rows):
+        drives[n, i] = v
+    return drives, np.asarray([i for i, _ in rows])
 
 
 def _weights(meas: np.ndarray, kinds: np.ndarray, y: np.ndarray, cross_y: np.ndarray, cross_col: np.ndarray):

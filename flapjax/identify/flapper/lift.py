@@ -29,21 +29,6 @@ from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
 
 
-def fixed_sweep(frequencies, plates, s: Mapping, batch_size: int, robot=None, params=None) -> fl.SweepResult:
-    """:func:`flapjax.sim.flapper.sweep` of the fixed-base per-wing robot
-    (default: the sweep's, the pure-JAX joint tree; ``params`` default its
-    nominal ones) with a study section's ``duration`` and ``discard``."""
-    return fl.sweep(
-        np.asarray(frequencies, dtype=float),
-        plate=np.asarray(plates, dtype=float),
-        duration=float(s["duration"]),
-        discard=float(s["discard"]),
-        robot=robot,
-        params=params,
-        batch_size=batch_size,
-    )
-
-
 def predict_lift(p: Params, frequency) -> jax.Array:
     """Cycle-mean lift ``k_f f^2`` [N]."""
     return p["k_f"] * frequency**2
@@ -63,7 +48,8 @@ def study_lift(cfg: Mapping, *, robot=None, bar=None, description=None) -> Study
         params = fl.default_params(robot, description=description, frequency=float(np.mean(description.frequency_range)))
     robot, params = calibrate(robot, params, calibration_values(cfg))
     zeros = (0.0, 0.0) if robot is None else np.zeros(len(robot.channel_kinds))
-    sw = fixed_sweep(freqs, zeros, s, cfg["run"]["batch_size"], robot, params)
+    sw = fl.sweep(freqs, plate=np.asarray(zeros, dtype=float), duration=float(s["duration"]),
+                  discard=float(s["discard"]), robot=robot, params=params, batch_size=cfg["run"]["batch_size"])
     fz = np.asarray(sw.force[:, 2])
     valid = valid_rows(fz, sw.healthy)
     if not valid.any():

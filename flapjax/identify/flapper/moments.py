@@ -1,23 +1,15 @@
 """The moments study: the control term of the cycle-averaged model.
 
-Sweeps of each control channel alone (:func:`swept_channels`: every channel
-but a ``"frequency"`` one) at several frequencies on the driven base held
-at rest (zero drive velocity: :func:`flapjax.sim.flapper.driven_sweep`, the
+Each control channel but a ``"frequency"`` one (:func:`swept_channels`) is
+swept alone at several frequencies on the driven base held at rest (the
 damping study's compiled program); the cycle-mean body moment about the
-robot's *instantaneous* centre of mass (the tilted plate and the stroking
-wings move it) is fitted by gradient with Gauss-Newton standard deviations:
-
-* the plate robot (two joint channels, the seed's): ``lambda_f [k_roll
-  delta_p, -k_pitch delta_r]`` with ``lambda_f = (f / f_ref)^2`` (the
-  seed's crossed naming: the pitch_joint angle rolls the robot); cross
-  moments are reported;
-* any other robot: the control matrix ``B`` (3, nc) of
-  ``tau_B = lambda_f B u`` (:mod:`flapjax.aero.control_matrix`), every entry
-  signed, with its covariance, correlations and the entries the sweep does
-  not determine (:mod:`flapjax.identify.solve`); and the thrust tilt ``T``
-  (2, nc) of ``-F_xy / F_z = T u`` (closed-form least squares: a stroke
-  bias also moves the mean force fore-aft). A frequency channel changes
-  ``L = k_f f^2`` (the lift study's), not a moment: its columns stay 0.
+robot's instantaneous centre of mass is fitted by gradient with Gauss-Newton
+standard deviations: for the seed's plate robot ``lambda_f [k_roll delta_p,
+-k_pitch delta_r]``, ``lambda_f = (f / f_ref)^2`` (the seed's crossed
+naming), cross moments reported; for any other robot the signed control
+matrix ``B`` (3, nc) of ``tau_B = lambda_f B u`` with its covariance and
+undetermined entries, and the thrust tilt ``T`` (2, nc) of ``-F_xy / F_z =
+T u`` (closed-form least squares). A frequency channel's columns stay 0.
 """
 
 from __future__ import annotations
@@ -42,14 +34,6 @@ from flapjax.sim.flapper.channels import SEED_KINDS
 from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.sim.flapper.stand import calibrate
 from flapjax.validation import ConfigError
-
-
-def reference_frequency(description=None) -> float:
-    """f_ref of lambda_f [Hz]: the seed's 42 Hz, or the middle of a
-    description's ``stroke.frequency_range``."""
-    if description is None:
-        return REFERENCE_FREQUENCY
-    return robot_config.reference_frequency(resolve_description(description))
 
 
 def swept_channels(kinds: Sequence[str]) -> tuple[int, ...]:
@@ -77,15 +61,12 @@ def _tilt_rows(s: Mapping, kinds: Sequence[str] = SEED_KINDS) -> tuple[np.ndarra
     """``(frequencies (n,) [Hz], channels (n, nc))``: at each frequency,
     each tilt on each swept channel alone, in channel order (the seed robot:
     the pitch joint, then the roll joint)."""
-    rows_f, rows_p = [], []
-    for f in np.asarray(s["frequencies"], dtype=float):
-        for d in np.asarray(s["tilts"], dtype=float):
-            for i in swept_channels(kinds):
-                row = np.zeros(len(kinds))
-                row[i] = d
-                rows_f.append(f)
-                rows_p.append(row)
-    return np.asarray(rows_f), np.asarray(rows_p)
+    rows = [(f, d, i) for f in np.asarray(s["frequencies"], dtype=float) for d in np.asarray(s["tilts"], dtype=float)
+            for i in swept_channels(kinds)]
+    rows_p = np.zeros((len(rows), len(kinds)))
+    for n, (_, d, i) in enumerate(rows):
+        rows_p[n, i] = d
+    return np.asarray([f for f, _, _ in rows]), rows_p
 
 
 def study_moments(cfg: Mapping, *, robot=None, bar=None, description=None) -> StudyResult:
@@ -105,7 +86,9 @@ def study_moments(cfg: Mapping, *, robot=None, bar=None, description=None) -> St
                          plate=rows_p)
     if tuple(kinds) == SEED_KINDS:
         return _plate_result(s, sw, rows_f, rows_p, bar, t0)
-    return _matrix_result(s, sw, rows_f, rows_p, kinds, reference_frequency(description), bar, t0)
+    f_ref = (REFERENCE_FREQUENCY if description is None  # f_ref of lambda_f: the middle of the robot's range
+             else robot_config.reference_frequency(resolve_description(description)))
+    return _matrix_result(s, sw, rows_f, rows_p, kinds, f_ref, bar, t0)
 
 
 def _plate_result(s: Mapping, sw, rows_f, rows_p, bar, t0: float) -> StudyResult:

@@ -1,20 +1,12 @@
-"""The physical study: parameters inside the per-wing model, by gradient
-through the fixed-base rollout (the pure-JAX joint tree by default, any
-fixed-base robot on request).
-
-:class:`~flapjax.sim.flapper.stand.LiftRollout` makes the cycle-mean world
-F_z of vmapped fixed-base worlds a differentiable function of per-wing
-physical parameters (feathering hinge stiffness and damping, lift and moment
-scales); :func:`study_physical`
-fits the chosen ones to cycle-mean F_z "measurements" (the seed's table 11.2,
-configured values, or a synthetic round trip) with forward-mode gradients and
-reports Gauss-Newton standard deviations from the curvature of the loss.
-
-:class:`~flapjax.sim.flapper.stand.StandRollout` gives the cycle-mean F_z
-and optionally the body moments at a stand table's frequencies and plate
-angles, with a scale of the wings' rotational inertia among the parameters;
-:func:`flapjax.identify.flapper.stand_physical.fit_physical_to_stand` fits
-them to a measured table.
+"""The physical study: parameters inside the per-wing model (feathering
+hinge stiffness and damping, lift and moment scales), fitted with forward-mode
+gradients through vmapped fixed-base rollouts
+(:class:`~flapjax.sim.flapper.stand.LiftRollout`) to cycle-mean F_z (the
+seed's table 11.2, configured values, or a synthetic round trip), with
+Gauss-Newton standard deviations from the curvature of the loss.
+:func:`eval_stand` evaluates the stand-table rollout
+(:class:`~flapjax.sim.flapper.stand.StandRollout`) that
+:mod:`flapjax.identify.flapper.stand_physical` fits.
 """
 
 from __future__ import annotations
@@ -56,13 +48,6 @@ def eval_lift(rollout: LiftRollout, values: Mapping[str, Any]) -> jax.Array:
     """(n,) cycle-mean F_z [N] of ``rollout`` at ``values`` (jitted, no
     gradient needed; one compilation for any values of the same names)."""
     return run_lift(rollout, _as_traced(values))
-
-
-def _physical_residuals(trainable, nominal, data: Measurements) -> jax.Array:
-    """Scaled residuals of :func:`physical_loss`, the rollout run by the
-    jitted :func:`eval_lift` program (so the residuals at the fit reuse its
-    compilation and their Jacobian compiles one forward-mode program)."""
-    return residuals(_predict_lift, combine(trainable, nominal), data)
 
 
 def _predict_lift(values: Params, rollout: LiftRollout) -> jax.Array:
@@ -112,8 +97,8 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
         physical_loss, t, n, data, optimizer=optimizer, convergence=convergence_for(s), step_fn=step,
         progress=progress_callback(bar),
     )
-    unc = gauss_newton_uncertainty(
-        lambda tt: _physical_residuals(tt, n, data), as_step_outputs(res.trainable), sigma=1e-3,
+    unc = gauss_newton_uncertainty(  # through the jitted eval_lift: its Jacobian compiles one forward-mode program
+        lambda tt: residuals(_predict_lift, combine(tt, n), data), as_step_outputs(res.trainable), sigma=1e-3,
         compiler_options=tree.compiler_options(),
     )
     fitted = np.asarray(eval_lift(lift, res.params))
@@ -145,11 +130,6 @@ def study_physical(cfg: Mapping, *, bar=None, robot=None) -> StudyResult:
         seconds=time.perf_counter() - t0,
     )
 
-
-
-# ---------------------------------------------------------------------------
-# Per-wing physical parameters from a measured stand table
-# ---------------------------------------------------------------------------
 
 #: Units of :data:`flapjax.sim.flapper.stand.STAND_PHYSICAL_PARAMETERS` in reports.
 STAND_PHYSICAL_UNITS = {**PHYSICAL_UNITS, "wing_inertia_scale": "-", "stop_angle": "rad", "stop_stiffness": "N m/rad",

@@ -1,43 +1,18 @@
-"""Identify the averaged model's plate-motion terms from free flight.
+"""Identify the averaged model's plate-motion terms from free flight
+(docs/physics.md, Decomposition of the plate-step response and of the
+lateral-gust response).
 
-The averaged model's control moment is identified on the driven base, where
-the body cannot turn. In free flight a turning plate also turns the body
-back, by its inertia and by the flapping wings' resistance to the turning
-of their stroke plane (:mod:`flapjax.sim.flapper.plate_motion`). This study
-measures both on the free per-wing robot and fits them by Gauss-Newton
-(Levenberg-Marquardt, forward-mode Jacobian through the averaged model's
-rollout):
-
-- the per-wing robot flies open-loop plate *pulses* (``amplitude`` for
-  ``pulse_wingbeats`` wingbeats on each plate joint, +/- pairs; the
-  fidelity check's steps stay held out), each started at ``phases`` stroke phases (the
-  reaction to a turning plate depends on where the wings are; the averaged
-  model stands for the mean over the wingbeat), and the cycle-mean tilt of
-  half each pair's difference, averaged over the phases, is the data;
-- the averaged model, with the values identified upstream (k_f, control
-  moments, D_w about z, couplings) held, flies the same pulses at the same
-  step;
-- the unknowns are ``kappa`` (2,) [-] per plate joint and the flapping
-  damping about body x and y [N m s/rad], taken to act on the stroke
-  plane's rate (the body's rate plus the plate joint's), so it sets both
-  ``D_w`` (x, y) and ``D_s``; they come with Gauss-Newton standard
-  deviations. The free-flight damping differs from the driven-base one
-  (docs/physics.md, Decomposition of the plate-step response), and this
-  study's ``D_w`` (x, y) replaces the damping study's;
-- with ``gust`` > 0 the robot also flies a lateral and a forward gust
-  *pulse* (``gust`` [m/s] for ``gust_wingbeats`` wingbeats; the fidelity
-  check's gust steps stay held out) and the speed couplings ``L_v``,
-  ``M_u`` join the unknowns: in free flight the roll moment per lateral
-  airspeed is not the driven base's (docs/physics.md, Decomposition of the
-  lateral-gust response), and these replace the damping study's; so does
-  the airspeed-rate coupling ``A_v`` (2,) [N m s^2/m], the moment of the
-  gust's onset (:mod:`flapjax.sim.flapper.airspeed_rate`).
-
-Run by default, before ``validation`` and ``fidelity``. With it the
-held-out open-loop plate steps and the forward gust pass and, with the
-validation's gains designed on the loop with these terms
-(:mod:`flapjax.control.plate_motion_design`), so do the closed-loop
-validation flights, and with ``A_v`` the lateral gust (docs/physics.md).
+The per-wing free robot flies open-loop plate *pulses* (``amplitude`` [rad]
+for ``pulse_wingbeats`` wingbeats on each plate joint, +/- pairs, each
+started at ``phases`` stroke phases) and, with ``gust`` > 0, a lateral and a
+forward gust pulse (``gust`` [m/s] for ``gust_wingbeats``); the averaged
+model, the values identified upstream held, flies the same pulses, and
+Levenberg-Marquardt (forward-mode Jacobian through its rollout) fits the
+plate reaction ``kappa`` (2,) [-], the flapping damping about body x and y
+[N m s/rad] on the stroke plane's rate (both ``D_w`` (x, y) and ``D_s``)
+and, with gusts, ``L_v``, ``M_u`` and the airspeed-rate coupling ``A_v``
+(2,) [N m s^2/m], with Gauss-Newton standard deviations; these replace the
+damping study's. The fidelity check's steps stay held out.
 """
 
 from __future__ import annotations
@@ -121,11 +96,12 @@ def check_plate_motion_settings(s: Mapping) -> None:
     ff.check_free_flights("plate_motion", s)
 
 
-def _measured(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict):
-    """The pulses, the per-wing robot's paired open-loop flights and their tilts (M, T, 2) [rad]."""
+def _measured(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict, gains=None):
+    """The pulses, the per-wing robot's paired flights under ``gains`` (None:
+    open loop) and their tilts (M, T, 2) [rad]."""
     manoeuvres = pulses(s, f_h)
     ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
-                              phases=int(s["phases"]), calibration=s.get("calibration"), **kw)
+                              phases=int(s["phases"]), gains=gains, calibration=s.get("calibration"), **kw)
     return manoeuvres, ref, np.stack([ref.responses[m.name].tilt for m in manoeuvres])
 
 
@@ -137,14 +113,6 @@ def closed_loop_gains(model: CycleAveragedParams, hover_frequency: float):
                         hover_frequency=hover_frequency)
 
 
-def _measured_closed_loop(model: CycleAveragedParams, s: Mapping, f_h: float, kw: dict, gains):
-    """The plate pulses flown under ``gains`` by the per-wing robot: pulses, flights, tilts (M, T, 2) [rad]."""
-    manoeuvres = pulses({**s, "gust": 0.0}, f_h)
-    ref = ff.per_wing_flights(model, manoeuvres, backend=s["backend"], timestep=float(s["timestep"]),
-                              phases=int(s["phases"]), gains=gains, calibration=s.get("calibration"), **kw)
-    return manoeuvres, ref, np.stack([ref.responses[m.name].tilt for m in manoeuvres])
-
-
 def _data_sets(model: CycleAveragedParams, s: Mapping, f_h: float) -> list[dict]:
     """The open-loop set and (with ``closed_loop_horizon`` > 0) the
     closed-loop one: manoeuvres, flight settings, gains (None: open loop),
@@ -154,7 +122,7 @@ def _data_sets(model: CycleAveragedParams, s: Mapping, f_h: float) -> list[dict]
     if float(s.get("closed_loop_horizon", 0.0)):
         gains = closed_loop_gains(model, f_h)
         kw_cl = dict(kw, onset=float(s["closed_loop_onset"]), horizon=float(s["closed_loop_horizon"]))
-        sets.append((gains, kw_cl, *_measured_closed_loop(model, s, f_h, kw_cl, gains)))
+        sets.append((gains, kw_cl, *_measured(model, {**s, "gust": 0.0}, f_h, kw_cl, gains)))
     out = []
     for gains, k, manoeuvres, ref, measured in sets:
         after = ref.time >= k["onset"]

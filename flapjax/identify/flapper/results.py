@@ -22,35 +22,24 @@ from flapjax.identify.outputs import data_record
 from flapjax.identify.results import StudyResult, read_json, to_arrays, to_jsonable, versions, write_json
 from flapjax.validation import ConfigError
 
-# Seed symbol -> CycleAveragedParams field.
-SEED_NAMES: dict[str, str] = {
-    "k_f": "lift_coefficient",
-    "k_v": "horizontal_damping",
-    "k_roll": "roll_gain",
-    "k_pitch": "pitch_gain",
-    "D_w": "rate_damping",
-    "L_v": "roll_speed_coupling",
-    "M_u": "pitch_speed_coupling",
-    "kappa": "plate_reaction",
-    "D_s": "stroke_plane_damping",
-    "A_v": "airspeed_rate_coupling",
-    "B": "control_matrix",
-    "T": "thrust_tilt",
+#: Seed symbol -> (CycleAveragedParams field, unit, seed section 10 default for the summary's "seed" column).
+_SEED = {
+    "k_f": ("lift_coefficient", "N/Hz^2", 0.14858349039827917 / 30.0**2),
+    "k_v": ("horizontal_damping", "N s/m", 0.06),
+    "k_roll": ("roll_gain", "N m/rad", 0.01055 / 20.0),
+    "k_pitch": ("pitch_gain", "N m/rad", 0.01144 / 20.0),
+    "D_w": ("rate_damping", "N m s/rad", [2e-4, 2e-4, 1e-4]),
+    "L_v": ("roll_speed_coupling", "N m s/m", 0.0),
+    "M_u": ("pitch_speed_coupling", "N m s/m", 0.0),
+    "kappa": ("plate_reaction", "-", None),
+    "D_s": ("stroke_plane_damping", "N m s/rad", None),
+    "A_v": ("airspeed_rate_coupling", "N m s^2/m", None),
+    "B": ("control_matrix", "N m/unit", None),
+    "T": ("thrust_tilt", "rad/unit", None),
 }
-SEED_UNITS: dict[str, str] = {
-    "k_f": "N/Hz^2",
-    "k_v": "N s/m",
-    "k_roll": "N m/rad",
-    "k_pitch": "N m/rad",
-    "D_w": "N m s/rad",
-    "L_v": "N m s/m",
-    "M_u": "N m s/m",
-    "kappa": "-",
-    "D_s": "N m s/rad",
-    "A_v": "N m s^2/m",
-    "B": "N m/unit",
-    "T": "rad/unit",
-}
+SEED_NAMES: dict[str, str] = {k: row[0] for k, row in _SEED.items()}
+SEED_UNITS: dict[str, str] = {k: row[1] for k, row in _SEED.items()}
+SEED_VALUES = {k: row[2] for k, row in _SEED.items() if row[2] is not None}
 
 #: Units of the per-wing physical parameters, and of every value a simulated
 #: identification reports (seed symbols and physical parameters).
@@ -60,17 +49,6 @@ VALUE_UNITS: dict[str, str] = {**SEED_UNITS, **PHYSICAL_UNITS, "wing_inertia_sca
 
 #: ``source`` of a simulated identification's ``results.json``.
 SOURCE = "per-wing simulation (flapjax.sim.flapper)"
-
-# Seed section 10 defaults, for the summary's "seed" column.
-SEED_VALUES = {
-    "k_f": 0.14858349039827917 / 30.0**2,
-    "k_v": 0.06,
-    "k_roll": 0.01055 / 20.0,
-    "k_pitch": 0.01144 / 20.0,
-    "D_w": [2e-4, 2e-4, 1e-4],
-    "L_v": 0.0,
-    "M_u": 0.0,
-}
 
 
 class IdentificationResult(eqx.Module):
