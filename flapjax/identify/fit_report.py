@@ -1,21 +1,13 @@
 """What a measured-data fit reports, typed: :class:`FitReport`.
 
-A fit of a data file (stand table, phase-resolved stand record, flapper
+Every fit of a data file (stand table, phase-resolved stand record, flapper
 flight log, multirotor hover log) ends with the same parts: the reported
 values, each with a standard deviation and a unit (:class:`Estimate`), the
-parameters' correlation, the held-out prediction error, notes for the
-reader, the fit's own diagnostics and arrays for the plots. :meth:`FitReport.to_json` gives the
-``results.json`` body (:func:`flapjax.identify.outputs.data_record`'s head,
-then the study's keys in their order; the arrays are not written), and
-:meth:`FitReport.summary` the lines the command line prints. The fits
-themselves return one (:func:`~flapjax.identify.flapper.waveform.fit_waveform`,
-:func:`~flapjax.identify.flapper.flight_fit.identify_flight_log`,
-:func:`~flapjax.identify.flapper.stand_physical.fit_physical_to_stand`,
-:func:`~flapjax.identify.multirotor.run.fit_hover`), and the measured-data
-entry points (:func:`flapjax.identify.from_file.identify_from_file` and the
-study drivers it picks) return the report of what they wrote:
-:meth:`FitReport.from_record` of the ``results.json`` body, whose
-:meth:`~FitReport.to_json` is that body again.
+correlation, the held-out prediction error, notes, the fit's own
+diagnostics and arrays for the plots. :meth:`FitReport.to_json` is the
+``results.json`` body (the arrays are not written), :meth:`FitReport.summary`
+the printed lines; the study drivers return :meth:`FitReport.from_record`
+of what they wrote, whose :meth:`~FitReport.to_json` is that body again.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """What the identifications from measured data write and print, in one form
-for every study (stand tables, phase-resolved stand records, flapper flight
-logs, multirotor hover logs):
-
-- ``results.json``: :func:`data_record` -- ``study``, ``source`` (the data
-  file), every fitted value ``name`` with its standard deviation
-  ``name_std`` (``null`` for a value held, not fitted), ``units`` (one per
-  value), the study's own diagnostics, then :func:`write_record` adds
-  ``files`` (what else the run wrote), ``seconds`` and ``versions``;
-- the table of values the command line prints (:func:`parameter_table`)
-  and its closing ``written:`` line;
-- PNG figures through matplotlib's Agg backend (:func:`pyplot`,
-  :func:`save_figure`).
+for every study: the head of ``results.json`` (:func:`data_record`; then
+:func:`write_record` adds ``files``, ``seconds`` and ``versions``), the
+printed table of values (:func:`parameter_table`, :func:`held_out_lines`)
+and PNG figures through matplotlib's Agg backend (:func:`pyplot`,
+:func:`save_figure`). The keys: docs/data_formats.md, "What every study
+writes".
 """
 
 from __future__ import annotations

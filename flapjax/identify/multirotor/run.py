@@ -253,7 +253,8 @@ def _uncertainty(pb: _Problem, theta, scale, n_fit: int):
     fitted = _params(theta, pb)
     trainable, _ = split({k: float(fitted[k]) for k in names}, names,
                          signed=[k for k in names if k not in M.LOG_SPACE])
-    def theta_of(tr: Trainable):
+
+    def theta_of(tr: Trainable):  # the trained vector in the fit's order
         return jnp.stack([tr.log[k] if k in pb.log_names else tr.linear[k] for k in names])
 
     unc = L.gauss_newton_uncertainty(lambda tr: _residuals(theta_of(tr), scale, pb), trainable,
