@@ -53,10 +53,8 @@ from flapjax.sim.flapper.averaged_body import body, start_model
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
-    "DEFAULTS",
     "FLIGHT_PARAMETERS",
     "LOG_COLUMNS",
-    "QUICK",
     "body_line",
     "flight_fit_bytes",
     "identify_flight_log",

@@ -36,9 +36,6 @@ from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
     "CHANNELS",
-    "PARAMETERS",
-    "StandData",
-    "StandFit",
     "fit_stand",
     "load_stand_table",
     "run_stand_identification",

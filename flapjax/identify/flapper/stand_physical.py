@@ -54,7 +54,7 @@ def fit_physical_to_stand(
     gradient through the fixed-base per-wing rollout.
 
     Args:
-      data: a :class:`flapjax.identify.flapper.stand.StandData` (frequencies,
+      data: a :class:`flapjax.data.stand_table.StandData` (frequencies,
         plate angles, cycle-mean ``fz_n`` and optionally ``mx_nm``, ``my_nm``).
       parameters: names from :data:`STAND_PHYSICAL_PARAMETERS` (positive,
         fitted in log space).
