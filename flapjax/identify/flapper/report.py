@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flapjax.identify.flapper.config import PHYSICAL_UNITS
-from flapjax.identify.flapper.results import SEED_UNITS, SEED_VALUES, IdentificationResult
+from flapjax.identify.flapper.results import SEED_VALUES, VALUE_UNITS, IdentificationResult
 from flapjax.identify.outputs import pyplot, save_figure
 
 
@@ -263,13 +262,13 @@ def _validation_lines(m) -> list[str]:
     return lines
 
 
-def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> str:
-    """A plain-text summary: identified values, fit quality, validation."""
+def summary_table(result: IdentificationResult, *, skipped=()) -> str:
+    """A plain-text summary: identified values, fit quality, validation; ``skipped``: the reused studies."""
     lines = ["", "flapjax identify: results"]
     head = f"  {'name':<16} {'identified':>30} {'std':>12} {'unit':>10} {'seed':>30}"
     lines += [head, "  " + "-" * (len(head) - 2)]
     for k, v in result.identified.items():
-        unit = SEED_UNITS.get(k, PHYSICAL_UNITS.get(k, ""))
+        unit = VALUE_UNITS.get(k, "")
         std = _fmt(result.std[k]) if k in result.std else ""
         seed = _fmt(SEED_VALUES[k]) if k in SEED_VALUES and "robot" not in result.settings else ""  # another robot
         lines.append(f"  {k:<16} {_fmt(v):>30} {std:>12} {unit:>10} {seed:>30}")
@@ -302,6 +301,4 @@ def summary_table(result: IdentificationResult, *, skipped=(), out_dir=None) -> 
         lines += _fidelity_lines(st["fidelity"].metrics)
     if skipped:
         lines.append(f"  reused from a previous run: {', '.join(skipped)} (use --fresh to recompute)")
-    if out_dir is not None:
-        lines.append(f"  written: {Path(out_dir) / 'results.json'}, cycle_averaged.json, *.png")
     return "\n".join(lines)

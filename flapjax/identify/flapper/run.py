@@ -14,6 +14,7 @@ of an earlier run that this run did not redraw are removed.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -101,12 +102,10 @@ class _Upstream:
         self.nominal_avg = (CycleAveragedParams.from_json(fl.AVERAGED_PATH) if description is None
                             else robot_nominal(description))
         self.avg = None
-        self._driven: list = []
 
+    @functools.cached_property
     def driven_robot(self):
-        if not self._driven:
-            self._driven.append(fl.make_driven_robot(self.cfg["damping"]["armature"], description=self.description))
-        return self._driven[0]
+        return fl.make_driven_robot(self.cfg["damping"]["armature"], description=self.description)
 
     def get(self, study: str) -> StudyResult | None:
         """A study this run did, or else the one an earlier run saved here
@@ -189,7 +188,7 @@ def _write(cfg: Mapping, out: Path, final: IdentificationResult, nominal_avg, sk
     stale = [name for name in PLOTS if name not in drawn and (out / name).is_file()]
     for name in stale:
         (out / name).unlink()
-    lines = [summary_table(final, skipped=skipped, out_dir=None)]
+    lines = [summary_table(final, skipped=skipped)]
     if kept:
         lines.append(f"  kept from earlier runs in {out}: {', '.join(kept)} (their studies/*.json)")
     lines.append(f"  written: {out / 'results.json'}, cycle_averaged.json"

@@ -3,7 +3,7 @@ study needs from the others and how it is run (:mod:`.run` orders them by
 STUDIES, resumes and writes them). A study's ``up`` (the run's ``_Upstream``)
 holds ``cfg``, ``description`` (a described robot or None), ``nominal_avg``,
 ``get(name)`` (a study done by this run or saved in the same folder before),
-``driven_robot()`` and ``avg`` (the averaged model the ``model`` studies run on)."""
+``driven_robot`` and ``avg`` (the averaged model the ``model`` studies run on)."""
 
 from __future__ import annotations
 
@@ -68,12 +68,12 @@ _MODEL = ("lift", "moments", "damping", "physical")
 #: Every simulated study by name, in the order of STUDIES.
 STUDY_RUNS: dict[str, Study] = {
     "lift": Study((), lambda up, s, bar: study_lift(up.cfg, bar=bar, description=up.description)),
-    "moments": Study((), lambda up, s, bar: study_moments(up.cfg, bar=bar, robot=up.driven_robot(),
+    "moments": Study((), lambda up, s, bar: study_moments(up.cfg, bar=bar, robot=up.driven_robot,
                                                           description=up.description),
                      # the moments run on the driven base, held at rest
                      settings=lambda up: {"armature": up.cfg["damping"]["armature"]}),
     "damping": Study(("lift",), lambda up, s, bar: study_damping(
-        up.cfg, frequency=s["frequency"], bar=bar, robot=up.driven_robot(), description=up.description),
+        up.cfg, frequency=s["frequency"], bar=bar, robot=up.driven_robot, description=up.description),
         settings=_frequency),
     "physical": Study((), lambda up, s, bar: study_physical(up.cfg, bar=bar)),
     "plate_motion": Study(_MODEL, _plate_motion, model=True),
