@@ -181,27 +181,6 @@ def _primary_and_cross(moment, rows_p, b, swept) -> dict[str, float]:
     return {"primary_moment_max": max(primary), "cross_moment_max": max(cross)}
 
 
-def plot_channel_moments(plt, study):
-    """moments_fit.png of a control-matrix fit: body x and y moment against
-    lambda_f u of each swept channel, with the fitted lines."""
-    d, b = study.data, np.asarray(study.values["B"])
-    f_ref = float(study.metrics["reference_frequency"])
-    u = np.asarray(d["channels"])
-    lam = (np.asarray(d["frequency"]) / f_ref) ** 2
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    for i, (ax, name) in enumerate(zip(axes, ("tau_x (roll)", "tau_y (pitch)"))):
-        for j in range(u.shape[1]):
-            rows = u[:, j] != 0
-            if rows.any():
-                x = lam[rows] * u[rows, j]
-                ax.plot(x, np.asarray(d["moment"])[rows, i], "o", color=f"C{j}", label=f"channel {j}")
-                ax.plot(np.sort(x), b[i, j] * np.sort(x), "-", color=f"C{j}", label=f"B[{i},{j}] = {b[i, j]:.3e}")
-        ax.set_xlabel("lambda_f u [channel units]")
-        ax.set_ylabel(f"{name} [N m]")
-        ax.legend(fontsize=7)
-    return fig
-
-
 def _matrix_result(s: Mapping, sw, rows_f, rows_p, kinds, f_ref: float, bar, t0: float) -> StudyResult:
     """The control matrix B (3, nc) of a robot steered by other channels."""
     moment, force = np.asarray(sw.moment), np.asarray(sw.force)

@@ -55,9 +55,7 @@ def _plot_lift(plt, study):
 def _plot_moments(plt, study):
     """The moments study's figure (moments_fit.png)."""
     if "B" in study.values:  # a robot steered by other channels: its control matrix
-        from flapjax.identify.flapper.moments import plot_channel_moments
-
-        return plot_channel_moments(plt, study)
+        return _plot_channel_moments(plt, study)
     d, v, m = study.data, study.values, study.metrics
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     for ax, key, k, r2, lab in (
@@ -69,6 +67,21 @@ def _plot_moments(plt, study):
         xx = np.linspace(x.min(), x.max(), 50)
         ax.plot(xx, k * xx, "-", label=f"k_{key} = {k:.4e} N m/rad")
         _label(ax, "lambda_f delta [rad]", f"{lab} [N m]", f"k_{key}: R^2 = {r2:.5f}")
+    return fig
+
+
+def _plot_channel_moments(plt, study):
+    """moments_fit.png of a control-matrix fit: body x and y moment against
+    lambda_f u of each swept channel, with the fitted lines."""
+    d, b = study.data, np.asarray(study.values["B"])
+    u, moment = np.asarray(d["channels"]), np.asarray(d["moment"])
+    lam = (np.asarray(d["frequency"]) / float(study.metrics["reference_frequency"])) ** 2
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    for i, (ax, name) in enumerate(zip(axes, ("tau_x (roll)", "tau_y (pitch)"))):
+        for j in range(u.shape[1]):
+            x = lam * u[:, j]
+            _points_and_fit(ax, x, moment[:, i], b[i, j] * x, u[:, j] != 0, f"channel {j}", f"B[{i},{j}] = {b[i, j]:.3e}")
+        _label(ax, "lambda_f u [channel units]", f"{name} [N m]", legend=7)
     return fig
 
 
