@@ -31,15 +31,13 @@ from flapjax.sim import flapper as fl
 from flapjax.validation import ConfigError, as_float_array, check_choice, check_int, check_positive, check_range
 
 STUDIES = ("lift", "moments", "damping", "physical", "plate_motion", "validation", "fidelity")
-#: Studies a run leaves out unless asked (``--study`` or ``[run] studies``).
-OPTIONAL_STUDIES: tuple[str, ...] = ()
 
 #: The run window [s] and the fit of the lift, moments and damping studies.
 _FIT = {"duration": 0.6, "discard": 0.3, "optimizer": "lbfgs", "learning_rate": 0.05, "max_steps": 300,
         "start_factor": 1.3}
 
 DEFAULT_CONFIG: dict[str, Any] = {
-    "run": {"studies": [s for s in STUDIES if s not in OPTIONAL_STUDIES], "float64": True, "batch_size": 8, "plots": True},
+    "run": {"studies": list(STUDIES), "float64": True, "batch_size": 8, "plots": True},
     "lift": {
         "frequencies": [20.0, 25.0, 30.0, 35.0, 40.0, 45.0],
         **_FIT,
