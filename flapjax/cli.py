@@ -3,7 +3,9 @@
 ``flapjax identify`` runs the identification studies of the flapping-wing
 robot (:mod:`flapjax.identify.flapper`) and writes ``results.json``,
 ``cycle_averaged.json`` and PNG plots into ``--out``; with ``--data FILE``
-it fits measured data instead (:mod:`flapjax.identify.from_file`). Further sub-commands
+it fits measured data instead (:mod:`flapjax.identify.from_file`); ``flapjax
+fidelity MODEL.json`` is the power test of the fidelity score
+(:mod:`flapjax.cli_fidelity`). Further sub-commands
 register on :data:`app` with ``@app.command()``.
 """
 
@@ -194,8 +196,10 @@ def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: 
 
 
 from flapjax.cli_evaluate import evaluate  # noqa: E402
+from flapjax.cli_fidelity import fidelity  # noqa: E402
 
 app.command("evaluate")(evaluate)
+app.command("fidelity")(fidelity)
 
 
 def _names(option: str, text: str | None) -> tuple[str, ...] | None:

@@ -2,7 +2,7 @@
 
 The fidelity study's reference robot flies the pure-JAX joint tree by
 default; ``[fidelity] backend = "mjx"`` (``identification/fidelity_mjx.toml``,
-``python -m flapjax.identify.flapper.fidelity MODEL.json --backend mjx``)
+``flapjax fidelity MODEL.json --backend mjx``)
 flies it on MJX. These tests defend that the score keeps its power there:
 on the MJX reference the model ``flapjax identify --quick`` produces passes
 a plate step and the lateral gust, a model with the speed coupling ``L_v``
@@ -15,8 +15,10 @@ import json
 import jax
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
+from flapjax.cli import app
 from flapjax.identify.flapper import fidelity as fd
 from flapjax.sim.flapper import free_flights as ff
 
@@ -99,21 +101,27 @@ def test_the_mjx_reference_is_the_joint_trees(mjx_reference, identified):
             np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-9 * np.max(np.abs(ours)), err_msg=f"{m.name} {key}")
 
 
+def _fidelity_command(args):
+    """``flapjax fidelity ARGS`` through the CLI app; the result (exit code, stdout, stderr)."""
+    return CliRunner().invoke(app, ["fidelity", *args])
+
+
 @pytest.mark.parametrize("args, match", [
     (["missing.json"], "cannot read"),
     (["{model}", "--only", "no such manoeuvre"], "--only"),
     (["{model}", "--phases", "0"], "--phases"),
+    (["{model}", "--backend", "cuda"], "--backend"),
 ])
-def test_the_power_test_command_refuses_bad_input_by_name(tmp_path, capsys, args, match):
+def test_the_power_test_command_refuses_bad_input_by_name(tmp_path, args, match):
     model = tmp_path / "cycle_averaged.json"
     model.write_text(json.dumps(IDENTIFIED_QUICK))
     args = [a.replace("{model}", str(model)).replace("missing.json", str(tmp_path / "missing.json")) for a in args]
-    assert fd.main(args) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and match in err, err
+    res = _fidelity_command(args)
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1].startswith("error:") and match in res.stderr, res.stderr
 
 
-def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(tmp_path, monkeypatch, capsys):
+def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(tmp_path, monkeypatch):
     """The command's verdict (exit 0 only when the model passes and every
     wrong model fails), ``--only`` and ``--json``, on a stand-in table."""
     model = tmp_path / "cycle_averaged.json"
@@ -132,16 +140,17 @@ def test_the_power_test_command_flies_the_asked_backend_and_judges_every_model(t
 
     monkeypatch.setattr(fd, "fidelity_table", table)
     out = tmp_path / "table.json"
-    assert fd.main([str(model), "--backend", "mjx", "--only", "gust", "--phases", "1", "--json", str(out)]) == 0
+    res = _fidelity_command([str(model), "--backend", "mjx", "--only", "gust", "--phases", "1", "--json", str(out)])
+    assert res.exit_code == 0, res.output
     assert asked == {"backend": "mjx", "phases": 1, "names": ["forward gust 0.5 m/s", "lateral gust 0.5 m/s"]}
     written = json.loads(out.read_text())
     assert written["backend"] == "mjx" and set(written["models"]) == {"identified", *fd.wrong_models(
         CycleAveragedParams.from_dict(IDENTIFIED_QUICK))}
     assert written["models"]["identified"]["manoeuvres"]["lateral gust 0.5 m/s"]["signals"]["tilt"]["nrmse"] == 0.1
-    assert "power test: PASS" in capsys.readouterr().out
+    assert "identified: PASS" in res.stdout and "power test: PASS" in res.stdout
     wrong_passes[0] = True  # wrong models that pass: the score has no power
-    assert fd.main([str(model), "--only", "gust"]) == 1
-    assert "power test: FAIL" in capsys.readouterr().out
+    res = _fidelity_command([str(model), "--only", "gust"])
+    assert res.exit_code == 1 and "power test: FAIL" in res.stdout
 
 
 def test_the_mjx_config_changes_only_the_reference_backend():

@@ -15,7 +15,8 @@ on lower floors, nothing on its own floor outside its unit and nothing above.
     floor 2  control, data  stroke schedule, hover and wrench controllers; measured-data files
     floor 3  sim           the MuJoCo MJX bridge: the only importer of mujoco
     floor 4  tasks, identify   environments; parameter identification
-    floor 5  entry points  evaluate, evaluate_plot, evaluate_report, render, cli, cli_evaluate, demo
+    floor 5  entry points  evaluate, evaluate_plot, evaluate_report, render, cli, cli_evaluate,
+                           cli_fidelity, demo
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ FLOORS = (
     ("tasks", 4, ("flapjax.tasks",)),
     ("identify", 4, ("flapjax.identify",)),
     ("entry points", 5, ("flapjax.evaluate", "flapjax.evaluate_plot", "flapjax.evaluate_report", "flapjax.render",
-                         "flapjax.cli", "flapjax.cli_evaluate", "flapjax.demo")),
+                         "flapjax.cli", "flapjax.cli_evaluate", "flapjax.cli_fidelity", "flapjax.demo")),
 )
 EXEMPT = {"flapjax"}  # the root package re-exports (lazily); it defines nothing
 MUJOCO_FLOOR = 3  # only the sim unit may import mujoco; nothing below it may reach it

@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
-from pathlib import Path
 from typing import Sequence
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -59,7 +56,7 @@ from flapjax.sim.flapper.free_flights import (
     check_free_flights,
     per_wing_flights,
 )
-from flapjax.validation import ConfigError, as_float_array, check_int, check_range
+from flapjax.validation import ConfigError, as_float_array, check_range
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,65 +326,3 @@ def study_fidelity(cfg, identified: CycleAveragedParams, *, bar=None):
         converged=all(r["healthy"] for r in score["manoeuvres"].values()),
         seconds=time.perf_counter() - t0,
     )
-
-
-def _print_table(table: dict[str, FlightsScore]) -> None:
-    for name, score in table.items():
-        print(f"{name}: {'PASS' if score.passed else 'FAIL'}")
-        for m, row in score.manoeuvres.items():
-            signal, s = next(iter(row.signals.items()))
-            print(f"  {m:30s} {signal:9s} NRMSE {s.nrmse:6.2f}  peak ratio {s.peak_ratio:+6.2f}  "
-                  f"sign {'same' if s.sign_agrees else 'differs':7s} peak dt {1e3 * s.peak_time_error:5.1f} ms"
-                  f"  {'pass' if row.passed else 'fail'}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m flapjax.identify.flapper.fidelity MODEL.json [--backend
-    mjx]``: the power test. Flies the per-wing free robot (the reference) on
-    ``--backend`` through the held-out manoeuvres of ``identify``'s defaults
-    (plate steps of 0.02 and 0.05 rad on each plate joint, a 0.5 Hz frequency
-    step, 0.5 m/s forward and lateral gusts), scores the model of the file and
-    each of :func:`wrong_models` against it and prints a table; ``--json``
-    also writes it. Exit code 0 when the model passes and every wrong model
-    fails, 1 otherwise, 2 for bad input (one ``error:`` line)."""
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(prog="python -m flapjax.identify.flapper.fidelity",
-                                     description="Score a cycle-averaged model and deliberately wrong variants "
-                                     "against the free per-wing robot's open-loop responses.")
-    parser.add_argument("model", help="cycle_averaged.json (written by flapjax identify)")
-    parser.add_argument("--backend", default="rigid", choices=("rigid", "mjx"),
-                        help="the reference robot's backend (default rigid: the pure-JAX joint tree)")
-    parser.add_argument("--phases", type=int, default=2, help="stroke phases of each onset (default 2)")
-    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
-                        help="fly only the manoeuvres whose name contains TEXT (repeatable)")
-    parser.add_argument("--json", metavar="FILE", help="also write the table as JSON")
-    args = parser.parse_args(argv)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        manoeuvres = [m for m in manoeuvres_for({"amplitudes": [0.02, 0.05], "frequency_step": 0.5, "gust": 0.5})
-                      if not args.only or any(t in m.name for t in args.only)]
-        if not manoeuvres:
-            raise ConfigError(f"--only: no manoeuvre name contains any of {args.only}")
-        check_int("--phases", args.phases, 1, 16)
-        t0 = time.perf_counter()
-        table = fidelity_table(CycleAveragedParams.from_json(args.model), manoeuvres, backend=args.backend,
-                               phases=args.phases)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"reference: free per-wing robot on {args.backend}, {args.phases} stroke phase(s), "
-          f"{time.perf_counter() - t0:.0f} s")
-    _print_table(table)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"backend": args.backend, "phases": args.phases,
-                                               "models": {n: dataclasses.asdict(s) for n, s in table.items()}},
-                                              indent=1))
-    ok = table["identified"].passed and not any(s.passed for n, s in table.items() if n != "identified")
-    print("power test: " + ("PASS (the model passes, every wrong model fails)" if ok else "FAIL"))
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":  # python -m flapjax.identify.flapper.fidelity out/identify/cycle_averaged.json
-    sys.exit(main())
