@@ -48,6 +48,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from flapjax import rotor
+    from flapjax.data.hover_log import write_hover_log
     from flapjax.data.sampling import with_dropouts
     from flapjax.identify.multirotor import fit_hover, read_hover_log
     from flapjax.identify.multirotor import synthetic as S
@@ -64,7 +65,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
             cols, drawn = S.noisy_log(truth, seed)
             if dropouts:
                 cols = with_dropouts(cols, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
-            path = S.write_log(Path(tmp) / f"hover_{seed}.npz", cols)
+            path = write_hover_log(Path(tmp) / f"hover_{seed}.npz", cols, S.SCENE)
             t1 = time.perf_counter()
             res = fit_hover(prof, read_hover_log(path, prof.n_rotors))
             cov.seconds.append(time.perf_counter() - t1)

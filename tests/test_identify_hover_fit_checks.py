@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from flapjax import rotor
+from flapjax.data.hover_log import write_hover_log
 from flapjax.identify.multirotor import chain_params_from_results, read_hover_log
 from flapjax.identify.multirotor import fit_checks as C
 from flapjax.identify.multirotor import run as R
@@ -105,7 +106,7 @@ def test_wrong_mass_on_a_short_sample_log_is_noted_and_printed(tmp_path):
     jax.config.update("jax_enable_x64", True)
     data = np.load(SAMPLE)
     keep = data["time_s"] < 6.0
-    path = S.write_log(tmp_path / "short.npz", {k: data[k][keep] for k in data.files})
+    path = write_hover_log(tmp_path / "short.npz", {k: data[k][keep] for k in data.files}, S.SCENE)
     prof = rotor.resolve_profile(str(LONG_ARM), field="robot")
     res = R.fit_hover(prof, read_hover_log(path, 4)).to_json()
     fit = res["fit"]

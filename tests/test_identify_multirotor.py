@@ -17,7 +17,7 @@ from flapjax.identify.multirotor import (chain_params_from_results, load_chain_p
                                          run_hover_identification)
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor import synthetic as S
-from flapjax.data.hover_log import HoverLog, thrust_column
+from flapjax.data.hover_log import HoverLog, thrust_column, write_hover_log
 from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor.run import fit_hover
 from flapjax.validation import ConfigError
@@ -40,7 +40,7 @@ def _columns(n=600, dt=0.005):
 
 
 def _write_csv(path, cols, scene=S.SCENE):
-    return S.write_log(path, cols, scene)
+    return write_hover_log(path, cols, scene)
 
 
 # ------------------------------------------------------------------ bad data
@@ -126,7 +126,7 @@ def test_bad_scene_and_short_log(tmp_path):
 def test_log_reads_scene_from_csv_comments_and_npz_sidecar(tmp_path):
     cols = _columns()
     log_csv = read_hover_log(_write_csv(tmp_path / "a.csv", cols), 4)
-    log_npz = read_hover_log(S.write_log(tmp_path / "a.npz", cols), 4)
+    log_npz = read_hover_log(write_hover_log(tmp_path / "a.npz", cols, S.SCENE), 4)
     assert log_csv.scene == log_npz.scene == {**S.SCENE}
     np.testing.assert_allclose(log_csv.position, log_npz.position, atol=1e-6)
     # The run says where the scene came from, and when none was given.
@@ -321,7 +321,7 @@ def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
     cols, drawn = S.noisy_log(short_flight, 0, zero)
     for j, a in enumerate("xyz"):
         cols[f"v{a}_mps"] = short_flight["velocity"][:, j]
-    path = S.write_log(tmp_path / "clean.csv", cols)
+    path = write_hover_log(tmp_path / "clean.csv", cols, S.SCENE)
     report = run_hover_identification(path, robot="quad_x", out_dir=tmp_path / "out", progress=False,
                                       echo=lambda s: None, validation_fraction=0.15)
     res = report.to_json()
@@ -341,7 +341,7 @@ def test_noise_free_log_recovers_hidden_values_tightly(short_flight, tmp_path):
 @pytest.mark.parametrize("seed", [3, 11])
 def test_noisy_log_covers_hidden_values_within_two_sigma(short_flight, tmp_path, seed):
     cols, drawn = S.noisy_log(short_flight, seed)
-    path = S.write_log(tmp_path / "noisy.npz", cols)
+    path = write_hover_log(tmp_path / "noisy.npz", cols, S.SCENE)
     res = fit_hover(PROF, read_hover_log(path, 4), validation_fraction=0.15).to_json()
     truth = _truth_values(drawn["accel_bias"])
     z = {k: (res[k] - v) / res[f"{k}_std"] for k, v in truth.items()}
@@ -356,11 +356,11 @@ def test_log_with_dropped_rows_agrees_with_the_whole_log(short_flight, tmp_path)
     from flapjax.data.sampling import with_dropouts
 
     cols, drawn = S.noisy_log(short_flight, 11)
-    whole = fit_hover(PROF, read_hover_log(S.write_log(tmp_path / "whole.npz", cols), 4),
+    whole = fit_hover(PROF, read_hover_log(write_hover_log(tmp_path / "whole.npz", cols, S.SCENE), 4),
                       validation_fraction=0.15).to_json()
     gaps = with_dropouts(cols, 0.05, seed=7)  # a stream apart from the noise's
     compiled = R._residuals._cache_size()
-    res = fit_hover(PROF, read_hover_log(S.write_log(tmp_path / "gaps.npz", gaps), 4),
+    res = fit_hover(PROF, read_hover_log(write_hover_log(tmp_path / "gaps.npz", gaps, S.SCENE), 4),
                     validation_fraction=0.15).to_json()
     # fewer rows, padded to the same length: the fit reuses the whole log's programs
     assert R.padded_length(gaps["time_s"].size) == R.padded_length(cols["time_s"].size)

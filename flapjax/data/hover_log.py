@@ -1,4 +1,4 @@
-"""Multirotor hover logs: columns, scene description, checked reading.
+"""Multirotor hover logs: columns, scene description, checked reading, writing.
 
 A hover log is a table (CSV or NPZ, :mod:`flapjax.data.tables`) with one
 row per logged instant of a flight in which the robot hovers at several
@@ -38,6 +38,7 @@ key given twice is refused with a :class:`DataError` naming the file.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from pathlib import Path
@@ -340,3 +341,30 @@ def read_hover_log(path: str | Path, n_rotors: int, *, scene: Mapping[str, Any] 
     check_hover_specific_force(p, accel)
     return HoverLog(path=str(p), time=time, position=position, quat=quat, specific_force=accel,
                     thrust_command=thrust, velocity=velocity, velocity_logged=logged, scene=sc_keys)
+
+
+def write_hover_log(path: str | Path, columns: Mapping[str, np.ndarray], scene: Mapping[str, float], *,
+                    header: str = "") -> Path:
+    """Write a hover log that :func:`read_hover_log` reads back: ``.npz``
+    (float32 columns, float64 ``time_s``, ``scene`` in the sidecar
+    :func:`sidecar_path`) or CSV (``header`` lines as comments first, then
+    ``scene`` as ``# scene.KEY = VALUE`` lines, values to 7 significant
+    digits). ``columns``: ``{name: (T,) array}`` in the units of
+    :func:`hover_columns`; ``scene``: ``{key: value}`` of :data:`SCENE_KEYS`
+    [m, rad]. Returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".npz":
+        arrays = {k: (np.asarray(v, dtype=np.float64) if k == "time_s" else np.asarray(v, dtype=np.float32))
+                  for k, v in columns.items()}
+        np.savez_compressed(path, **arrays)
+        sidecar_path(path).write_text(json.dumps(dict(scene), indent=2) + "\n")
+        return path
+    names = list(columns)
+    lines = [f"# {h}" for h in header.splitlines()]
+    lines += [f"# scene.{k} = {v!r}" for k, v in scene.items()]
+    lines.append(",".join(names))
+    data = np.stack([np.asarray(columns[k], dtype=float) for k in names], axis=1)
+    lines += [",".join(f"{x:.7g}" for x in row) for row in data]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -31,6 +31,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from flapjax import rotor  # noqa: E402
+from flapjax.data.hover_log import write_hover_log  # noqa: E402
 from flapjax.identify.multirotor import synthetic as S  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -47,9 +48,9 @@ def main(argv=None) -> None:
     if truth["touching"].any() or truth["diverged"].any():
         raise SystemExit("the sample flight touched a surface or diverged; check the flight plan")
     cols, drawn = S.noisy_log(truth, args.seed)
-    out = S.write_log(args.out / "hover_quad_x.npz", cols)
+    out = write_hover_log(args.out / "hover_quad_x.npz", cols, S.SCENE)
     if args.csv:
-        S.write_log(args.out / "hover_quad_x.csv", cols, header="sample hover log of quad_x (flapjax simulator)")
+        write_hover_log(args.out / "hover_quad_x.csv", cols, S.SCENE, header="sample hover log of quad_x (flapjax simulator)")
     sidecar = {"robot": "quad_x", "hidden": S.HIDDEN, "accel_bias_mps2": drawn["accel_bias"], "noise": S.NOISE,
                "noise_seed": args.seed, "rate_hz": 200.0, "scene": S.SCENE,
                "note": "wall_fade_start and wall_range are in rotor radii; drag per body axis x, y, z"}

@@ -6,15 +6,13 @@ ground, near a wall and in free air, joined by smooth moves and a few
 faster free-air sweeps that excite the drag
 (:mod:`flapjax.sim.multirotor.hover_flight`); :func:`noisy_log` turns the
 exact trajectory into what a lab would log (motion-capture position and
-attitude noise, accelerometer noise and bias); :func:`write_log` writes it
-as a hover log (:mod:`flapjax.data.hover_log`).
+attitude noise, accelerometer noise and bias);
+:func:`flapjax.data.hover_log.write_hover_log` writes it as a hover log.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any, Mapping
 
 import jax
@@ -23,7 +21,7 @@ import numpy as np
 
 from flapjax import rotor
 from flapjax import scene as sc
-from flapjax.data.hover_log import sidecar_path, thrust_column
+from flapjax.data.hover_log import thrust_column
 from flapjax.math import quat_mul
 
 #: Hidden coefficients of the sample logs (differ from the chain's defaults).
@@ -108,26 +106,3 @@ def noisy_log(truth: Mapping[str, np.ndarray], seed: int, noise: Mapping[str, fl
         for j, a in enumerate("xyz"):
             cols[f"v{a}_mps"] = vel[:, j]
     return cols, {"accel_bias": bias.tolist()}
-
-
-def write_log(path: str | Path, columns: Mapping[str, np.ndarray], scene: Mapping[str, float] = SCENE,
-              *, header: str = "") -> Path:
-    """Write a hover log: ``.npz`` (float32 columns, float64 time, scene in a
-    sidecar ``<stem>.scene.json``) or CSV (scene in ``# scene.KEY = VALUE``
-    comment lines, ``header`` lines as comments first)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".npz":
-        arrays = {k: (np.asarray(v, dtype=np.float64) if k == "time_s" else np.asarray(v, dtype=np.float32))
-                  for k, v in columns.items()}
-        np.savez_compressed(path, **arrays)
-        sidecar_path(path).write_text(json.dumps(dict(scene), indent=2) + "\n")
-        return path
-    names = list(columns)
-    lines = [f"# {h}" for h in header.splitlines()]
-    lines += [f"# scene.{k} = {v!r}" for k, v in scene.items()]
-    lines.append(",".join(names))
-    data = np.stack([np.asarray(columns[k], dtype=float) for k in names], axis=1)
-    lines += [",".join(f"{x:.7g}" for x in row) for row in data]
-    path.write_text("\n".join(lines) + "\n")
-    return path
