@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flapjax.data.tables import DataError
-from flapjax.data.sampling import white_noise_std
+from flapjax.data.sampling import second_difference_noise
 from flapjax.math import GRAVITY
 
 #: The sample rates a hover log may have [Hz] (flight controllers log at
@@ -70,28 +70,15 @@ def check_sample_rate(path: Path, dt: float) -> None:
                         "n-th row of a faster log, log a slower one faster)")
 
 
-def position_noise(position: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """(3,) white-noise standard deviation [m] of each position column, from
-    the second differences of rows three grid samples in a row (grid index
-    ``k``): ``var(x[k+1] - 2 x[k] + x[k-1]) = 6 sigma^2`` for white noise on
-    a path smooth at the sample rate (median-based, robust); zeros with
-    fewer than 10 such triples."""
-    d2 = position[2:] - 2.0 * position[1:-1] + position[:-2]
-    steps = np.diff(k)
-    d2 = d2[(steps[1:] == 1) & (steps[:-1] == 1)]
-    if d2.shape[0] < 10:
-        return np.zeros(3)
-    return white_noise_std(d2)
-
-
 def check_position_units(path: Path, time: np.ndarray, position: np.ndarray, k: np.ndarray) -> None:
     """Refuse positions whose noise or speed no multirotor under motion
     capture shows (millimetres or centimetres under ``x_m``): a white-noise
-    level (:func:`_position_noise`) above :data:`POSITION_NOISE_LIMIT`, or
-    a speed along an axis above :data:`SPEED_LIMIT` in 5 % of the 0.1 s
-    windows."""
+    level (:func:`~flapjax.data.sampling.second_difference_noise` over rows
+    one grid step apart, grid index ``k`` (N,); none with fewer than 10
+    triples) above :data:`POSITION_NOISE_LIMIT`, or a speed along an axis
+    above :data:`SPEED_LIMIT` in 5 % of the 0.1 s windows."""
     names = ("x_m", "y_m", "z_m")
-    for name, s in zip(names, position_noise(position, k)):
+    for name, s in zip(names, second_difference_noise(position, np.diff(k) == 1, too_few=0.0)):
         if s > POSITION_NOISE_LIMIT:
             raise DataError(f"{path}: column {name!r}: the sample-to-sample noise is {s:.3g} m (from second "
                             f"differences); motion capture resolves a millimetre or better: is {name} in metres "

@@ -3,8 +3,9 @@
 
 :func:`sample_grid` checks a log's time column against such a grid and
 places each row on it; :func:`with_dropouts` removes rows in bursts, to test
-fits on logs with dropped samples; :func:`white_noise_std` estimates a
-logged signal's noise level from its second differences.
+fits on logs with dropped samples; :func:`second_difference_noise` (through
+:func:`white_noise_std`) estimates a logged signal's noise level from its
+second differences.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from flapjax.data.tables import DataError
 from flapjax.validation import ConfigError
 
-__all__ = ["sample_grid", "white_noise_std", "with_dropouts"]
+__all__ = ["sample_grid", "second_difference_noise", "white_noise_std", "with_dropouts"]
 
 
 def white_noise_std(d2: np.ndarray) -> np.ndarray:
@@ -27,6 +28,20 @@ def white_noise_std(d2: np.ndarray) -> np.ndarray:
     (``median |d2| = 0.6745 std``), so the few sharp events of a flight do
     not count."""
     return np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)
+
+
+def second_difference_noise(x: np.ndarray, one_period: np.ndarray, *, too_few: float) -> np.ndarray:
+    """(C,) white-noise standard deviation of each column of ``x`` (N, C)
+    (:func:`white_noise_std`, in the unit of ``x``) from the second
+    differences of rows three sample periods in a row: ``one_period``
+    (N - 1,) bool, row ``i + 1`` comes one sample period after row ``i``
+    (no dropout between them). ``too_few`` in every column when fewer than
+    10 such triples exist."""
+    d2 = x[2:] - 2.0 * x[1:-1] + x[:-2]
+    d2 = d2[one_period[1:] & one_period[:-1]]
+    if d2.shape[0] < 10:
+        return np.full(x.shape[1], too_few)
+    return white_noise_std(d2)
 
 
 def sample_grid(t: np.ndarray, where: str, *, tolerance: float, max_missing: float) -> tuple[float, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from flapjax.identify.multirotor.model import AXES, UNITS
-from flapjax.data.sampling import white_noise_std
+from flapjax.data.sampling import second_difference_noise
 
 #: A fitted accelerometer bias beyond this is more than a calibrated MEMS
 #: accelerometer's (about 30 mg) [m/s^2].
@@ -34,14 +34,10 @@ def accel_noise_level(t: np.ndarray, accel: np.ndarray) -> np.ndarray:
     (median-based, robust to the few sharp events of a flight). Only
     triples of rows one sample period apart count (times ``t`` (N,) [s],
     specific force ``accel`` (N, 3)); NaN with fewer than 10 such triples.
-    A low-pass filtered accelerometer reads low here."""
+    A low-pass filtered accelerometer reads low here
+    (:func:`flapjax.data.sampling.second_difference_noise`)."""
     steps = np.diff(t)
-    regular = np.rint(steps / np.median(steps)) == 1
-    d2 = accel[2:] - 2.0 * accel[1:-1] + accel[:-2]
-    d2 = d2[regular[1:] & regular[:-1]]
-    if d2.shape[0] < 10:
-        return np.full(accel.shape[1], np.nan)
-    return white_noise_std(d2)
+    return second_difference_noise(accel, np.rint(steps / np.median(steps)) == 1, too_few=np.nan)
 
 
 def drag_sign_notes(values: dict[str, float], std: dict[str, float | None]) -> list[str]:
