@@ -31,7 +31,8 @@ MODEL_PARAMETERS = ("k_f", "k_roll", "k_roll_cross", "k_pitch", "k_pitch_cross")
 
 def coverage(seeds, *, k_sigma: float = 2.0) -> dict:
     """Per-parameter coverage, z-scores and the held-out errors over ``seeds``."""
-    from flapjax.identify.flapper.stand import fit_stand, stand_data
+    from flapjax.data.stand_table import stand_data
+    from flapjax.identify.flapper.stand_fit import fit_stand
 
     gen = load_generator("make_stand_data")
     cov = Coverage(k_sigma=k_sigma)

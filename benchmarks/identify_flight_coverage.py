@@ -36,6 +36,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from flapjax.data.sampling import with_dropouts
     from flapjax.identify.flapper import flight_log as fl_log
     from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, synthetic_flight_log
 
@@ -44,7 +45,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
         log = synthetic_flight_log(noise_seed=seed)
         if dropouts:
             # a stream apart from the noise's: the rows dropped must not depend on the noise drawn
-            log = fl_log.with_dropouts(log, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
+            log = with_dropouts(log, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
         t0 = time.perf_counter()
         res = fl_log.identify_flight_log(log)
         cov.seconds.append(time.perf_counter() - t0)

@@ -48,9 +48,9 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from flapjax import rotor
-    from flapjax.data.hover_log import write_hover_log
+    from flapjax.data.hover_log import read_hover_log, write_hover_log
     from flapjax.data.sampling import with_dropouts
-    from flapjax.identify.multirotor import fit_hover, read_hover_log
+    from flapjax.identify.multirotor import fit_hover
     from flapjax.identify.multirotor import synthetic as S
 
     prof = rotor.profiles.preset("quad_x")

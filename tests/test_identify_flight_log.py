@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
+from flapjax.data import flight_log as F
+from flapjax.data.sampling import with_dropouts
 from flapjax.data.tables import DataError
 from flapjax.identify.flapper import flight_log as FL
 from flapjax.math import euler_to_quat, quat_to_euler, quat_to_mat, rot_x, rot_y, rot_z, rotvec_to_quat
@@ -18,7 +20,7 @@ from tests.record_check import assert_common_record
 
 def _log(n=200, rate=200.0):
     t = np.arange(n) / rate
-    log = {c.name: np.zeros(n) for c in FL.LOG_COLUMNS}
+    log = {c.name: np.zeros(n) for c in F.LOG_COLUMNS}
     log.update(time_s=t, z_m=np.full(n, 0.5), frequency_hz=np.full(n, 42.0))
     return log
 
@@ -45,27 +47,27 @@ def _log(n=200, rate=200.0):
 def test_bad_logs_name_the_column_and_row(tmp_path, change, match):
     log = _log()
     change(log)
-    cols = [c.name for c in FL.LOG_COLUMNS if c.name in log]
+    cols = [c.name for c in F.LOG_COLUMNS if c.name in log]
     path = tmp_path / "log.csv"
     path.write_text(",".join(cols) + "\n" + "\n".join(",".join(f"{log[c][i]:.6f}" for c in cols)
                                                        for i in range(len(log["time_s"]))) + "\n")
     with pytest.raises(DataError, match=match):
-        FL.read_flight_log(path)
+        F.read_flight_log(path)
 
 
 def test_dropped_rows_are_accepted_on_the_sample_grid_and_too_many_refused(tmp_path):
     log = _log(n=200)
     keep = np.ones(200, bool)
     keep[[5, 6, 7, 50]] = False
-    path = FL.write_flight_log(tmp_path / "gaps.csv", {k: v[keep] for k, v in log.items()})
-    back = FL.read_flight_log(path)
+    path = F.write_flight_log(tmp_path / "gaps.csv", {k: v[keep] for k, v in log.items()})
+    back = F.read_flight_log(path)
     assert back["time_s"].size == 196  # rows as logged
-    dt, k = FL.sample_steps(back["time_s"])
+    dt, k = F.sample_steps(back["time_s"])
     assert dt == pytest.approx(0.005) and k[-1] == 199 and list(k[4:7]) == [4, 8, 9]
     keep[10:150] = False
-    path = FL.write_flight_log(tmp_path / "holes.csv", {k_: v[keep] for k_, v in log.items()})
+    path = F.write_flight_log(tmp_path / "holes.csv", {k_: v[keep] for k_, v in log.items()})
     with pytest.raises(DataError, match=r"holes.csv: time_s: 72 % of the 200 samples at 200 Hz are missing"):
-        FL.read_flight_log(path)
+        F.read_flight_log(path)
 
 
 def test_on_grid_holds_commands_interpolates_pose_and_marks_logged_rows():
@@ -74,8 +76,8 @@ def test_on_grid_holds_commands_interpolates_pose_and_marks_logged_rows():
            "roll_rad": np.array([3.1, 3.1, -3.1, -3.1]), "pitch_rad": np.zeros(4), "yaw_rad": np.zeros(4),
            "frequency_hz": np.array([40.0, 41.0, 44.0, 45.0]), "pitch_plate_rad": np.zeros(4),
            "roll_plate_rad": np.zeros(4)}
-    dt, k = FL.sample_steps(t)
-    grid, logged = FL.on_grid(log, dt, k)
+    dt, k = F.sample_steps(t)
+    grid, logged = F.on_grid(log, dt, k)
     np.testing.assert_array_equal(logged, [True, True, False, False, True, True])
     np.testing.assert_allclose(grid["time_s"], np.arange(6) * 0.01)
     np.testing.assert_allclose(grid["x_m"], [0, 1, 2, 3, 4, 5])
@@ -91,8 +93,8 @@ def test_noise_levels_skip_interpolated_samples():
     logged[::7] = False
     filled = meas.copy()
     filled[~logged] = 0.5 * (meas[np.flatnonzero(~logged) - 1] + meas[np.minimum(np.flatnonzero(~logged) + 1, 3999)])
-    assert FL.noise_levels(filled, logged) == pytest.approx(FL.noise_levels(meas), rel=0.1)
-    assert np.all(FL.noise_levels(filled) < 0.9 * FL.noise_levels(meas))  # what ignoring the mask would do
+    assert F.noise_levels(filled, logged) == pytest.approx(F.noise_levels(meas), rel=0.1)
+    assert np.all(F.noise_levels(filled) < 0.9 * F.noise_levels(meas))  # what ignoring the mask would do
 
 
 def test_logged_segments_never_count_a_sample_after_a_gap():
@@ -165,9 +167,9 @@ def test_cli_mass_and_inertia_apply_to_flight_logs_only(tmp_path):
 
 
 def test_short_log_is_refused(tmp_path):
-    path = FL.write_flight_log(tmp_path / "short.csv", _log(n=30))
+    path = F.write_flight_log(tmp_path / "short.csv", _log(n=30))
     with pytest.raises(DataError, match="at least 50 samples"):
-        FL.read_flight_log(path)
+        F.read_flight_log(path)
 
 
 def test_euler_quaternion_round_trip_and_rotation():
@@ -229,7 +231,7 @@ def test_flight_log_recovers_hidden_values(seed):
 @pytest.mark.slow
 def test_log_with_dropped_rows_recovers_hidden_values():
     full = synthetic_flight_log(noise_seed=0)
-    log = FL.with_dropouts(full, 0.1, seed=7)  # a stream apart from the noise's
+    log = with_dropouts(full, 0.1, seed=7)  # a stream apart from the noise's
     dropped = full["time_s"].size - log["time_s"].size
     assert 0.1 * full["time_s"].size <= dropped < 0.12 * full["time_s"].size
     res = FL.identify_flight_log(log)
@@ -285,7 +287,7 @@ def test_summary_says_when_the_fit_hit_its_iteration_limit():
 def _sample_log():
     from pathlib import Path
 
-    return FL.read_flight_log(Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv")
+    return F.read_flight_log(Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv")
 
 
 @pytest.mark.parametrize(
@@ -308,16 +310,14 @@ def _sample_log():
 def test_pose_in_the_wrong_units_is_refused(tmp_path, change, match):
     log = _sample_log()
     change(log)
-    path = FL.write_flight_log(tmp_path / "units.csv", log)
+    path = F.write_flight_log(tmp_path / "units.csv", log)
     with pytest.raises(DataError, match=match):
-        FL.read_flight_log(path)
+        F.read_flight_log(path)
 
 
 def test_the_sample_log_passes_the_unit_checks_with_margin():
-    from flapjax.data import flight_log as F
-
     log = _sample_log()
-    dt, k = FL.sample_steps(log["time_s"])
+    dt, k = F.sample_steps(log["time_s"])
     assert F.check_pose_units(log, dt, k, "flight_log.csv") is None
     grid, logged = F.on_grid(log, dt, k)
     sigma = F.noise_levels(np.stack([grid[c] for c in F.POSE_NAMES], axis=1), logged)

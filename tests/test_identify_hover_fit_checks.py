@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from flapjax import rotor
-from flapjax.data.hover_log import write_hover_log
-from flapjax.identify.multirotor import chain_params_from_results, read_hover_log
+from flapjax.data.hover_log import read_hover_log, write_hover_log
+from flapjax.identify.multirotor import chain_params_from_results
 from flapjax.identify.multirotor import fit_checks as C
 from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor import synthetic as S

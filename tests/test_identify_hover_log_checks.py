@@ -11,8 +11,8 @@ import pytest
 
 from flapjax import rotor
 from flapjax.data.tables import DataError
-from flapjax.identify.multirotor import read_hover_log, run_hover_identification
-from flapjax.data.hover_log import check_thrust_carries_weight
+from flapjax.identify.multirotor import run_hover_identification
+from flapjax.data.hover_log import check_thrust_carries_weight, read_hover_log
 from flapjax.data.sampling import second_difference_noise
 
 SAMPLE = Path(__file__).resolve().parents[1] / "identification" / "data" / "hover_quad_x.npz"

@@ -13,11 +13,10 @@ import pytest
 
 from flapjax import rotor
 from flapjax.data.tables import DataError
-from flapjax.identify.multirotor import (chain_params_from_results, load_chain_params, read_hover_log,
-                                         run_hover_identification)
+from flapjax.identify.multirotor import chain_params_from_results, load_chain_params, run_hover_identification
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor import synthetic as S
-from flapjax.data.hover_log import HoverLog, thrust_column, write_hover_log
+from flapjax.data.hover_log import HoverLog, read_hover_log, thrust_column, write_hover_log
 from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor.run import fit_hover
 from flapjax.validation import ConfigError

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from tests.record_check import assert_common_record
 
+from flapjax.data.stand_table import CHANNELS, load_stand_table, stand_data
 from flapjax.data.tables import DataError
 from flapjax.identify.flapper import stand as S
 from flapjax.identify.from_file import pick_study
@@ -32,13 +33,13 @@ def _generator():
 
 
 def _from_columns(cols, source=""):
-    return S.stand_data(cols["frequency_hz"], cols["fz_n"], pitch_plate=cols["pitch_plate_rad"],
+    return stand_data(cols["frequency_hz"], cols["fz_n"], pitch_plate=cols["pitch_plate_rad"],
                         roll_plate=cols["roll_plate_rad"], source=source,
                         **{k: cols[k] for k in ("fx_n", "fy_n", "mx_nm", "my_nm")})
 
 
 def test_seed_table_recovers_the_seeds_k_f():
-    fit = S.fit_stand(S.load_stand_table(DATA / "seed_table_11_2.csv"))
+    fit = S.fit_stand(load_stand_table(DATA / "seed_table_11_2.csv"))
     assert fit.names == ["k_f"]  # 3 rows: no offsets, no hold-out
     assert abs(fit.values["k_f"] / SEED_K_F - 1.0) < 0.01, fit.values["k_f"]
     assert 0 < fit.std["k_f"] < 0.01 * SEED_K_F
@@ -75,7 +76,7 @@ def test_stand_standard_deviations_are_those_of_weighted_least_squares():
     # levels as weights, the reported standard deviations and correlations
     # must be sigma^2 (A^T A)^-1 with sigma^2 = SSR / (n - p) -- through the
     # log-space k_f and the rescaled signed terms alike.
-    data = S.load_stand_table(SAMPLE)
+    data = load_stand_table(SAMPLE)
     fit = S.fit_stand(data)
     train = data.rows(fit.fit_rows)
     plate, channels = train.plate, list(fit.channels)
@@ -103,7 +104,7 @@ def test_sample_recovers_hidden_values_within_two_sigma(sample_run):
 
 def test_sample_file_matches_its_generator():
     cols, truth = _generator().make_stand_table(0)
-    saved = S.load_stand_table(SAMPLE)
+    saved = load_stand_table(SAMPLE)
     np.testing.assert_allclose(saved.channels["fz_n"], cols["fz_n"], rtol=1e-6, atol=1e-8)  # float32 or 64
     hidden = json.loads((DATA / "stand_sample.hidden.json").read_text())
     assert hidden["k_f"] == truth["k_f"] and hidden["fz_offset"] == pytest.approx(truth["fz_offset"])
@@ -119,7 +120,7 @@ def test_stand_model_follows_the_averaged_model_conventions():
     for f, plate in ((30.0, (0.2, 0.0)), (38.0, (0.0, -0.25)), (25.0, (0.1, 0.15))):
         w = cycle_averaged_wrench(p, frequency=jnp.asarray(f), plate=jnp.asarray(plate),
                                   rot_world_body=jnp.eye(3), v_world=jnp.zeros(3), w_body=jnp.zeros(3))
-        pred = np.asarray(S.stand_model(values, np.array([f]), np.array([plate]), S.CHANNELS,
+        pred = np.asarray(S.stand_model(values, np.array([f]), np.array([plate]), CHANNELS,
                                         f_ref=float(p.reference_frequency)))[0]
         want = np.array([w.force_world[2], w.force_world[0], w.force_world[1], w.torque_body[0], w.torque_body[1]])
         np.testing.assert_allclose(pred, want, rtol=1e-6, atol=1e-12)
@@ -127,10 +128,10 @@ def test_stand_model_follows_the_averaged_model_conventions():
 
 def test_too_few_rows_and_collinear_plates_are_refused(tmp_path):
     with pytest.raises(DataError, match=r"column 'fz_n'.*row 2 missing"):
-        S.fit_stand(S.stand_data([30.0], [0.15], source="one.csv"))
+        S.fit_stand(stand_data([30.0], [0.15], source="one.csv"))
     f = np.repeat([20.0, 30.0, 40.0], 4)
     d = np.tile([0.1, -0.1, 0.2, -0.2], 3)
-    data = S.stand_data(f, 1.6e-4 * f**2, pitch_plate=d, roll_plate=d, mx_nm=1e-4 * d, source="same.csv")
+    data = stand_data(f, 1.6e-4 * f**2, pitch_plate=d, roll_plate=d, mx_nm=1e-4 * d, source="same.csv")
     with pytest.raises(DataError, match="same.csv.*pitch_plate_rad.*roll_plate_rad.*do not vary independently"):
         S.fit_stand(data, holdout_every=0)
 
@@ -271,12 +272,12 @@ def test_plate_angles_beyond_the_flight_logs_limit_are_refused(tmp_path):
     with pytest.raises(DataError, match=rf"stand.csv: column 'pitch_plate_rad', row 3 \(line {line}\): value 30 "
                                         r"outside \[-0.6, 0.6\] \(degrees\? the column is in radians; name it "
                                         r"pitch_plate_deg to have it converted\) \('30'\)"):
-        S.load_stand_table(path)
+        load_stand_table(path)
     path, line = _sample_with(tmp_path, 7, "roll_plate_rad", "-0.61")
     with pytest.raises(DataError, match=rf"column 'roll_plate_rad', row 7 \(line {line}\): value -0.61 outside"):
-        S.load_stand_table(path)
+        load_stand_table(path)
     with pytest.raises(DataError, match=r"arrays: column 'roll_plate_rad', row 2: value 0.9 outside \[-0.6, 0.6\]"):
-        S.stand_data([20.0, 30.0], [0.06, 0.15], roll_plate=[0.0, 0.9], source="arrays")
+        stand_data([20.0, 30.0], [0.06, 0.15], roll_plate=[0.0, 0.9], source="arrays")
     # one limit for stand tables and flight logs
     bounds = {c.name: c.bounds for c in (*STAND_COLUMNS, *LOG_COLUMNS) if "plate" in c.name}
     assert PLATE_LIMIT == 0.6 and set(bounds.values()) == {(-PLATE_LIMIT, PLATE_LIMIT)}
@@ -291,7 +292,7 @@ def test_arrays_of_both_stand_formats_go_through_one_reader():
     assert list(cols) == ["fz_n", "mx_nm"] and f.dtype == np.float64 and f.tolist() == [20.0, 30.0]
     assert plates[0].tolist() == [0.0, 0.0] and plates[1].tolist() == [0.1, -0.2]
     with pytest.raises(DataError, match=r"^arrays: unknown channel\(s\) \['mz_nm'\]; known: \['fz_n', 'fx_n'"):
-        S.stand_data([30.0], [0.15], mz_nm=[0.0], source="arrays")
+        stand_data([30.0], [0.15], mz_nm=[0.0], source="arrays")
     assert WAVEFORM_CHANNELS == CHANNELS
     bounds = {c.name: c.bounds for c in WAVEFORM_COLUMNS if "plate" in c.name}
     assert set(bounds) == {"pitch_plate_rad", "roll_plate_rad"} and set(bounds.values()) == {(-0.6, 0.6)}
@@ -301,29 +302,29 @@ def test_non_positive_frequency_names_the_line(tmp_path):
     path, line = _sample_with(tmp_path, 5, "frequency_hz", "-40")
     with pytest.raises(DataError, match=rf"stand.csv: column 'frequency_hz', row 5 \(line {line}\): must be > 0, "
                                         r"got -40"):
-        S.load_stand_table(path)
+        load_stand_table(path)
 
 
 def test_frequency_above_500_hz_names_the_line(tmp_path):
     path, line = _sample_with(tmp_path, 6, "frequency_hz", "1e6")
     with pytest.raises(DataError, match=rf"stand.csv: column 'frequency_hz', row 6 \(line {line}\): value 1e\+06 "
                                         r"outside \[0, 500\]"):
-        S.load_stand_table(path)
+        load_stand_table(path)
 
 
 def test_a_huge_value_names_the_line(tmp_path):
     path, line = _sample_with(tmp_path, 6, "fz_n", "1e300")
     with pytest.raises(DataError, match=rf"stand.csv: column 'fz_n', row 6 \(line {line}\): magnitude 1e\+300 above "
                                         r"1e\+09 in SI units"):
-        S.load_stand_table(path)
+        load_stand_table(path)
 
 
 def test_a_lift_column_the_model_cannot_explain_is_noted():
     """fz_n written in mN under an N header: the per-channel weights would
     quietly discount it; the fit says so instead."""
-    data = S.load_stand_table(SAMPLE)
+    data = load_stand_table(SAMPLE)
     assert not any("R^2" in n for n in S.fit_stand(data).notes)
-    scaled = S.stand_data(data.frequency, 1000.0 * data.channels["fz_n"],
+    scaled = stand_data(data.frequency, 1000.0 * data.channels["fz_n"],
                           pitch_plate=data.plate[:, 0], roll_plate=data.plate[:, 1], source="scaled",
                           **{k: v for k, v in data.channels.items() if k != "fz_n"})
     notes = S.fit_stand(scaled).notes
@@ -409,7 +410,7 @@ def test_plates_that_never_move_hold_the_moment_gains(tmp_path):
     table = said[1].splitlines()
     assert any(line.split()[:1] == ["k_roll"] and line.split()[2] == "held" for line in table), said[1]
     assert "roll_gain" not in json.loads((tmp_path / "out" / "cycle_averaged.json").read_text())
-    fitted = S.fit_stand(S.load_stand_table(SAMPLE))
+    fitted = S.fit_stand(load_stand_table(SAMPLE))
     assert fitted.held_values == {} and fitted.not_identified == {}  # moving plates: every gain fitted
 
 
@@ -421,19 +422,19 @@ def test_identical_rows_are_refused_naming_both_rows_and_lines(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=rf"stand.csv: rows 4 and 9 \(lines {head + 5} and {head + 10}\) are "
                                         r"identical .*\(a condition pasted twice\?\)"):
-        S.load_stand_table(path)
+        load_stand_table(path)
     t = {k: np.array([20.0, 30.0, 20.0]) for k in ("frequency_hz", "fz_n")}
     np.savez(tmp_path / "stand.npz", **t)
     with pytest.raises(DataError, match=r"stand.npz: rows 1 and 3 are identical"):
-        S.load_stand_table(tmp_path / "stand.npz")
+        load_stand_table(tmp_path / "stand.npz")
     t["fz_n"][2] += 1e-9  # a repeated measurement: same condition, other noise
     np.savez(tmp_path / "stand.npz", **t)
-    assert S.load_stand_table(tmp_path / "stand.npz").n == 3
+    assert load_stand_table(tmp_path / "stand.npz").n == 3
 
 
 def test_the_project_tables_have_no_identical_rows():
-    assert S.load_stand_table(SAMPLE).n > 0
-    assert S.load_stand_table(DATA / "seed_table_11_2.csv").n > 0
+    assert load_stand_table(SAMPLE).n > 0
+    assert load_stand_table(DATA / "seed_table_11_2.csv").n > 0
 
 
 def _sample_columns() -> dict[str, np.ndarray]:
@@ -453,11 +454,11 @@ def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, na
     from flapjax.identify.flapper.stand_fit import fit_stand
 
     cols = _sample_columns()
-    assert fit_stand(S.load_stand_table(SAMPLE)).notes == []
+    assert fit_stand(load_stand_table(SAMPLE)).notes == []
     for c in scaled:
         cols[c] = cols[c] * factor
     write_table(tmp_path / "units.csv", cols)
-    notes = fit_stand(S.load_stand_table(tmp_path / "units.csv")).notes
+    notes = fit_stand(load_stand_table(tmp_path / "units.csv")).notes
     assert len(notes) == 1 and "far from the nominal flapping-wing robot; check the units" in notes[0]
     import re
 
@@ -471,7 +472,7 @@ def test_one_frequency_fits_no_fz_offset_and_says_so(tmp_path):
     cols = _sample_columns()
     keep = np.isclose(cols["frequency_hz"], cols["frequency_hz"][0])
     write_table(tmp_path / "one.csv", {k: v[keep] for k, v in cols.items()})
-    table = S.load_stand_table(tmp_path / "one.csv")
+    table = load_stand_table(tmp_path / "one.csv")
     res = fit_stand(table)
     # before: k_f and fz_offset correlated 1.0, k_f hundreds of sigma off with a tiny std
     assert "fz_offset" not in res.names

@@ -54,18 +54,20 @@ def main(argv=None) -> Path:
                         help="share of the rows removed in bursts of 2-20 samples (occlusions)")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    from flapjax.identify.flapper import flight_log as fl_log
+    from flapjax.data.flight_log import write_flight_log
+    from flapjax.data.sampling import with_dropouts
+    from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
     from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, synthetic_flight_log
 
     log = synthetic_flight_log(noise_seed=args.seed, duration=DURATION, rate=RATE,
                                position_noise=POSITION_NOISE, attitude_noise=ATTITUDE_NOISE)
     if args.dropouts:
-        log = fl_log.with_dropouts(log, args.dropouts, seed=args.seed + 1_000_003)  # apart from the noise's stream
+        log = with_dropouts(log, args.dropouts, seed=args.seed + 1_000_003)  # apart from the noise's stream
     comment = (f"flapjax sample flight log (identification/data/make_flight_log.py, noise seed {args.seed}): "
                f"{DURATION:g} s at {RATE:g} Hz\nhidden values in {args.out.stem}.hidden.json")
-    fl_log.write_flight_log(args.out, log, comment=comment)
+    write_flight_log(args.out, log, comment=comment)
     hidden = {
-        "hidden": SAMPLE_HIDDEN, "units": fl_log.FLIGHT_PARAMETERS,
+        "hidden": SAMPLE_HIDDEN, "units": FLIGHT_PARAMETERS,
         "noise": {"position_m": POSITION_NOISE, "attitude_rad": ATTITUDE_NOISE},
         "rate_hz": RATE, "duration_s": DURATION, "seed": args.seed, "dropouts": args.dropouts,
         "note": "D_w_x, D_w_y are the rate damping about body x, y; D_w_z, f_ref, mass, gravity and inertia are "

@@ -66,7 +66,8 @@ def make_stand_table(seed: int = 0, hidden: dict | None = None) -> tuple[dict[st
     """One noisy stand table: ``(columns, truth)`` with ``columns`` name ->
     (n,) values in file order and ``truth`` the hidden values plus the drawn
     offsets (``fz_offset`` ...), the noise levels and the seed."""
-    from flapjax.identify.flapper.stand import CHANNELS, stand_model
+    from flapjax.data.stand_table import CHANNELS
+    from flapjax.identify.flapper.stand_prediction import stand_model
 
     hidden = dict(HIDDEN if hidden is None else hidden)
     rng = np.random.default_rng(seed)

@@ -6,15 +6,15 @@ commands; the model parameters, a roll/pitch offset of the motion-capture
 attitude and the start states are fitted together (Levenberg-Marquardt,
 Gauss-Newton standard deviations), and the held-out tail is predicted.
 
-Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing, noise
-levels), :mod:`flapjax.sim.flapper.averaged_body` (the rigid body under the averaged model),
-:mod:`.flight_parameters` (the identified parameters and their normalized
+Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing,
+noise levels: import them from there), :mod:`flapjax.sim.flapper.averaged_body`
+(the rigid body under the averaged model), :mod:`.flight_parameters` (the identified parameters and their normalized
 form), :mod:`.flight_shooting` (segments, compiled residuals and
 Jacobians), :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
 (:func:`identify_flight_log`),
 :func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log` (synthetic
-logs); this module re-exports the names its users read and holds the plots,
-the summary and the driver :func:`run_flight_identification`.
+logs); this module re-exports the fit's names its users read and holds the
+plots, the summary and the driver :func:`run_flight_identification`.
 """
 
 from __future__ import annotations
@@ -35,17 +35,9 @@ from flapjax.identify.flapper.flight_fit import (
     command_delay_scan,
     identify_flight_log,
 )
-from flapjax.data.flight_log import (
-    LOG_COLUMNS,
-    noise_levels,
-    on_grid,
-    read_flight_log,
-    sample_steps,
-    write_flight_log,
-)
+from flapjax.data.flight_log import read_flight_log
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_shooting import logged_segments
-from flapjax.data.sampling import with_dropouts
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.safe_io import check_fit_memory
@@ -54,19 +46,12 @@ from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
     "FLIGHT_PARAMETERS",
-    "LOG_COLUMNS",
     "body_line",
     "flight_fit_bytes",
     "identify_flight_log",
     "logged_segments",
-    "noise_levels",
-    "on_grid",
-    "read_flight_log",
     "run_flight_identification",
-    "sample_steps",
     "summary",
-    "with_dropouts",
-    "write_flight_log",
     "write_flight_plots",
 ]
 

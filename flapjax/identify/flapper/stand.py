@@ -5,10 +5,10 @@ angles; the model, the terms a table identifies, the held gains and the fit
 are in docs/data_formats.md, "Thrust-stand tables").
 
 Modules: :mod:`flapjax.data.stand_table` (the table: columns, :class:`StandData`,
-reading), :mod:`.stand_prediction` (the model, its parameters and
-regressors), :mod:`.stand_fit` (:func:`fit_stand`, :class:`StandFit`); this
-module re-exports the names its users read and holds the plots, the summary
-and the driver :func:`run_stand_identification`.
+reading: import them from there), :mod:`.stand_prediction` (the model, its
+parameters and regressors), :mod:`.stand_fit` (:func:`fit_stand`,
+:class:`StandFit`); this module re-exports the fit and the model and holds
+the plots, the summary and the driver :func:`run_stand_identification`.
 """
 
 from __future__ import annotations
@@ -21,25 +21,15 @@ from typing import Any
 import numpy as np
 
 from flapjax.identify.flapper.stand_fit import StandFit, fit_stand
-from flapjax.data.stand_table import (
-    CHANNEL_LABELS,
-    CHANNEL_UNITS,
-    CHANNELS,
-    StandData,
-    load_stand_table,
-    stand_data,
-)
+from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS, StandData, load_stand_table
 from flapjax.identify.flapper.stand_prediction import PARAMETERS, stand_model
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure, write_record
 from flapjax.identify.results import lock_output_dir, write_json
 
 __all__ = [
-    "CHANNELS",
     "fit_stand",
-    "load_stand_table",
     "run_stand_identification",
-    "stand_data",
     "stand_model",
     "stand_report",
     "stand_summary",

@@ -1,7 +1,8 @@
 """Multirotor identification from hover logs: ground-effect, near-wall and
 drag coefficients of the rotor chain.
 
-- :mod:`~flapjax.data.hover_log`: the hover-log columns and reader;
+- :mod:`flapjax.data.hover_log`: the hover-log columns, reader and writer
+  (import them from there);
 - :mod:`~flapjax.identify.multirotor.model`: the chain's prediction of the
   accelerometer from logged commands and pose;
 - :mod:`~flapjax.identify.multirotor.run`: the fit and its uncertainties
@@ -14,15 +15,16 @@ drag coefficients of the rotor chain.
 
 ::
 
+    from flapjax.data.hover_log import read_hover_log
     from flapjax.identify.multirotor import run_hover_identification, chain_params_from_results
+    log = read_hover_log("identification/data/hover_quad_x.npz", n_rotors=4)  # checked columns, scene
     res = run_hover_identification("identification/data/hover_quad_x.npz", robot="quad_x", out_dir="out/hover")
     chain = chain_params_from_results("out/hover/results.json")
 """
 
 from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
-from flapjax.data.hover_log import HoverLog, hover_columns, read_hover_log
 from flapjax.identify.multirotor.hover_report import run_hover_identification
 from flapjax.identify.multirotor.run import REPORTED, fit_hover
 
-__all__ = ["CHAIN_KEYS", "REPORTED", "HoverLog", "chain_params_from_results", "fit_hover", "hover_columns",
-           "load_chain_params", "read_hover_log", "run_hover_identification"]
+__all__ = ["CHAIN_KEYS", "REPORTED", "chain_params_from_results", "fit_hover", "load_chain_params",
+           "run_hover_identification"]
