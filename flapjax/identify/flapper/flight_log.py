@@ -8,9 +8,10 @@ Gauss-Newton standard deviations), and the held-out tail is predicted.
 
 Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing,
 noise levels: import them from there), :mod:`flapjax.sim.flapper.averaged_body`
-(the rigid body under the averaged model), :mod:`.flight_parameters` (the identified parameters and their normalized
-form), :mod:`.flight_shooting` (segments, compiled residuals and
-Jacobians), :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
+(the rigid body under the averaged model), :mod:`.flight_parameters` (the
+identified parameters and their normalized form), :mod:`.flight_shooting`
+(segments, compiled residuals and Jacobians),
+:mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
 (:func:`identify_flight_log`),
 :func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log` (synthetic
 logs); this module re-exports the fit's names its users read and holds the
