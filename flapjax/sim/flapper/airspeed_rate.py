@@ -64,7 +64,7 @@ def airspeed_rate_torque(params: CycleAveragedParams, rate: Vec2) -> Vec3:
 
 
 def add_body_torque(loads, rot_world_body: Float[Array, "3 3"], base_body: int, torque_body: Vec3):
-    """``loads`` (:class:`flapjax.sim.flapper.robot.AeroWrench`) with the body
+    """``loads`` (:class:`flapjax.sim.flapper.step_types.AeroWrench`) with the body
     moment ``torque_body`` (3,) [N m] added on ``base_body`` (world frame, as
     ``xfrc_applied`` and ``moment_world`` carry it)."""
     tau_w = rot_world_body @ torque_body
