@@ -133,15 +133,12 @@ def apply_physical(robot: FlapperRobot, params: FlapperParams,
     damping) on ``params``; e.g. the ``per_wing.json`` that ``flapjax
     identify --data RECORD.csv`` writes for a phase-resolved stand record.
     Raises :class:`ConfigError` for an unknown name or a non-positive value."""
-    values = dict(values)
     for name, v in values.items():
         if name not in STAND_PHYSICAL_PARAMETERS:
             raise ConfigError(f"values: unknown per-wing parameter {name!r}; known: {list(STAND_PHYSICAL_PARAMETERS)}")
         if not float(v) > 0:
             raise ConfigError(f"values: {name} must be > 0, got {v!r}")
-    if "wing_inertia_scale" in values:
-        robot = with_wing_inertia(robot, jnp.asarray(float(values.pop("wing_inertia_scale"))))
-    return robot, with_physical(params, {k: float(v) for k, v in values.items()})
+    return calibrate(robot, params, {k: float(v) for k, v in values.items()})
 
 
 def calibrate(robot: FlapperRobot | None, params: FlapperParams | None, values: Mapping[str, float] | None
@@ -192,11 +189,7 @@ class StandRollout(eqx.Module):
 
     def __call__(self, values: Mapping[str, jax.Array]) -> jax.Array:
         """(n, 1) cycle-mean F_z [N], or (n, 3) F_z, M_x, M_y [N, N m, N m]."""
-        values = dict(values)
-        robot = self.robot
-        if "wing_inertia_scale" in values:
-            robot = with_wing_inertia(robot, values.pop("wing_inertia_scale"))
-        params = with_physical(self.params, values)
+        robot, params = calibrate(self.robot, self.params, values)
         out = jax.vmap(lambda p: cycle_mean(robot, p, self.n_steps, self.discard_steps))(params)
         fz = out.force[:, 2:3]
         if not self.moments:
