@@ -138,7 +138,8 @@ def _failed_row(label: str, calibration: dict, out: Path, exc: Exception, second
     """The row of a candidate whose identification stopped with ``exc``: the
     values of the studies it finished (saved in ``out/studies``)."""
     from flapjax.identify.flapper.results import IdentificationResult
-    from flapjax.identify.results import StudyResult, read_json
+    from flapjax.files import read_json
+    from flapjax.identify.results import StudyResult
 
     done = {p.stem: StudyResult.from_dict(read_json(p)["result"]) for p in sorted((out / "studies").glob("*.json"))}
     final = IdentificationResult.from_studies({k: done[k] for k in STUDIES if k in done})
@@ -313,7 +314,7 @@ def refresh_tables(json_path: Path, md_path: Path, out_root: Path) -> None:
     """Rewrite the table from the saved rows, taking each row's driven-base
     slopes from its saved damping study (``out_root/<label>/studies``) where
     the row lacks them."""
-    from flapjax.identify.results import read_json
+    from flapjax.files import read_json
 
     record = json.loads(json_path.read_text())
     for row in record["rows"]:

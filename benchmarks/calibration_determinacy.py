@@ -80,7 +80,7 @@ def determinacy(record_path: Path, *, step: float = 0.02) -> dict[str, Any]:
     from flapjax.identify.flapper.config import default_config
     from flapjax.identify.flapper.damping import damping_frequency
     from flapjax.identify.flapper.lift import study_lift
-    from flapjax.identify.results import read_json
+    from flapjax.files import read_json
 
     record = read_json(record_path)
     theta = read_calibration_record(record_path)

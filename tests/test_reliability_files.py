@@ -14,7 +14,8 @@ import pytest
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper import config as idc
 from flapjax.identify.flapper import run, studies
-from flapjax.identify.results import StudyResult, write_json
+from flapjax.files import write_json
+from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 
 N_WRITES = 150

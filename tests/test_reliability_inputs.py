@@ -10,7 +10,7 @@ import pytest
 
 from flapjax import ConfigError, rotor
 from flapjax.identify.flapper import config as idc
-from flapjax.identify.results import lock_output_dir
+from flapjax.files import lock_output_dir
 
 QUAD = rotor.profiles.quad_x()
 

@@ -2,7 +2,7 @@
 
 :class:`StudyResult` holds one study's identified values, uncertainties,
 diagnostics and plotted data, saved and loaded through the atomic JSON
-files of :mod:`flapjax.files` (whose helpers are re-exported here);
+files of :mod:`flapjax.files`;
 :func:`versions` records the package versions a result depends on. No robot
 knowledge: the flapping-wing robot's aggregate result is
 :class:`flapjax.identify.flapper.IdentificationResult`.
@@ -19,10 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from flapjax.files import lock_output_dir, read_json, to_arrays, to_jsonable, write_json
+from flapjax.files import to_arrays, to_jsonable
 from flapjax.validation import ConfigError
 
-__all__ = ["StudyResult", "lock_output_dir", "read_json", "to_arrays", "to_jsonable", "versions", "write_json"]
+__all__ = ["StudyResult", "versions"]
 
 
 class StudyResult(eqx.Module):

@@ -43,7 +43,7 @@ from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.safe_io import check_fit_memory
 from flapjax.sim.flapper.averaged_body import body, start_model
-from flapjax.identify.results import lock_output_dir, write_json
+from flapjax.files import lock_output_dir, write_json
 
 __all__ = [
     "FLIGHT_PARAMETERS",

@@ -19,7 +19,8 @@ from jaxtyping import Array
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.outputs import data_record
-from flapjax.identify.results import StudyResult, read_json, to_arrays, to_jsonable, versions, write_json
+from flapjax.files import read_json, to_arrays, to_jsonable, write_json
+from flapjax.identify.results import StudyResult, versions
 from flapjax.validation import ConfigError
 
 #: Seed symbol -> (CycleAveragedParams field, unit, seed section 10 default for the summary's "seed" column).

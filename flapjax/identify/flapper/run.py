@@ -6,7 +6,7 @@ STUDIES; what each needs from the others and how it runs is its entry in
 (:mod:`flapjax.identify.study_files`), to ``<out>/studies/<name>.json`` with
 the settings it ran with, and reused by a rerun whose settings (and upstream
 values) are unchanged. The output folder is held for the run
-(:func:`flapjax.identify.results.lock_output_dir`); a run of some studies
+(:func:`flapjax.files.lock_output_dir`); a run of some studies
 into a folder that holds others keeps theirs (``kept_studies``), and plots
 of an earlier run that this run did not redraw are removed.
 """
@@ -29,7 +29,8 @@ from flapjax.identify.flapper.report import PLOTS, summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
 from flapjax.identify.flapper.robot_config import check_robot_studies, robot_nominal
 from flapjax.identify.flapper.studies import STUDY_RUNS
-from flapjax.identify.results import StudyResult, lock_output_dir, write_json
+from flapjax.files import lock_output_dir, write_json
+from flapjax.identify.results import StudyResult
 from flapjax.identify.study_files import load_study_file, seal
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.description_model import resolve_description

@@ -25,7 +25,7 @@ from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS, StandData, l
 from flapjax.identify.flapper.stand_prediction import PARAMETERS, stand_model
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure, write_record
-from flapjax.identify.results import lock_output_dir, write_json
+from flapjax.files import lock_output_dir, write_json
 
 __all__ = [
     "fit_stand",

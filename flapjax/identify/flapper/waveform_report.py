@@ -15,7 +15,7 @@ from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS
 from flapjax.data.stand_record import StandWaveform, load_stand_waveform
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import pyplot, save_figure, write_record
-from flapjax.identify.results import lock_output_dir, write_json
+from flapjax.files import lock_output_dir, write_json
 
 
 def write_waveform_plot(data: StandWaveform, report: FitReport, out_dir: str | Path) -> Path:
