@@ -2,7 +2,7 @@
 
 Generates a stand table per seed (``identification/data/make_stand_data.py``:
 fixed hidden values, a fresh sensor offset and fresh noise each seed), fits
-it (:func:`flapjax.identify.flapper.stand.fit_stand`) and counts, for every
+it (:func:`flapjax.identify.flapper.stand_fit.fit_stand`) and counts, for every
 parameter, the seeds whose hidden value lies within the reported 2-sigma
 interval. Calibrated standard deviations give about 95 % per parameter.
 

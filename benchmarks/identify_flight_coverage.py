@@ -3,7 +3,7 @@
 The sample flight (identification/data/make_flight_log.py: the averaged
 model with hidden values, hover controller, excitation) is logged with a
 fresh motion-capture noise seed each time; each log is identified
-(:func:`flapjax.identify.flapper.flight_log.identify_flight_log`) and every
+(:func:`flapjax.identify.flapper.flight_fit.identify_flight_log`) and every
 parameter is checked against its hidden value: inside the reported
 2-sigma interval? ``--dropouts F`` also removes about F of each log's rows
 in bursts of 2-20 samples (motion-capture occlusions), to check that a log
@@ -37,7 +37,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from flapjax.data.sampling import with_dropouts
-    from flapjax.identify.flapper import flight_log as fl_log
+    from flapjax.identify.flapper.flight_fit import identify_flight_log
     from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, synthetic_flight_log
 
     cov = Coverage(k_sigma=k_sigma)
@@ -47,7 +47,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
             # a stream apart from the noise's: the rows dropped must not depend on the noise drawn
             log = with_dropouts(log, dropouts, seed=DROPOUT_SEED_OFFSET + seed)
         t0 = time.perf_counter()
-        res = fl_log.identify_flight_log(log)
+        res = identify_flight_log(log)
         cov.seconds.append(time.perf_counter() - t0)
         z = cov.add(res.values, res.std, SAMPLE_HIDDEN)
         noise = math.sqrt(sum(res.details["noise"][k] ** 2 for k in ("x_m", "y_m", "z_m")))

@@ -58,10 +58,11 @@ def test_summary_has_the_table_the_held_out_error_and_the_notes():
 def test_stand_report_is_what_the_stand_identification_writes(tmp_path):
     from flapjax.data.stand_table import load_stand_table
     from flapjax.identify.flapper import stand as S
+    from flapjax.identify.flapper.stand_fit import fit_stand
 
     written = S.run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None).to_json()
     data = load_stand_table(DATA / "stand_sample.csv")
-    rep = S.stand_report(DATA / "stand_sample.csv", data, S.fit_stand(data))
+    rep = S.stand_report(DATA / "stand_sample.csv", data, fit_stand(data))
     body = json.loads(json.dumps(rep.to_json()))
     assert list(body) == [k for k in written if k not in ("files", "seconds", "versions")]
     assert body == {k: v for k, v in written.items() if k not in ("files", "seconds", "versions")}

@@ -13,6 +13,9 @@ from flapjax.data import flight_log as F
 from flapjax.data.sampling import with_dropouts
 from flapjax.data.tables import DataError
 from flapjax.identify.flapper import flight_log as FL
+from flapjax.identify.flapper.flight_fit import identify_flight_log
+from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
+from flapjax.identify.flapper.flight_shooting import logged_segments
 from flapjax.math import euler_to_quat, quat_to_euler, quat_to_mat, rot_x, rot_y, rot_z, rotvec_to_quat
 from flapjax.sim.flapper.averaged_body import SAMPLE_HIDDEN, body, derivative, robot_body, synthetic_flight_log
 from tests.record_check import assert_common_record
@@ -100,14 +103,14 @@ def test_noise_levels_skip_interpolated_samples():
 def test_logged_segments_never_count_a_sample_after_a_gap():
     logged = np.ones(100, bool)
     logged[23] = False  # runs [0, 23) and [24, 100); segments over [0, 80)
-    starts, counted = FL.logged_segments(logged, 80, 10, 5)
+    starts, counted = logged_segments(logged, 80, 10, 5)
     # [20, 23) is too short (3 < 5); [74, 80) is kept with 6 counted samples
     assert list(starts) == [0, 10, 24, 34, 44, 54, 64, 74]
     assert list(counted.sum(axis=1)) == [10, 10, 10, 10, 10, 10, 10, 6]
     assert counted[-1, :6].all() and not counted[-1, 6:].any()  # a partial segment counts its first samples
     for s_, c in zip(starts, counted):
         assert logged[s_ + np.flatnonzero(c)].all()  # only logged samples count
-    starts, _ = FL.logged_segments(logged, 100, 10, 5)
+    starts, _ = logged_segments(logged, 100, 10, 5)
     assert starts[-1] == 84  # 94 would reach past the log
 
 
@@ -217,7 +220,7 @@ def test_attitude_rate_is_the_body_rate():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_flight_log_recovers_hidden_values(seed):
     log = synthetic_flight_log(noise_seed=seed)
-    res = FL.identify_flight_log(log)
+    res = identify_flight_log(log)
     z = {k: (res.values[k] - v) / res.std[k] for k, v in SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
@@ -234,7 +237,7 @@ def test_log_with_dropped_rows_recovers_hidden_values():
     log = with_dropouts(full, 0.1, seed=7)  # a stream apart from the noise's
     dropped = full["time_s"].size - log["time_s"].size
     assert 0.1 * full["time_s"].size <= dropped < 0.12 * full["time_s"].size
-    res = FL.identify_flight_log(log)
+    res = identify_flight_log(log)
     z = {k: (res.values[k] - v) / res.std[k] for k, v in SAMPLE_HIDDEN.items()}
     assert max(abs(v) for v in z.values()) < 3.0, z
     assert sum(abs(v) <= 2.0 for v in z.values()) >= 9, z
@@ -251,7 +254,7 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
 
     sample = Path(__file__).resolve().parents[1] / "identification" / "data" / "flight_log.csv"
     out = FL.run_flight_identification(sample, out_dir=tmp_path, progress=False, echo=lambda s: None)
-    raw = assert_common_record(tmp_path, "flight_log", sample, tuple(FL.FLIGHT_PARAMETERS))
+    raw = assert_common_record(tmp_path, "flight_log", sample, tuple(FLIGHT_PARAMETERS))
     assert raw == out.to_json()
     p = CycleAveragedParams.from_json(tmp_path / "cycle_averaged.json")
     assert float(p.roll_speed_coupling) == pytest.approx(raw["L_v"])
@@ -273,7 +276,7 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
 def test_summary_says_when_the_fit_hit_its_iteration_limit():
     from flapjax.identify.flapper.flight_log import summary
 
-    res = {n: 1.0 for n in FL.FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FL.FLIGHT_PARAMETERS}
+    res = {n: 1.0 for n in FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FLIGHT_PARAMETERS}
     res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0,
                   "reason": "relative cost change 1e-09 < 1e-08"}
     run = {"position_rms": 1e-3, "attitude_rms_deg": 0.5, "position_rms_over_sigma": 1.5,
@@ -328,17 +331,17 @@ def test_the_sample_log_passes_the_unit_checks_with_margin():
 def test_a_positive_parameter_driven_to_zero_is_at_its_bound_not_exact():
     from flapjax.identify.flapper.flight_parameters import AT_BOUND, at_bound, std_physical
 
-    start = {n: 1.0 for n in FL.FLIGHT_PARAMETERS}
+    start = {n: 1.0 for n in FLIGHT_PARAMETERS}
     values = dict(start, k_v=0.5 * AT_BOUND, M_u=-0.5 * AT_BOUND)  # M_u is signed: no bound
     assert at_bound(values, start) == ["k_v"]
-    std = std_physical(values, np.full(len(FL.FLIGHT_PARAMETERS), 0.1), at_bound(values, start))
+    std = std_physical(values, np.full(len(FLIGHT_PARAMETERS), 0.1), at_bound(values, start))
     assert std["k_v"] is None and std["k_f"] == pytest.approx(0.1) and std["M_u"] == pytest.approx(1e-4)
 
 
 def test_summary_marks_a_parameter_at_its_bound_and_prints_the_notes():
     from flapjax.identify.flapper.flight_log import summary
 
-    res = {n: 1.0 for n in FL.FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FL.FLIGHT_PARAMETERS}
+    res = {n: 1.0 for n in FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FLIGHT_PARAMETERS}
     res["k_v_std"] = None
     res["notes"] = ["k_v was driven to its bound, zero"]
     res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0, "reason": "small step"}
@@ -371,7 +374,7 @@ def test_a_log_whose_plates_never_move_holds_the_moment_gains_and_says_so():
     log = _sample_log()
     log["pitch_plate_rad"][:] = 0.0
     log["roll_plate_rad"][:] = 0.0
-    res = FL.identify_flight_log(log)
+    res = identify_flight_log(log)
     # before: std 4e-13 from the pseudo-inverse, read as a precise value
     assert res.std["k_roll"] is None and res.std["k_pitch"] is None
     assert "k_roll" in res.details["fit"]["not_identified"] and "k_pitch" in res.details["fit"]["not_identified"]
@@ -382,11 +385,11 @@ def test_a_log_whose_plates_never_move_holds_the_moment_gains_and_says_so():
 @pytest.mark.slow
 def test_commands_logged_late_are_flagged_by_the_residuals():
     log = _sample_log()
-    clean = FL.identify_flight_log(log)
+    clean = identify_flight_log(log)
     assert clean.notes == () and max(clean.details["fit"]["residual_over_noise"].values()) < 1.1
     for c in ("frequency_hz", "pitch_plate_rad", "roll_plate_rad"):  # 20 ms late
         log[c] = np.concatenate([np.full(4, log[c][0]), log[c][:-4]])
-    late = FL.identify_flight_log(log)
+    late = identify_flight_log(log)
     assert late.details["fit"]["residual_over_noise"]["z_m"] > 1.25
     assert any("a delay of a few samples" in n for n in late.notes)
     # the scan finds the delay, and the fit with it is clean again
@@ -394,10 +397,10 @@ def test_commands_logged_late_are_flagged_by_the_residuals():
 
     best, scores = command_delay_scan(log, delays=(0, 3, 4, 5))
     assert best == 4 and list(scores) == [0, 3, 4, 5], scores
-    fixed = FL.identify_flight_log(log, command_delay=4)
+    fixed = identify_flight_log(log, command_delay=4)
     assert fixed.notes == () and fixed.details["fit"]["command_delay_samples"] == 4
     assert max(fixed.details["fit"]["residual_over_noise"].values()) < 1.1
-    z = {k: (fixed.values[k] - SAMPLE_HIDDEN[k]) / fixed.std[k] for k in FL.FLIGHT_PARAMETERS}
+    z = {k: (fixed.values[k] - SAMPLE_HIDDEN[k]) / fixed.std[k] for k in FLIGHT_PARAMETERS}
     assert max(abs(v) for v in z.values()) < 3.5, z  # lagged: D_w_y was 13 sigma off
 
 

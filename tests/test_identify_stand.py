@@ -16,6 +16,8 @@ from tests.record_check import assert_common_record
 from flapjax.data.stand_table import CHANNELS, load_stand_table, stand_data
 from flapjax.data.tables import DataError
 from flapjax.identify.flapper import stand as S
+from flapjax.identify.flapper.stand_fit import fit_stand
+from flapjax.identify.flapper.stand_prediction import stand_model
 from flapjax.identify.from_file import pick_study
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +41,7 @@ def _from_columns(cols, source=""):
 
 
 def test_seed_table_recovers_the_seeds_k_f():
-    fit = S.fit_stand(load_stand_table(DATA / "seed_table_11_2.csv"))
+    fit = fit_stand(load_stand_table(DATA / "seed_table_11_2.csv"))
     assert fit.names == ["k_f"]  # 3 rows: no offsets, no hold-out
     assert abs(fit.values["k_f"] / SEED_K_F - 1.0) < 0.01, fit.values["k_f"]
     assert 0 < fit.std["k_f"] < 0.01 * SEED_K_F
@@ -77,11 +79,11 @@ def test_stand_standard_deviations_are_those_of_weighted_least_squares():
     # must be sigma^2 (A^T A)^-1 with sigma^2 = SSR / (n - p) -- through the
     # log-space k_f and the rescaled signed terms alike.
     data = load_stand_table(SAMPLE)
-    fit = S.fit_stand(data)
+    fit = fit_stand(data)
     train = data.rows(fit.fit_rows)
     plate, channels = train.plate, list(fit.channels)
     weights = np.array([fit.sigma[ch] for ch in channels])
-    column = lambda n: (np.asarray(S.stand_model({n: 1.0}, train.frequency, plate, channels, f_ref=fit.f_ref))
+    column = lambda n: (np.asarray(stand_model({n: 1.0}, train.frequency, plate, channels, f_ref=fit.f_ref))
                         / weights).ravel()
     a = np.stack([column(n) for n in fit.names], axis=1)
     y = (np.stack([train.channels[ch] for ch in channels], axis=1) / weights).ravel()
@@ -120,7 +122,7 @@ def test_stand_model_follows_the_averaged_model_conventions():
     for f, plate in ((30.0, (0.2, 0.0)), (38.0, (0.0, -0.25)), (25.0, (0.1, 0.15))):
         w = cycle_averaged_wrench(p, frequency=jnp.asarray(f), plate=jnp.asarray(plate),
                                   rot_world_body=jnp.eye(3), v_world=jnp.zeros(3), w_body=jnp.zeros(3))
-        pred = np.asarray(S.stand_model(values, np.array([f]), np.array([plate]), CHANNELS,
+        pred = np.asarray(stand_model(values, np.array([f]), np.array([plate]), CHANNELS,
                                         f_ref=float(p.reference_frequency)))[0]
         want = np.array([w.force_world[2], w.force_world[0], w.force_world[1], w.torque_body[0], w.torque_body[1]])
         np.testing.assert_allclose(pred, want, rtol=1e-6, atol=1e-12)
@@ -128,12 +130,12 @@ def test_stand_model_follows_the_averaged_model_conventions():
 
 def test_too_few_rows_and_collinear_plates_are_refused(tmp_path):
     with pytest.raises(DataError, match=r"column 'fz_n'.*row 2 missing"):
-        S.fit_stand(stand_data([30.0], [0.15], source="one.csv"))
+        fit_stand(stand_data([30.0], [0.15], source="one.csv"))
     f = np.repeat([20.0, 30.0, 40.0], 4)
     d = np.tile([0.1, -0.1, 0.2, -0.2], 3)
     data = stand_data(f, 1.6e-4 * f**2, pitch_plate=d, roll_plate=d, mx_nm=1e-4 * d, source="same.csv")
     with pytest.raises(DataError, match="same.csv.*pitch_plate_rad.*roll_plate_rad.*do not vary independently"):
-        S.fit_stand(data, holdout_every=0)
+        fit_stand(data, holdout_every=0)
 
 
 def test_study_is_picked_from_the_columns():
@@ -193,7 +195,7 @@ def test_hidden_values_are_covered_over_noise_seeds():
     z = []
     for seed in (1, 2, 3):
         cols, truth = gen.make_stand_table(seed)
-        fit = S.fit_stand(_from_columns(cols, f"seed {seed}"))
+        fit = fit_stand(_from_columns(cols, f"seed {seed}"))
         z += [(fit.values[n] - truth[n]) / fit.std[n] for n in fit.names]
     z = np.abs(np.asarray(z))
     assert np.all(z < 3.5), z  # no estimate far outside its interval
@@ -323,11 +325,11 @@ def test_a_lift_column_the_model_cannot_explain_is_noted():
     """fz_n written in mN under an N header: the per-channel weights would
     quietly discount it; the fit says so instead."""
     data = load_stand_table(SAMPLE)
-    assert not any("R^2" in n for n in S.fit_stand(data).notes)
+    assert not any("R^2" in n for n in fit_stand(data).notes)
     scaled = stand_data(data.frequency, 1000.0 * data.channels["fz_n"],
                           pitch_plate=data.plate[:, 0], roll_plate=data.plate[:, 1], source="scaled",
                           **{k: v for k, v in data.channels.items() if k != "fz_n"})
-    notes = S.fit_stand(scaled).notes
+    notes = fit_stand(scaled).notes
     assert any("explains only R^2" in n and "fz_n" in n and "unit (N)" in n for n in notes), notes
 
 
@@ -410,7 +412,7 @@ def test_plates_that_never_move_hold_the_moment_gains(tmp_path):
     table = said[1].splitlines()
     assert any(line.split()[:1] == ["k_roll"] and line.split()[2] == "held" for line in table), said[1]
     assert "roll_gain" not in json.loads((tmp_path / "out" / "cycle_averaged.json").read_text())
-    fitted = S.fit_stand(load_stand_table(SAMPLE))
+    fitted = fit_stand(load_stand_table(SAMPLE))
     assert fitted.held_values == {} and fitted.not_identified == {}  # moving plates: every gain fitted
 
 
@@ -451,7 +453,6 @@ def _sample_columns() -> dict[str, np.ndarray]:
 ])
 def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, named):
     from flapjax.data.tables import write_table
-    from flapjax.identify.flapper.stand_fit import fit_stand
 
     cols = _sample_columns()
     assert fit_stand(load_stand_table(SAMPLE)).notes == []
@@ -467,7 +468,6 @@ def test_gains_far_from_the_nominal_robot_are_noted(tmp_path, scaled, factor, na
 
 def test_one_frequency_fits_no_fz_offset_and_says_so(tmp_path):
     from flapjax.data.tables import write_table
-    from flapjax.identify.flapper.stand_fit import fit_stand
 
     cols = _sample_columns()
     keep = np.isclose(cols["frequency_hz"], cols["frequency_hz"][0])

@@ -14,8 +14,8 @@ identified parameters and their normalized form), :mod:`.flight_shooting`
 :mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
 (:func:`identify_flight_log`),
 :func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log` (synthetic
-logs); this module re-exports the fit's names its users read and holds the
-plots, the summary and the driver :func:`run_flight_identification`.
+logs); this module holds the plots, the summary and the driver
+:func:`run_flight_identification`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from flapjax.identify.flapper.flight_fit import (
 )
 from flapjax.data.flight_log import read_flight_log
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
-from flapjax.identify.flapper.flight_shooting import logged_segments
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
 from flapjax.safe_io import check_fit_memory
@@ -46,11 +45,8 @@ from flapjax.sim.flapper.averaged_body import body, start_model
 from flapjax.files import lock_output_dir, write_json
 
 __all__ = [
-    "FLIGHT_PARAMETERS",
     "body_line",
     "flight_fit_bytes",
-    "identify_flight_log",
-    "logged_segments",
     "run_flight_identification",
     "summary",
     "write_flight_plots",

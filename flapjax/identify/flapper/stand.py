@@ -7,8 +7,8 @@ are in docs/data_formats.md, "Thrust-stand tables").
 Modules: :mod:`flapjax.data.stand_table` (the table: columns, :class:`StandData`,
 reading: import them from there), :mod:`.stand_prediction` (the model, its
 parameters and regressors), :mod:`.stand_fit` (:func:`fit_stand`,
-:class:`StandFit`); this module re-exports the fit and the model and holds
-the plots, the summary and the driver :func:`run_stand_identification`.
+:class:`StandFit`); this module holds the plots, the summary and the
+driver :func:`run_stand_identification`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,13 @@ import numpy as np
 
 from flapjax.identify.flapper.stand_fit import StandFit, fit_stand
 from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS, StandData, load_stand_table
-from flapjax.identify.flapper.stand_prediction import PARAMETERS, stand_model
+from flapjax.identify.flapper.stand_prediction import PARAMETERS
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure, write_record
 from flapjax.files import lock_output_dir, write_json
 
 __all__ = [
-    "fit_stand",
     "run_stand_identification",
-    "stand_model",
     "stand_report",
     "stand_summary",
     "write_stand_plots",
