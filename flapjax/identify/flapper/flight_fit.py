@@ -278,7 +278,7 @@ def identify_flight_log(
       command_delay: samples by which the logged commands lag the instant
         they took effect (radio, logging); the commands are moved that many
         samples earlier (:func:`advance_commands`). See
-        :func:`~flapjax.identify.flapper.flight_log.command_delay_scan`.
+        :func:`command_delay_scan`.
       callback: ``(iteration, cost)`` after every accepted Levenberg-Marquardt
         step of the fit (a progress bar).
       where: the log's name in error messages (its file name).
