@@ -11,6 +11,7 @@ from typing import List, Optional
 
 import typer
 
+from flapjax import safe_io
 from flapjax.cli_evaluate import exit_on_error
 from flapjax.validation import ConfigError, check_choice, check_int
 
@@ -70,9 +71,10 @@ def fidelity(
     _echo_table(table)
     if json_out is not None:
         try:
-            json_out.write_text(json.dumps({"backend": backend, "phases": phases,
-                                            "models": {n: dataclasses.asdict(s) for n, s in table.items()}}, indent=1))
-        except OSError as exc:
+            safe_io.write_text(json_out, json.dumps({"backend": backend, "phases": phases,
+                                                     "models": {n: dataclasses.asdict(s) for n, s in table.items()}},
+                                                    indent=1))
+        except (OSError, ConfigError) as exc:  # unwritable, or a link or folder in its place
             exit_on_error(exc)
     ok = table["identified"].passed and not any(s.passed for n, s in table.items() if n != "identified")
     typer.echo("power test: " + ("PASS (the model passes, every wrong model fails)" if ok else "FAIL"))
