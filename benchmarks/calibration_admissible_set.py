@@ -159,7 +159,7 @@ def run_candidate(label: str, calibration: dict, out: Path, *, hover_backend: st
     """Identify (``--quick`` settings, ``studies``) with ``calibration``
     into ``out`` and fly the hover; one row of the table."""
     from flapjax.identify.flapper.config import default_config
-    from flapjax.identify.flapper.run import run_identification
+    from flapjax.runs.flapper_studies import run_identification
     from flapjax.validation import ConfigError
 
     cfg = default_config(quick=True)

@@ -17,7 +17,7 @@ M_u) it
 2. fits every value the candidate sets (``lift_scale``, the hinge's
    stiffness and damping, the stops' angle, stiffness and width) and the
    wings' inertia scale to it with
-   :func:`flapjax.identify.flapper.waveform_report.run_waveform_identification`,
+   :func:`flapjax.runs.waveform.run_waveform_identification`,
    from the nominal values (``fit_waveform`` frees ``lift_scale``, the stop
    angle and the inertia scale first, then all of them from there: from the
    nominal values directly, the stops' stiff nonlinearity leads the
@@ -90,7 +90,7 @@ def recover(label: str, calibration: dict[str, float], out: Path, fitted: tuple[
     the report."""
     from flapjax.data.tables import write_sample
     from flapjax.validation import ConfigError
-    from flapjax.identify.flapper.waveform_report import run_waveform_identification
+    from flapjax.runs.waveform import run_waveform_identification
 
     t0 = time.perf_counter()
     truth = _truth(calibration)

@@ -1,7 +1,7 @@
 """Coverage of the multirotor hover identification over noise seeds.
 
 Simulates the sample hover flight of ``quad_x`` once (rigid backend, hidden
-coefficients of :data:`flapjax.identify.multirotor.synthetic.HIDDEN`), then
+coefficients of :data:`flapjax.sim.multirotor.synthetic_logs.HIDDEN`), then
 for each noise seed draws motion-capture and accelerometer noise and bias,
 optionally drops rows in bursts (``--dropouts F``), fits
 (:func:`flapjax.identify.multirotor.fit_hover`), and checks whether
@@ -26,7 +26,7 @@ from benchmarks.coverage import main as coverage_main
 
 def truth_values(drawn) -> dict[str, float]:
     """The hidden coefficients by reported name, with the drawn accelerometer bias."""
-    from flapjax.identify.multirotor import synthetic as S
+    from flapjax.sim.multirotor import synthetic_logs as S
 
     h = S.HIDDEN
     out = {k: float(h[k]) for k in ("ground_coeff", "wall_thrust_coeff", "wall_lateral_coeff", "wall_fade_start",
@@ -51,7 +51,7 @@ def coverage(seeds, *, dropouts: float = 0.0, k_sigma: float = 2.0) -> dict:
     from flapjax.data.hover_log import read_hover_log, write_hover_log
     from flapjax.data.sampling import with_dropouts
     from flapjax.identify.multirotor import fit_hover
-    from flapjax.identify.multirotor import synthetic as S
+    from flapjax.sim.multirotor import synthetic_logs as S
 
     prof = rotor.profiles.preset("quad_x")
     t0 = time.perf_counter()

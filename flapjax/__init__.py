@@ -34,5 +34,5 @@ __all__ = ["aero", "rotor", "ConfigError", "__version__"]
 # Loaded on first use (``flapjax.tasks.make(...)`` works after ``import
 # flapjax``), so importing flapjax does not load MuJoCo.
 __getattr__, __dir__ = lazy_submodules(__name__, (
-    "cache", "control", "data", "devices", "evaluate", "identify", "math", "noise", "render", "rng", "scene", "sim", "tasks",
-    "validation"), globals())
+    "cache", "control", "data", "devices", "evaluate", "identify", "math", "noise", "render", "rng", "runs", "scene", "sim",
+    "tasks", "validation"), globals())

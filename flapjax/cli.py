@@ -3,7 +3,7 @@
 ``flapjax identify`` runs the identification studies of the flapping-wing
 robot (:mod:`flapjax.identify.flapper`) and writes ``results.json``,
 ``cycle_averaged.json`` and PNG plots into ``--out``; with ``--data FILE``
-it fits measured data instead (:mod:`flapjax.identify.from_file`); ``flapjax
+it fits measured data instead (:mod:`flapjax.runs.from_file`); ``flapjax
 fidelity MODEL.json`` is the power test of the fidelity score
 (:mod:`flapjax.cli_fidelity`). Further sub-commands
 register on :data:`app` with ``@app.command()``.
@@ -143,7 +143,7 @@ def identify(
         try:
             if config is not None or study or fresh:
                 raise ConfigError("--data: --config, --study and --fresh apply to the simulated studies only")
-            from flapjax.identify.from_file import identify_from_file
+            from flapjax.runs.from_file import identify_from_file
 
             identify_from_file(data, robot=robot, out_dir=out, quick=quick, progress=progress, echo=typer.echo,
                                physical=physical, mass=mass, inertia=_numbers("--inertia", inertia),
@@ -167,7 +167,7 @@ def identify(
 def _identify_robot(robot: str, config, quick: bool, study, out: str, fresh: bool, progress: bool) -> None:
     """``flapjax identify --robot robot.toml``: the studies that make sense
     for a described robot, with settings mapped onto its frequency range."""
-    from flapjax.identify.flapper import run_identification
+    from flapjax.runs import run_identification
     from flapjax.identify.flapper.robot_config import SEED_ONLY, load_robot_config
     from flapjax.sim.flapper import load_robot_description
 
@@ -183,6 +183,7 @@ def _identify_robot(robot: str, config, quick: bool, study, out: str, fresh: boo
 def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: bool) -> None:
     """``flapjax identify`` of the seed robot."""
     from flapjax.identify import flapper
+    from flapjax.runs import run_identification
 
     cfg = flapper.load_config(config, quick=quick)
     if study:
@@ -192,7 +193,7 @@ def _identify_seed(config, quick: bool, study, out: str, fresh: bool, progress: 
             check_choice("--study", name, STUDIES)
         cfg["run"]["studies"] = list(study)
         cfg = flapper.validate_config(cfg)
-    flapper.run_identification(cfg, out_dir=out, fresh=fresh, progress=progress, echo=typer.echo)
+    run_identification(cfg, out_dir=out, fresh=fresh, progress=progress, echo=typer.echo)
 
 
 from flapjax.cli_evaluate import evaluate  # noqa: E402

@@ -1,5 +1,5 @@
 """The head every ``results.json`` of a data study shares (see
-:mod:`flapjax.identify.outputs`), checked against the folder it was written to."""
+:mod:`flapjax.runs.outputs`), checked against the folder it was written to."""
 
 from __future__ import annotations
 

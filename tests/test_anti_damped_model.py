@@ -32,7 +32,7 @@ def _study(name: str, values: dict) -> StudyResult:
 
 
 def _identified() -> CycleAveragedParams:
-    """The model the identification builds for the studies after plate_motion (run.py's path)."""
+    """The model the identification builds for the studies after plate_motion (flapjax.runs.flapper_studies' path)."""
     studies = {"upstream": _study("damping", UPSTREAM), "plate_motion": _study("plate_motion", PLATE_MOTION)}
     return IdentificationResult.from_studies(studies).to_cycle_averaged_params(CycleAveragedParams())
 
@@ -76,12 +76,13 @@ def test_a_non_finite_rate_damping_is_refused_by_name(bad):
 
 
 def test_identify_runs_to_the_end_after_an_anti_damped_free_flight_fit(tmp_path, monkeypatch):
-    """The driver (run.py) builds the model for the study after plate_motion
+    """The driver (flapjax.runs.flapper_studies) builds the model for the study after plate_motion
     from its D_w,y < 0 (where it once stopped), designs the validation's
     gains on it, and writes results.json and cycle_averaged.json; the
     rollouts are replaced by the values they gave."""
     from flapjax.identify.flapper import config as idc
-    from flapjax.identify.flapper import run, studies
+    from flapjax.identify.flapper import studies
+    from flapjax.runs import flapper_studies as run
 
     def fake(name, values):
         return lambda cfg, *args, **kw: _study(name, values)

@@ -137,7 +137,7 @@ def test_bad_record_is_refused(tmp_path):
 
 def test_calibration_is_part_of_a_saved_study_and_refused_for_a_described_robot(tmp_path):
     """A study saved with another calibration is not reused on resume."""
-    from flapjax.identify.flapper.run import _Upstream
+    from flapjax.runs.flapper_studies import _Upstream
 
     cfg = _lift_cfg({"lift_scale": 0.8})
     assert _Upstream(cfg, tmp_path, print).extra("lift")["calibration"] == {"lift_scale": 0.8}

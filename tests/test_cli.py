@@ -115,11 +115,12 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     folder uses that run's identified values, not the seed's."""
     from flapjax.identify import flapper
     from flapjax.identify.flapper import studies
+    from flapjax.runs import run_identification
 
     cfg_file = tmp_path / "tiny.toml"
     cfg_file.write_text(TINY.replace('studies = ["lift", "moments"]', 'studies = ["lift"]'))
     out = tmp_path / "out"
-    first = flapper.run_identification(flapper.load_config(cfg_file), out_dir=out, progress=False, echo=lambda s: None)
+    first = run_identification(flapper.load_config(cfg_file), out_dir=out, progress=False, echo=lambda s: None)
     k_f = float(first.identified["k_f"])
 
     class Flown(Exception):
@@ -132,7 +133,7 @@ def test_a_partial_run_builds_on_the_studies_saved_in_the_folder(tmp_path, monke
     cfg = flapper.load_config(cfg_file)
     cfg["run"]["studies"] = ["validation"]
     with pytest.raises(Flown) as flown:
-        flapper.run_identification(flapper.validate_config(cfg), out_dir=out, progress=False, echo=lambda s: None)
+        run_identification(flapper.validate_config(cfg), out_dir=out, progress=False, echo=lambda s: None)
     assert float(flown.value.args[0].lift_coefficient) == pytest.approx(k_f, rel=1e-12)
     from flapjax.aero.cycle_averaged import CycleAveragedParams
     from flapjax.sim import flapper as fl

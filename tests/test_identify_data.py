@@ -69,7 +69,7 @@ def test_samples_hold_only_columns_their_study_reads(name):
 
 
 def test_identify_from_file_says_data_notes(tmp_path):
-    from flapjax.identify.from_file import _data_notes
+    from flapjax.runs.from_file import _data_notes
 
     p = _write(tmp_path, "frequency_hz,fz_n,temperature_c\n20,0.066,25\n")
     said = []

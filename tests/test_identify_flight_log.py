@@ -139,7 +139,7 @@ def test_body_defaults_to_the_nominal_robot_and_reads_six_values():
 
 
 def test_body_line_says_where_mass_and_inertia_come_from():
-    from flapjax.identify.flapper.flight_log import body_line
+    from flapjax.runs.flight_log import body_line
 
     inertia = np.diag([3e-6, 5e-6, 4e-6])
     assert body_line(0.03, inertia, ["mass", "inertia"]) == "body: mass 30 g, principal inertia 3000, 4000, 5000 g mm^2 (given)"
@@ -274,7 +274,7 @@ def test_run_flight_identification_on_the_sample_file(tmp_path):
 
 
 def test_summary_says_when_the_fit_hit_its_iteration_limit():
-    from flapjax.identify.flapper.flight_log import summary
+    from flapjax.runs.flight_log import summary
 
     res = {n: 1.0 for n in FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FLIGHT_PARAMETERS}
     res["fit"] = {"segments": 10, "segment": 0.4, "iterations": 12, "residual_sigma": 1.0,
@@ -339,7 +339,7 @@ def test_a_positive_parameter_driven_to_zero_is_at_its_bound_not_exact():
 
 
 def test_summary_marks_a_parameter_at_its_bound_and_prints_the_notes():
-    from flapjax.identify.flapper.flight_log import summary
+    from flapjax.runs.flight_log import summary
 
     res = {n: 1.0 for n in FLIGHT_PARAMETERS} | {n + "_std": 0.1 for n in FLIGHT_PARAMETERS}
     res["k_v_std"] = None

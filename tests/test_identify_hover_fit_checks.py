@@ -15,8 +15,8 @@ from flapjax.data.hover_log import read_hover_log, write_hover_log
 from flapjax.identify.multirotor import chain_params_from_results
 from flapjax.identify.multirotor import fit_checks as C
 from flapjax.identify.multirotor import run as R
-from flapjax.identify.multirotor import synthetic as S
-from flapjax.identify.multirotor.hover_report import hover_summary
+from flapjax.sim.multirotor import synthetic_logs as S
+from flapjax.runs.hover import hover_summary
 from flapjax.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

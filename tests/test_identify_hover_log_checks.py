@@ -11,7 +11,7 @@ import pytest
 
 from flapjax import rotor
 from flapjax.data.tables import DataError
-from flapjax.identify.multirotor import run_hover_identification
+from flapjax.runs import run_hover_identification
 from flapjax.data.hover_log import check_thrust_carries_weight, read_hover_log
 from flapjax.data.sampling import second_difference_noise
 

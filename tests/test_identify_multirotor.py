@@ -13,9 +13,11 @@ import pytest
 
 from flapjax import rotor
 from flapjax.data.tables import DataError
-from flapjax.identify.multirotor import chain_params_from_results, load_chain_params, run_hover_identification
+from flapjax.identify.multirotor import chain_params_from_results, load_chain_params
+from flapjax.runs import run_hover_identification
 from flapjax.identify.multirotor import model as M
-from flapjax.identify.multirotor import synthetic as S
+from flapjax.sim.multirotor.log_replay import hover_inputs
+from flapjax.sim.multirotor import synthetic_logs as S
 from flapjax.data.hover_log import HoverLog, read_hover_log, thrust_column, write_hover_log
 from flapjax.identify.multirotor import run as R
 from flapjax.identify.multirotor.run import fit_hover
@@ -246,7 +248,7 @@ def test_loss_gradient_matches_finite_differences_float64():
                    specific_force=rng.normal(size=(200, 3)) + [0, 0, 9.81],
                    thrust_command=np.stack([cols[thrust_column(i)] for i in range(4)], 1),
                    velocity=rng.normal(0, 0.3, size=(200, 3)), velocity_logged=True, scene=dict(S.SCENE))
-    inputs = M.hover_inputs(PROF, log)
+    inputs = hover_inputs(PROF, log)
     target = jnp.asarray(log.specific_force)
     base = M.initial_values()
 
@@ -387,15 +389,15 @@ def test_padded_length_is_one_of_few_sizes_with_bounded_waste():
 
 def test_padded_inputs_leave_the_log_rows_unchanged(tmp_path):
     log = read_hover_log(_write_csv(tmp_path / "log.csv", _columns(n=600)), 4)
-    whole = M.hover_inputs(PROF, log)
-    padded = M.hover_inputs(PROF, log, length=1024)
+    whole = hover_inputs(PROF, log)
+    padded = hover_inputs(PROF, log, length=1024)
     assert padded.dt.shape == (1024,) and whole.dt.shape == (600,)
     # the actuator replay is causal: the held rows after the log change none of its own
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(padded.rows(slice(0, 600)))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_allclose(np.asarray(padded.dt[600:]), log.dt)
     with pytest.raises(ConfigError, match="length: must be at least the log's 600 rows"):
-        M.hover_inputs(PROF, log, length=599)
+        hover_inputs(PROF, log, length=599)
 
 
 def test_unidentified_finds_dead_and_dependent_columns():
@@ -456,8 +458,8 @@ def test_excitation_flags_unexcited_coefficients():
                    quat=np.tile([0.0, 0.0, 0.0, 1.0], (600, 1)), specific_force=np.zeros((600, 3)),
                    thrust_command=np.full((600, 4), 3.9), velocity=np.zeros((600, 3)), velocity_logged=True,
                    scene=dict(S.SCENE))
-    held = excitation(PROF, M.hover_inputs(PROF, log))
+    held = excitation(PROF, hover_inputs(PROF, log))
     assert set(held) == set(M.PARAMETERS) - {"accel_bias_x", "accel_bias_y", "accel_bias_z"}
     log2 = HoverLog(**{**log.__dict__, "position": log.position + [1.378, 0, 0]})
-    held2 = excitation(PROF, M.hover_inputs(PROF, log2))
+    held2 = excitation(PROF, hover_inputs(PROF, log2))
     assert "wall_thrust_coeff" not in held2 and "one regime" in held2["wall_fade_start"]

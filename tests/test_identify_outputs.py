@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from flapjax.identify.outputs import data_record, held_out_lines, parameter_table, with_std, write_record
+from flapjax.identify.fit_report import data_record, held_out_lines, parameter_table, with_std
+from flapjax.runs.outputs import write_record
 
 
 def test_data_record_head_has_study_source_values_stds_and_one_unit_each():

@@ -241,7 +241,7 @@ def test_key_paths_enter_nested_dicts_and_dicts_in_lists(tmp_path):
 
 
 def test_stand_table_keys(tmp_path):
-    from flapjax.identify.flapper.stand import run_stand_identification
+    from flapjax.runs.stand import run_stand_identification
 
     run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None)
     assert_keys(tmp_path, STAND)
@@ -249,7 +249,7 @@ def test_stand_table_keys(tmp_path):
 
 @pytest.mark.slow
 def test_stand_table_with_physical_parameters_keys(tmp_path):
-    from flapjax.identify.flapper.stand import run_stand_identification
+    from flapjax.runs.stand import run_stand_identification
 
     run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None, physical=True,
                              physical_options={"parameters": ("lift_scale",), "duration": 0.04, "discard": 0.02,
@@ -260,16 +260,17 @@ def test_stand_table_with_physical_parameters_keys(tmp_path):
 @pytest.mark.slow
 def test_quick_identification_keys(tmp_path):
     from flapjax.identify import flapper
+    from flapjax.runs import run_identification
 
     (tmp_path / "tiny.toml").write_text(TINY_CONFIG)
-    flapper.run_identification(flapper.load_config(tmp_path / "tiny.toml"), out_dir=tmp_path / "out", progress=False,
+    run_identification(flapper.load_config(tmp_path / "tiny.toml"), out_dir=tmp_path / "out", progress=False,
                                echo=lambda s: None)
     assert_keys(tmp_path / "out", QUICK)
 
 
 @pytest.mark.slow
 def test_phase_resolved_record_keys(tmp_path):
-    from flapjax.identify.from_file import identify_from_file
+    from flapjax.runs.from_file import identify_from_file
 
     identify_from_file(DATA / "stand_waveform_sample.csv", out_dir=tmp_path, echo=lambda s: None)
     assert_keys(tmp_path, WAVEFORM)
@@ -277,7 +278,7 @@ def test_phase_resolved_record_keys(tmp_path):
 
 @pytest.mark.slow
 def test_flight_log_keys(tmp_path):
-    from flapjax.identify.flapper.flight_log import run_flight_identification
+    from flapjax.runs.flight_log import run_flight_identification
 
     run_flight_identification(DATA / "flight_log.csv", out_dir=tmp_path, quick=True, progress=False, echo=lambda s: None)
     assert_keys(tmp_path, FLIGHT_LOG)
@@ -285,7 +286,7 @@ def test_flight_log_keys(tmp_path):
 
 @pytest.mark.slow
 def test_hover_log_keys(tmp_path):
-    from flapjax.identify.multirotor import run_hover_identification
+    from flapjax.runs import run_hover_identification
 
     run_hover_identification(DATA / "hover_quad_x.npz", robot="quad_x", out_dir=tmp_path, quick=True, progress=False,
                              echo=lambda s: None)

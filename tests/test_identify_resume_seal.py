@@ -14,8 +14,9 @@ import shutil
 import pytest
 
 from flapjax.identify.flapper import config as idc
-from flapjax.identify.flapper import run, studies
-from flapjax.identify.study_files import check_study_file
+from flapjax.identify.flapper import studies
+from flapjax.runs import flapper_studies as run
+from flapjax.runs.study_files import check_study_file
 
 
 def _cfg() -> dict:

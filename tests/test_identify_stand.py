@@ -18,7 +18,7 @@ from flapjax.data.tables import DataError
 from flapjax.identify.flapper import stand as S
 from flapjax.identify.flapper.stand_fit import fit_stand
 from flapjax.identify.flapper.stand_prediction import stand_model
-from flapjax.identify.from_file import pick_study
+from flapjax.runs.from_file import pick_study
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "identification" / "data"
@@ -334,7 +334,7 @@ def test_a_lift_column_the_model_cannot_explain_is_noted():
 
 
 def test_a_stand_table_without_fz_n_is_told_the_missing_column(tmp_path):
-    from flapjax.identify.from_file import identify_from_file
+    from flapjax.runs.from_file import identify_from_file
 
     path = tmp_path / "stand.csv"
     path.write_text("frequency_hz,roll_plate_rad,pitch_plate_rad,mx_nm,my_nm\n30,0,0.1,1e-5,0\n")
@@ -365,7 +365,7 @@ def test_a_table_not_separated_by_commas_is_told_so(runner, tmp_path, sep, said)
     """A spreadsheet that writes ';' or tabs between the cells: the header
     reads as one column, and the message says what the file seems to be."""
     from flapjax.cli import app
-    from flapjax.identify.from_file import identify_from_file
+    from flapjax.runs.from_file import identify_from_file
 
     path = tmp_path / "stand.csv"
     path.write_text(f"frequency_hz{sep}fz_n\n30{sep}0,15\n35{sep}0,2\n")

@@ -13,7 +13,7 @@ import pytest
 
 from flapjax.identify.flapper import config as idc
 from flapjax.identify.flapper import studies
-from flapjax.identify.flapper.run import _Upstream
+from flapjax.runs.flapper_studies import _Upstream
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 

@@ -18,7 +18,7 @@ from flapjax.data.tables import DataError
 from flapjax.validation import ConfigError
 from flapjax.identify.flapper import waveform as W
 from flapjax.data.stand_record import load_stand_waveform, stand_waveform
-from flapjax.identify.from_file import identify_from_file, pick_study
+from flapjax.runs.from_file import identify_from_file, pick_study
 from flapjax.sim.flapper import stand_waveform as SW
 from tests.record_check import assert_common_record
 
@@ -127,7 +127,7 @@ def test_physical_flag_is_refused_for_a_waveform_record():
 
 
 def test_fit_option_names_the_values_and_belongs_to_phase_resolved_records(tmp_path, monkeypatch):
-    from flapjax.identify.flapper import waveform_report
+    from flapjax.runs import waveform as waveform_report
 
     with pytest.raises(DataError, match="--fit applies to phase-resolved stand records only"):
         identify_from_file(DATA / "stand_sample.csv", fit=("stop_angle",), out_dir=tmp_path / "a")

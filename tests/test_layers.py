@@ -15,8 +15,9 @@ on lower floors, nothing on its own floor outside its unit and nothing above.
     floor 2  control, data  stroke schedule, hover and wrench controllers; measured-data files
     floor 3  sim           the MuJoCo MJX bridge: the only importer of mujoco
     floor 4  tasks, identify   environments; parameter identification
-    floor 5  entry points  evaluate, evaluate_plot, evaluate_report, render, cli, cli_evaluate,
-                           cli_fidelity, demo
+    floor 5  entry points  evaluate, evaluate_plot, evaluate_report, render, runs, cli, cli_evaluate,
+                           cli_fidelity, demo: what writes folders and draws (the only importers of
+                           matplotlib)
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ FLOORS = (
     ("tasks", 4, ("flapjax.tasks",)),
     ("identify", 4, ("flapjax.identify",)),
     ("entry points", 5, ("flapjax.evaluate", "flapjax.evaluate_plot", "flapjax.evaluate_report", "flapjax.render",
-                         "flapjax.cli", "flapjax.cli_evaluate", "flapjax.cli_fidelity", "flapjax.demo")),
+                         "flapjax.runs", "flapjax.cli", "flapjax.cli_evaluate", "flapjax.cli_fidelity", "flapjax.demo")),
 )
 EXEMPT = {"flapjax"}  # the root package re-exports (lazily); it defines nothing
 MUJOCO_FLOOR = 3  # only the sim unit may import mujoco; nothing below it may reach it
+ENTRY_FLOOR = 5  # only the entry points import matplotlib
 
 # Known edges (importer, imported) that break the rules and are being fixed:
 # to be removed, each as soon as its import is gone (test_pending_is_still_needed).
@@ -323,6 +325,19 @@ def test_only_sim_imports_mujoco(graph):
     assert not direct, f"modules outside flapjax/sim/ that import mujoco: {direct}"
 
 
+def drawing_below_the_entry_floor(external: dict[str, set]) -> list[str]:
+    """Modules under the entry floor that import matplotlib."""
+    return sorted(m for m, ext in external.items()
+                  if m not in EXEMPT and "matplotlib" in ext and unit_of(m)[1] < ENTRY_FLOOR)
+
+
+def test_only_the_entry_floor_draws(graph):
+    """Plots are drawn where folders are written: identify, tasks and sim
+    compute and return results, and import without matplotlib."""
+    drawing = drawing_below_the_entry_floor(graph[2])
+    assert not drawing, f"modules below the entry floor that import matplotlib: {drawing}"
+
+
 def test_below_sim_nothing_reaches_mujoco(graph):
     """Through any chain of flapjax imports (parent packages included)."""
     modules, _, external, eager = graph
@@ -384,6 +399,19 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
     bad = floor_violations(edges)
     assert any(b.startswith("flapjax.math (helpers, floor 0) imports flapjax.sim.flapper.step") for b in bad)
     assert any(b.startswith("flapjax.aero.wrench (aero, floor 1) imports flapjax.control.hover") for b in bad)
+
+
+def test_the_checker_sees_matplotlib_below_the_entry_floor(tmp_path):
+    root = tmp_path / "flapjax"
+    files = {"__init__.py": "", "identify/__init__.py": "",
+             "identify/report.py": "def plot():\n    import matplotlib.pyplot as plt\n    return plt\n",
+             "runs/__init__.py": "", "runs/plots.py": "import matplotlib\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    modules = read_modules(root)
+    external = {n: module_imports(n, p, modules)[1] for n, p in modules.items()}
+    assert drawing_below_the_entry_floor(external) == ["flapjax.identify.report"]
 
 
 def test_the_checker_sees_a_private_name_taken_across_units(tmp_path):

@@ -13,7 +13,8 @@ import pytest
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper import config as idc
-from flapjax.identify.flapper import run, studies
+from flapjax.identify.flapper import studies
+from flapjax.runs import flapper_studies as run
 from flapjax.files import write_json
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl

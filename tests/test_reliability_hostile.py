@@ -148,7 +148,7 @@ def test_flight_log_fit_too_large_for_memory_is_refused_before_any_fit(tmp_path,
 
 
 def test_flight_fit_estimate_grows_as_the_square_of_the_samples():
-    from flapjax.identify.flapper.flight_log import flight_fit_bytes
+    from flapjax.runs.flight_log import flight_fit_bytes
 
     small, large = flight_fit_bytes(np.arange(10_000) * 0.005), flight_fit_bytes(np.arange(100_000) * 0.005)
     assert 90 < large / small < 101
@@ -528,7 +528,7 @@ def _study_injected(record):
 
 
 def _study_string_value(record):
-    from flapjax.identify.study_files import seal
+    from flapjax.runs.study_files import seal
 
     return seal(record["config"], {**record["result"], "values": {"k_f": "abc"}})  # resealed: only the type is wrong
 
@@ -544,7 +544,7 @@ STUDY_CASES = [
 
 @pytest.mark.parametrize("label,edit,message", STUDY_CASES, ids=[c[0] for c in STUDY_CASES])
 def test_edited_study_file_is_recomputed_with_a_warning(label, edit, message, tmp_path):
-    from flapjax.identify.study_files import load_study_file, seal
+    from flapjax.runs.study_files import load_study_file, seal
 
     path = tmp_path / "lift.json"
     path.write_text(json.dumps(seal(SETTINGS, RESULT)))
@@ -556,7 +556,7 @@ def test_edited_study_file_is_recomputed_with_a_warning(label, edit, message, tm
 
 
 def test_study_file_of_other_settings_is_recomputed_silently_and_a_fifo_is_not_opened(tmp_path):
-    from flapjax.identify.study_files import load_study_file, seal
+    from flapjax.runs.study_files import load_study_file, seal
 
     path = tmp_path / "lift.json"
     path.write_text(json.dumps(seal(SETTINGS, RESULT)))

@@ -13,16 +13,21 @@ The generic machinery (no robot knowledge) is re-exported here:
   parameters, held-out rows and their metrics;
 - :mod:`flapjax.identify.results`: study results and their JSON form
   (the JSON files themselves: :mod:`flapjax.files`);
-- :mod:`flapjax.identify.fit_report`: what a measured-data fit reports.
+- :mod:`flapjax.identify.fit_report`: what a measured-data fit reports, and
+  its table of values.
+
+It computes and returns; the runs that write folders and plots are in
+:mod:`flapjax.runs`.
 
 The studies of the flapping-wing robot (``flapjax identify``) are in
 :mod:`flapjax.identify.flapper`::
 
-    from flapjax import identify
     from flapjax.identify import flapper as F
+    from flapjax.runs import run_identification
 
     cfg = F.load_config("identification/lift.toml", quick=True)
-    result = F.run_identification(cfg, out_dir="out/identify")
+    lift = F.study_lift(cfg)  # one study: a StudyResult, nothing written
+    result = run_identification(cfg, out_dir="out/identify")  # every study, saved and resumable
 """
 
 from flapjax.identify.fit import (
@@ -53,30 +58,7 @@ from flapjax.identify.losses import (
 )
 from flapjax.identify.results import StudyResult, versions
 
-__all__ = [
-    "Convergence",
-    "Estimate",
-    "FitReport",
-    "FitResult",
-    "LossFn",
-    "Measurements",
-    "Nominal",
-    "Params",
-    "StudyResult",
-    "Trainable",
-    "Uncertainty",
-    "combine",
-    "correlation_among",
-    "fit",
-    "gauss_newton_uncertainty",
-    "least_squares",
-    "make_fit_step",
-    "make_optimizer",
-    "r_squared",
-    "residuals",
-    "scale_trainable",
-    "slope_through_origin",
-    "split",
-    "valid_rows",
-    "versions",
-]
+__all__ = ["Convergence", "Estimate", "FitReport", "FitResult", "LossFn", "Measurements", "Nominal", "Params",
+           "StudyResult", "Trainable", "Uncertainty", "combine", "correlation_among", "fit",
+           "gauss_newton_uncertainty", "least_squares", "make_fit_step", "make_optimizer", "r_squared",
+           "residuals", "scale_trainable", "slope_through_origin", "split", "valid_rows", "versions"]

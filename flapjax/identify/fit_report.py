@@ -6,7 +6,8 @@ values, each with a standard deviation and a unit (:class:`Estimate`), the
 correlation, the held-out prediction error, notes, the fit's own
 diagnostics and arrays for the plots. :meth:`FitReport.to_json` is the
 ``results.json`` body (the arrays are not written), :meth:`FitReport.summary`
-the printed lines; the study drivers return :meth:`FitReport.from_record`
+the printed lines (the table of values: :func:`parameter_table`,
+:func:`held_out_lines`); the study drivers (:mod:`flapjax.runs`) return :meth:`FitReport.from_record`
 of what they wrote, whose :meth:`~FitReport.to_json` is that body again.
 """
 
@@ -19,9 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from flapjax.identify.outputs import data_record, held_out_lines, parameter_table
-
-__all__ = ["Estimate", "FitReport"]
+__all__ = ["Estimate", "FitReport", "data_record", "held_out_lines", "parameter_table", "with_std"]
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ class FitReport:
         """The ``results.json`` body: ``study``, ``source``, ``name`` /
         ``name_std`` of every value, ``units``, then :attr:`details`
         (``files``, ``seconds`` and ``versions`` are added by
-        :func:`~flapjax.identify.outputs.write_record`)."""
+        :func:`flapjax.runs.outputs.write_record`)."""
         record = data_record(self.study, self.source, self.values, self.std, self.units)
         record.update(self.details)
         return record
@@ -150,3 +149,55 @@ class FitReport:
             lines.append(held_out_lines(validation, channel_units or {}))  # '' (an empty line) without a hold-out
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def with_std(values: Mapping[str, float], std: Mapping[str, float | None]) -> dict[str, float | None]:
+    """``name: value`` and ``name_std: std`` of every value, in order (a
+    value missing from ``std`` gets ``None``: held, not fitted)."""
+    out: dict[str, float | None] = {}
+    for name, value in values.items():
+        out[name] = value
+        out[f"{name}_std"] = std.get(name)
+    return out
+
+
+def data_record(study: str, source: str | Path, values: Mapping[str, float],
+                std: Mapping[str, float | None], units: Mapping[str, str]) -> dict[str, Any]:
+    """The common head of a data study's ``results.json``: ``study``,
+    ``source``, ``name`` / ``name_std`` of every value and ``units``.
+
+    Raises ``KeyError`` naming a value without a unit (every reported value
+    carries one; ``-`` for a dimensionless value)."""
+    missing = [n for n in values if n not in units]
+    if missing:
+        raise KeyError(f"no unit for {', '.join(missing)}")
+    return {"study": study, "source": str(source), **with_std(values, std),
+            "units": {n: units[n] for n in values}}
+
+
+def parameter_table(values: Mapping[str, float], std: Mapping[str, float | None], units: Mapping[str, str],
+                    *, indent: str = "", no_std: str = "held") -> str:
+    """One line per value: ``name  value  std  unit``, with a header (a value
+    without a standard deviation shows ``no_std``)."""
+    width = max([len("parameter"), *map(len, values)]) + 2
+    lines = [f"{indent}{'parameter':<{width}}{'value':>13}{'std':>11}  unit"]
+    for name, value in values.items():
+        s = std.get(name)
+        s_text = no_std if s is None else f"{s:.2e}"
+        lines.append(f"{indent}{name:<{width}}{value:>13.5e}{s_text:>11}  {units.get(name, '')}")
+    return "\n".join(lines)
+
+
+def held_out_lines(validation: Mapping[str, Mapping[str, float]], units: Mapping[str, str]) -> str:
+    """One line per channel of a held-out prediction error: ``rms`` [SI],
+    ``rms_over_sigma`` (over the fit's residual standard deviation: 1 is
+    the noise level) and ``rms_over_measured`` (over the channel's measured
+    RMS), after a header line that says what sigma is; ``''`` when none."""
+    if not validation:
+        return ""
+    width = max([0, *map(len, validation)])
+    header = "held-out prediction error (sigma: the fit's residual standard deviation, 1 sigma = the noise level)"
+    return "\n".join([header] + [
+        f"held-out {ch:<{width}}  rms {v['rms']:.3e} {units.get(ch, '')} ({v['rms_over_sigma']:.2f} sigma, "
+        f"{100 * v['rms_over_measured']:.2f} % of the measured RMS)"
+        for ch, v in validation.items()])

@@ -185,7 +185,7 @@ class TaskConfig:
       randomization: domain randomization.
       solver_iterations, solver_ls_iterations: MJX solver iterations.
       chain_coefficients: path of an identified ``results.json``
-        (:func:`flapjax.identify.multirotor.run_hover_identification`) whose
+        (:func:`flapjax.runs.run_hover_identification`) whose
         proximity and drag coefficients replace the chain's defaults; when
         None, a profile file's ``[chain]`` table is used if it has one
         (:meth:`chain_params`).

@@ -16,7 +16,7 @@ Writes, next to this script:
     .venv/bin/python identification/data/make_hover_logs.py [--seed 0] [--csv]
 
 Identify from it with
-    flapjax.identify.multirotor.run_hover_identification(
+    flapjax.runs.run_hover_identification(
         "identification/data/hover_quad_x.npz", robot="quad_x", out_dir="out/hover")
 """
 
@@ -32,7 +32,7 @@ jax.config.update("jax_enable_x64", True)
 
 from flapjax import rotor  # noqa: E402
 from flapjax.data.hover_log import write_hover_log  # noqa: E402
-from flapjax.identify.multirotor import synthetic as S  # noqa: E402
+from flapjax.sim.multirotor import synthetic_logs as S  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

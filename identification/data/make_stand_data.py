@@ -4,7 +4,7 @@ Generates what a force/torque sensor under the robot would record: one row
 per condition (7 frequencies from 15 to 45 Hz times 13 plate settings: level,
 each plate angle alone at +-0.15 and +-0.3 rad, and the four combinations of
 +-0.2 rad), each the cycle mean of the six-axis sensor reading, from the
-stand model of :mod:`flapjax.identify.flapper.stand` with the hidden values
+stand model of :mod:`flapjax.identify.flapper.stand_prediction` with the hidden values
 :data:`HIDDEN`, plus
 
 - a sensor offset per channel, drawn once per table (what is left of the

@@ -19,11 +19,12 @@ import numpy as np
 
 from flapjax import aero
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.flapper.validation import compare_flights, fly_batch
+from flapjax.identify.flapper.validation import compare_flights
 from flapjax.identify.results import StudyResult
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.channel_gains import channel_gains
 from flapjax.sim.flapper.description import FlapperDescription
+from flapjax.sim.flapper.hover_flights import fly_batch
 
 #: The hover flight's start, relative to the target, at the seed robot's size [m].
 START_OFFSET = (0.01, -0.01, 0.01)

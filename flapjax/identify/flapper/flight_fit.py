@@ -1,7 +1,7 @@
 """The flight-log fit: multiple shooting of the cycle-averaged model over the
 logged commands (:mod:`.flight_shooting`), minimized by
 Levenberg-Marquardt (:mod:`flapjax.identify.levenberg_marquardt`), with Gauss-Newton standard
-deviations and the held-out prediction (see :mod:`.flight_log`)."""
+deviations and the held-out prediction (docs/data_formats.md, "Flapper flight logs")."""
 
 from __future__ import annotations
 
@@ -264,7 +264,7 @@ def identify_flight_log(
     callback: Callable[[int, float], None] | None = None,
     where: str = "flight log",
 ) -> FitReport:
-    """Fit the averaged model to a flight log (see :mod:`flapjax.identify.flapper.flight_log`).
+    """Fit the averaged model to a flight log (module docstring).
 
     Args:
       log: columns of :data:`~flapjax.data.flight_log.LOG_COLUMNS`

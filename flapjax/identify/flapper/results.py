@@ -18,7 +18,7 @@ import numpy as np
 from jaxtyping import Array
 
 from flapjax.aero.cycle_averaged import CycleAveragedParams
-from flapjax.identify.outputs import data_record
+from flapjax.identify.fit_report import data_record
 from flapjax.files import read_json, to_arrays, to_jsonable, write_json
 from flapjax.identify.results import StudyResult, versions
 from flapjax.validation import ConfigError
@@ -122,7 +122,7 @@ class IdentificationResult(eqx.Module):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record. It starts as the identifications from data
         do (``study``, ``source``, every value ``NAME`` with ``NAME_std``,
-        ``units``; see :func:`flapjax.identify.outputs.data_record`), then
+        ``units``; see :func:`flapjax.identify.fit_report.data_record`), then
         the nested ``identified`` / ``std`` (seed names, vectors kept) that
         :meth:`from_dict` reads back, the model, the studies' records and
         the validation flights."""

@@ -2,7 +2,7 @@
 by their residual noise), Gauss-Newton standard deviations, the closed-form
 least squares as a check and the held-out rows' prediction error, and the
 moment gains a table cannot identify held at the nominal robot's values
-(:func:`held_gains`; see :mod:`flapjax.identify.flapper.stand`).
+(:func:`held_gains`; docs/data_formats.md, "Thrust-stand tables").
 :func:`~flapjax.identify.solve.holdout_rows` picks the held-out rows."""
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def _add_notes(fitted: StandFit, data: StandData, train: StandData, held: np.nda
 
 def fit_stand(data: StandData, *, holdout_every: int = 5, offsets: bool | None = None,
               f_ref: float = REFERENCE_FREQUENCY, start_factor: float = 1.3, max_steps: int = 200) -> StandFit:
-    """Fit the stand model to ``data`` (:mod:`flapjax.identify.flapper.stand`).
+    """Fit the stand model to ``data`` (:mod:`.stand_prediction`).
 
     Args:
       data: the table.

@@ -1,4 +1,4 @@
-"""The stand model (see :mod:`flapjax.identify.flapper.stand`): its
+"""The stand model (docs/data_formats.md, "Thrust-stand tables"): its
 parameters, the prediction of the measured channels, each parameter's
 regressor and which terms a table can identify."""
 
@@ -37,8 +37,7 @@ PARAMETERS = {
 
 def stand_model(values: Mapping[str, Any], frequency, plate, channels=CHANNELS, *,
                 f_ref: float = REFERENCE_FREQUENCY) -> jax.Array:
-    """(n, C) predicted cycle means of ``channels``
-    (:mod:`flapjax.identify.flapper.stand`) from physical ``values``
+    """(n, C) predicted cycle means of ``channels`` from physical ``values``
     (missing terms are 0); frequency (n,) [Hz], plate (n, 2) (delta_p,
     delta_r) [rad]."""
     v = lambda k: values.get(k, 0.0)
@@ -101,7 +100,7 @@ def regressors(data: StandData, f_ref: float) -> dict[str, np.ndarray]:
 
 
 def stand_terms(data: StandData, *, offsets: bool | None = None) -> list[str]:
-    """The parameters ``data`` can identify (:mod:`flapjax.identify.flapper.stand`), in a fixed order."""
+    """The parameters ``data`` can identify, in a fixed order."""
     ch = data.channels
     varies = lambda a: bool(np.ptp(a) > 0 or np.any(a != 0))
     dp, dr = varies(data.plate[:, 0]), varies(data.plate[:, 1])

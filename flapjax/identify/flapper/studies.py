@@ -1,5 +1,5 @@
 """The simulated studies of ``flapjax identify``, one entry each: what a
-study needs from the others and how it is run (:mod:`.run` orders them by
+study needs from the others and how it is run (:mod:`flapjax.runs.flapper_studies` orders them by
 STUDIES, resumes and writes them). A study's ``up`` (the run's ``_Upstream``)
 holds ``cfg``, ``description`` (a described robot or None), ``nominal_avg``,
 ``get(name)`` (a study done by this run or saved in the same folder before),

@@ -7,24 +7,23 @@ drag coefficients of the rotor chain.
   accelerometer from logged commands and pose;
 - :mod:`~flapjax.identify.multirotor.run`: the fit and its uncertainties
   (:func:`fit_hover`);
-- :mod:`~flapjax.identify.multirotor.hover_report`: plots, the printed
-  table and ``results.json`` (:func:`run_hover_identification`);
+- :mod:`flapjax.runs.hover`: plots, the printed table and
+  ``results.json`` (:func:`~flapjax.runs.run_hover_identification`);
 - :mod:`flapjax.rotor.identified`: results -> ``ChainParams`` (re-exported here)
   (and a profile file's ``[chain]`` table);
-- :mod:`~flapjax.identify.multirotor.synthetic`: sample logs from the simulator.
+- :mod:`~flapjax.sim.multirotor.synthetic_logs`: sample logs from the simulator.
 
 ::
 
     from flapjax.data.hover_log import read_hover_log
-    from flapjax.identify.multirotor import run_hover_identification, chain_params_from_results
+    from flapjax.identify.multirotor import chain_params_from_results
+    from flapjax.runs import run_hover_identification
     log = read_hover_log("identification/data/hover_quad_x.npz", n_rotors=4)  # checked columns, scene
     res = run_hover_identification("identification/data/hover_quad_x.npz", robot="quad_x", out_dir="out/hover")
     chain = chain_params_from_results("out/hover/results.json")
 """
 
 from flapjax.rotor.identified import CHAIN_KEYS, chain_params_from_results, load_chain_params
-from flapjax.identify.multirotor.hover_report import run_hover_identification
 from flapjax.identify.multirotor.run import REPORTED, fit_hover
 
-__all__ = ["CHAIN_KEYS", "REPORTED", "chain_params_from_results", "fit_hover", "load_chain_params",
-           "run_hover_identification"]
+__all__ = ["CHAIN_KEYS", "REPORTED", "chain_params_from_results", "fit_hover", "load_chain_params"]

@@ -32,6 +32,7 @@ from flapjax.identify import losses as L
 from flapjax.identify.fit import Convergence, Trainable, fit, make_fit_step, make_optimizer, split
 from flapjax.identify.multirotor import model as M
 from flapjax.identify.multirotor.model import REPORTED, UNITS
+from flapjax.sim.multirotor.log_replay import HoverInputs, hover_inputs
 from flapjax.data.hover_log import HoverLog
 from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor.fit_checks import accel_noise_level, correlated_parameters, fit_notes
@@ -42,7 +43,7 @@ from flapjax.validation import ConfigError
 SETTLE_S = 0.5
 
 
-def excitation(prof: rotor.RotorProfile, inputs: M.HoverInputs) -> dict[str, str]:
+def excitation(prof: rotor.RotorProfile, inputs: HoverInputs) -> dict[str, str]:
     """Parameters the rows of ``inputs`` cannot identify -> why."""
     radius = np.asarray(prof.radius)
     h = np.asarray(inputs.proximity.ground_distance) / radius
@@ -107,7 +108,7 @@ class _Problem(eqx.Module):
     which names are trained."""
 
     prof: rotor.RotorProfile
-    inputs: M.HoverInputs
+    inputs: HoverInputs
     targets: Array
     fitted: Array
     nominal: dict[str, Array]
@@ -181,7 +182,7 @@ def _split_rows(prof: rotor.RotorProfile, log: HoverLog, validation_fraction: fl
     return t, settling, fit_rows, val_rows
 
 
-def _problem(prof, log: HoverLog, padded: M.HoverInputs, fit_rows: np.ndarray, trainable_names: list[str]):
+def _problem(prof, log: HoverLog, padded: HoverInputs, fit_rows: np.ndarray, trainable_names: list[str]):
     """``(problem, start theta)`` of the padded log with ``trainable_names`` trained."""
     start = M.initial_values()
     signed = [k for k in trainable_names if k not in M.LOG_SPACE]
@@ -316,7 +317,7 @@ def fit_hover(prof: rotor.RotorProfile, log: HoverLog, *, validation_fraction: f
                           f"{prof.name!r} has {prof.n_rotors} rotors")
     t0 = _time.perf_counter()
     n_rows = log.n_samples
-    padded = M.hover_inputs(prof, log, length=padded_length(n_rows))
+    padded = hover_inputs(prof, log, length=padded_length(n_rows))
     inputs = padded.rows(slice(0, n_rows))
     t, settling, fit_rows, val_rows = _split_rows(prof, log, validation_fraction)
     held = excitation(prof, inputs.rows(fit_rows))

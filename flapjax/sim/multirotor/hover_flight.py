@@ -6,7 +6,7 @@ in free air, and drag sweeps); :func:`reference_trajectory` joins them by
 minimum-jerk moves, :func:`fly_plan` flies that reference in a
 :class:`MultirotorWorld` (rigid-body backend, wrench controller, no sensor
 noise) and returns what a lab would log, exactly. The sample hover logs of the identification are
-such flights (:mod:`flapjax.identify.multirotor.synthetic`).
+such flights (:mod:`flapjax.sim.multirotor.synthetic_logs`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,12 @@ from flapjax.control.wrench import Reference
 from flapjax.noise import NoiseParams
 from flapjax.sim.multirotor.world import MultirotorWorld
 
-__all__ = ["flight_plan", "fly_plan", "reference_trajectory"]
+__all__ = ["HOVER_OPTIONS", "flight_plan", "fly_plan", "reference_trajectory"]
+
+#: Chain switches of a hover flight and of the hover model fitted to its log:
+#: everything but wind (indoor flights).
+HOVER_OPTIONS = rotor.ChainOptions(saturation=True, actuator=True, ground_effect=True, wall_effect=True, drag=True,
+                                   wind=False, gusts=False, turbulence=False, command_noise=False)
 
 
 def flight_plan(prof: rotor.RotorProfile, *, ground_z: float, wall_x: float, hold: float = 1.3,

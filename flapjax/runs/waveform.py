@@ -14,7 +14,7 @@ from flapjax.identify.flapper.waveform import fit_waveform
 from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS
 from flapjax.data.stand_record import StandWaveform, load_stand_waveform
 from flapjax.identify.fit_report import FitReport
-from flapjax.identify.outputs import pyplot, save_figure, write_record
+from flapjax.runs.outputs import pyplot, save_figure, write_record
 from flapjax.files import lock_output_dir, write_json
 
 

@@ -18,14 +18,14 @@ from typing import Callable, Mapping, Sequence
 from flapjax import safe_io
 from flapjax.data.tables import Column, DataError, DataNote, column_names, separator_hint, split_unit
 from flapjax.identify.fit_report import FitReport
-from flapjax.identify.flapper import waveform_report
+from flapjax.runs import waveform as waveform_report
 from flapjax.data.flight_log import LOG_COLUMNS
-from flapjax.identify.flapper.flight_log import run_flight_identification
-from flapjax.identify.flapper.stand import run_stand_identification
+from flapjax.runs.flight_log import run_flight_identification
+from flapjax.runs.stand import run_stand_identification
 from flapjax.data.stand_table import STAND_COLUMNS
 from flapjax.identify.flapper.waveform import WAVEFORM_PARAMETERS
 from flapjax.data.stand_record import WAVEFORM_COLUMNS
-from flapjax.identify.multirotor.hover_report import run_hover_identification
+from flapjax.runs.hover import run_hover_identification
 from flapjax.data.hover_log import hover_columns
 from flapjax.validation import check_choice
 
@@ -163,7 +163,7 @@ def identify_from_file(path: str | Path, *, robot: str | None = None, out_dir: s
         :func:`flapjax.sim.flapper.averaged_body.body`).
       command_delay: flapper flight logs only: samples by which the logged
         commands lag, or ``"auto"`` (default 0; see
-        :func:`flapjax.identify.flapper.flight_log.run_flight_identification`).
+        :func:`flapjax.runs.flight_log.run_flight_identification`).
       fit: phase-resolved stand records only: the per-wing values to fit
         (names of :data:`flapjax.identify.flapper.waveform.WAVEFORM_PARAMETERS`;
         default ``lift_scale``, ``hinge_stiffness``, ``wing_inertia_scale``).

@@ -1,4 +1,4 @@
-"""Saved study files (``studies/<name>.json`` of :mod:`flapjax.identify.flapper.run`),
+"""Saved study files (``studies/<name>.json`` of :mod:`flapjax.runs.flapper_studies`),
 trusted on resume only when nothing changed them: :func:`seal` adds a hash of
 their content, :func:`check_study_file` says why one must not be reused and
 :func:`load_study_file` reads one through :func:`flapjax.safe_io.read_text`.

@@ -18,7 +18,8 @@ from flapjax.identify.fit_report import FitReport
 from flapjax.identify.multirotor import model as M
 from flapjax.data.hover_log import describe_scene, read_hover_log, scene_sources, sidecar_path
 from flapjax.identify.multirotor.run import REPORTED, UNITS, fit_hover
-from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.fit_report import parameter_table
+from flapjax.runs.outputs import pyplot, save_figure, write_record
 from flapjax.files import lock_output_dir
 
 __all__ = ["hover_summary", "plot_proximity", "plot_residuals", "run_hover_identification"]

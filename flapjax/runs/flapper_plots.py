@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from flapjax.identify.flapper.results import SEED_VALUES, VALUE_UNITS, IdentificationResult
-from flapjax.identify.outputs import pyplot, save_figure
+from flapjax.runs.outputs import pyplot, save_figure
 
 
 def write_plots(result: IdentificationResult, out_dir: str | Path) -> list[Path]:

@@ -8,10 +8,10 @@ Gauss-Newton standard deviations), and the held-out tail is predicted.
 
 Modules: :mod:`flapjax.data.flight_log` (the log: columns, reading, writing,
 noise levels: import them from there), :mod:`flapjax.sim.flapper.averaged_body`
-(the rigid body under the averaged model), :mod:`.flight_parameters` (the
-identified parameters and their normalized form), :mod:`.flight_shooting`
+(the rigid body under the averaged model), :mod:`flapjax.identify.flapper.flight_parameters` (the
+identified parameters and their normalized form), :mod:`flapjax.identify.flapper.flight_shooting`
 (segments, compiled residuals and Jacobians),
-:mod:`flapjax.identify.levenberg_marquardt`, :mod:`.flight_fit`
+:mod:`flapjax.identify.levenberg_marquardt`, :mod:`flapjax.identify.flapper.flight_fit`
 (:func:`identify_flight_log`),
 :func:`flapjax.sim.flapper.averaged_body.synthetic_flight_log` (synthetic
 logs); this module holds the plots, the summary and the driver
@@ -39,7 +39,8 @@ from flapjax.identify.flapper.flight_fit import (
 from flapjax.data.flight_log import read_flight_log
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.fit_report import FitReport
-from flapjax.identify.outputs import parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.fit_report import parameter_table
+from flapjax.runs.outputs import pyplot, save_figure, write_record
 from flapjax.safe_io import check_fit_memory
 from flapjax.sim.flapper.averaged_body import body, start_model
 from flapjax.files import lock_output_dir, write_json

@@ -5,10 +5,11 @@ angles; the model, the terms a table identifies, the held gains and the fit
 are in docs/data_formats.md, "Thrust-stand tables").
 
 Modules: :mod:`flapjax.data.stand_table` (the table: columns, :class:`StandData`,
-reading: import them from there), :mod:`.stand_prediction` (the model, its
-parameters and regressors), :mod:`.stand_fit` (:func:`fit_stand`,
-:class:`StandFit`); this module holds the plots, the summary and the
-driver :func:`run_stand_identification`.
+reading: import them from there), :mod:`flapjax.identify.flapper.stand_prediction`
+(the model, its parameters and regressors),
+:mod:`flapjax.identify.flapper.stand_fit` (:func:`fit_stand`,
+:class:`StandFit`); this module holds the plots, the summary and the driver
+:func:`run_stand_identification`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from flapjax.identify.flapper.stand_fit import StandFit, fit_stand
 from flapjax.data.stand_table import CHANNEL_LABELS, CHANNEL_UNITS, StandData, load_stand_table
 from flapjax.identify.flapper.stand_prediction import PARAMETERS
 from flapjax.identify.fit_report import FitReport
-from flapjax.identify.outputs import held_out_lines, parameter_table, pyplot, save_figure, write_record
+from flapjax.identify.fit_report import held_out_lines, parameter_table
+from flapjax.runs.outputs import pyplot, save_figure, write_record
 from flapjax.files import lock_output_dir, write_json
 
 __all__ = [

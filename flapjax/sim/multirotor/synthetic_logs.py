@@ -61,9 +61,7 @@ def simulate_hover_flight(prof: rotor.RotorProfile, chain: rotor.ChainParams, *,
     in ``scene``) at yaw = pi with the hover model's chain switches, no wind
     (:func:`flapjax.sim.multirotor.hover_flight.fly_plan`: its exact log
     quantities; ``touching`` and ``diverged`` must stay False)."""
-    from flapjax.sim.multirotor.hover_flight import flight_plan, fly_plan
-
-    from flapjax.identify.multirotor.model import HOVER_OPTIONS
+    from flapjax.sim.multirotor.hover_flight import HOVER_OPTIONS, flight_plan, fly_plan
 
     plan = flight_plan(prof, ground_z=scene["ground_z_m"], wall_x=scene["wall_x_m"]) if plan is None else plan
     sc_model = sc.Scene(ground_height=scene["ground_z_m"], wall_x=scene["wall_x_m"],

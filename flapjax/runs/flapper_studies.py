@@ -3,7 +3,7 @@
 :func:`run_identification` runs the configured studies in the order of
 STUDIES; what each needs from the others and how it runs is its entry in
 :data:`.studies.STUDY_RUNS`. Each finished study is written at once, sealed
-(:mod:`flapjax.identify.study_files`), to ``<out>/studies/<name>.json`` with
+(:mod:`flapjax.runs.study_files`), to ``<out>/studies/<name>.json`` with
 the settings it ran with, and reused by a rerun whose settings (and upstream
 values) are unchanged. The output folder is held for the run
 (:func:`flapjax.files.lock_output_dir`); a run of some studies
@@ -25,13 +25,13 @@ import jax
 from flapjax.aero.cycle_averaged import CycleAveragedParams
 from flapjax.identify.flapper.calibration import calibration_record, calibration_values, check_calibration_robot
 from flapjax.identify.flapper.config import STUDIES, validate_config
-from flapjax.identify.flapper.report import PLOTS, summary_table, write_plots
+from flapjax.runs.flapper_plots import PLOTS, summary_table, write_plots
 from flapjax.identify.flapper.results import IdentificationResult
 from flapjax.identify.flapper.robot_config import check_robot_studies, robot_nominal
 from flapjax.identify.flapper.studies import STUDY_RUNS
 from flapjax.files import lock_output_dir, write_json
 from flapjax.identify.results import StudyResult
-from flapjax.identify.study_files import load_study_file, seal
+from flapjax.runs.study_files import load_study_file, seal
 from flapjax.sim import flapper as fl
 from flapjax.sim.flapper.description_model import resolve_description
 from flapjax.validation import ConfigError
@@ -46,7 +46,7 @@ def _study_config(cfg: Mapping, name: str, extra: Mapping | None = None) -> dict
 
 
 def _load_saved(path: Path, expect: Mapping | None, echo: Callable[[str], None]) -> StudyResult | None:
-    """The study saved at ``path`` when :func:`flapjax.identify.study_files.load_study_file`
+    """The study saved at ``path`` when :func:`flapjax.runs.study_files.load_study_file`
     trusts it (``expect``: the settings it must have run with; None: any), else None (recompute)."""
     record = load_study_file(path, expect, echo)
     if record is None:
@@ -92,7 +92,7 @@ def run_identification(
 
 class _Upstream:
     """What the studies of one run need from each other (the ``up`` of
-    :mod:`.studies`): the studies done so far (or saved by an earlier run in
+    :mod:`flapjax.identify.flapper.studies`): the studies done so far (or saved by an earlier run in
     the same folder), one driven-base robot for the moments and damping
     studies (one compiled program), the nominal averaged model and the
     identified one the check studies run on."""
