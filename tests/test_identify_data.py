@@ -400,7 +400,7 @@ def test_trailing_separators_on_every_line_are_no_column(tmp_path):
 def test_each_experiment_gets_the_options_it_takes_and_refuses_the_others(tmp_path, monkeypatch):
     import dataclasses
 
-    from flapjax.identify import from_file as FF
+    from flapjax.runs import from_file as FF
 
     seen = {}
     for study, experiment in FF.EXPERIMENTS.items():

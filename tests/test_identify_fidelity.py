@@ -150,7 +150,7 @@ def test_the_fidelity_study_scores_the_identified_model_against_the_robot(tmp_pa
     import matplotlib.pyplot as plt
 
     from flapjax.aero.cycle_averaged import CycleAveragedParams
-    from flapjax.identify.flapper import report
+    from flapjax.runs import flapper_plots as report
     from flapjax.sim import flapper as fl
 
     cfg = {"fidelity": {"amplitudes": [0.05], "frequency_step": 0.0, "height": 0.5, "onset": 0.02,

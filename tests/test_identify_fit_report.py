@@ -57,7 +57,7 @@ def test_summary_has_the_table_the_held_out_error_and_the_notes():
 
 def test_stand_report_is_what_the_stand_identification_writes(tmp_path):
     from flapjax.data.stand_table import load_stand_table
-    from flapjax.identify.flapper import stand as S
+    from flapjax.runs import stand as S
     from flapjax.identify.flapper.stand_fit import fit_stand
 
     written = S.run_stand_identification(DATA / "stand_sample.csv", out_dir=tmp_path, echo=lambda s: None).to_json()

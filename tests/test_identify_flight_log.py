@@ -12,7 +12,7 @@ from flapjax.aero.cycle_averaged import CycleAveragedParams, hover_dynamics
 from flapjax.data import flight_log as F
 from flapjax.data.sampling import with_dropouts
 from flapjax.data.tables import DataError
-from flapjax.identify.flapper import flight_log as FL
+from flapjax.runs import flight_log as FL
 from flapjax.identify.flapper.flight_fit import identify_flight_log
 from flapjax.identify.flapper.flight_parameters import FLIGHT_PARAMETERS
 from flapjax.identify.flapper.flight_shooting import logged_segments

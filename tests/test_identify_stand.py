@@ -15,7 +15,7 @@ from tests.record_check import assert_common_record
 
 from flapjax.data.stand_table import CHANNELS, load_stand_table, stand_data
 from flapjax.data.tables import DataError
-from flapjax.identify.flapper import stand as S
+from flapjax.runs import stand as S
 from flapjax.identify.flapper.stand_fit import fit_stand
 from flapjax.identify.flapper.stand_prediction import stand_model
 from flapjax.runs.from_file import pick_study

@@ -371,12 +371,17 @@ def test_importing_the_floors_below_sim_loads_no_mujoco():
 # --- the checker itself ----------------------------------------------------------
 
 
-def _package(tmp_path, files: dict[str, str]) -> tuple[dict, dict]:
+def _write_package(tmp_path, files: dict[str, str]) -> dict[str, pathlib.Path]:
+    """Write ``files`` (path under ``flapjax/``: text) and read the modules back."""
     root = tmp_path / "flapjax"
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    modules = read_modules(root)
+    return read_modules(root)
+
+
+def _package(tmp_path, files: dict[str, str]) -> tuple[dict, dict]:
+    modules = _write_package(tmp_path, files)
     return modules, {n: set.union(*module_imports(n, p, modules)[::2]) for n, p in modules.items()}
 
 
@@ -402,28 +407,20 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
 
 
 def test_the_checker_sees_matplotlib_below_the_entry_floor(tmp_path):
-    root = tmp_path / "flapjax"
-    files = {"__init__.py": "", "identify/__init__.py": "",
-             "identify/report.py": "def plot():\n    import matplotlib.pyplot as plt\n    return plt\n",
-             "runs/__init__.py": "", "runs/plots.py": "import matplotlib\n"}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    modules = read_modules(root)
+    modules = _write_package(tmp_path, {
+        "__init__.py": "", "identify/__init__.py": "",
+        "identify/report.py": "def plot():\n    import matplotlib.pyplot as plt\n    return plt\n",
+        "runs/__init__.py": "", "runs/plots.py": "import matplotlib\n"})
     external = {n: module_imports(n, p, modules)[1] for n, p in modules.items()}
     assert drawing_below_the_entry_floor(external) == ["flapjax.identify.report"]
 
 
 def test_the_checker_sees_a_private_name_taken_across_units(tmp_path):
-    root = tmp_path / "flapjax"
-    files = {"__init__.py": "", "math.py": "_EPS = 1.0\n", "sim/__init__.py": "",
-             "sim/rigid.py": "from flapjax.sim.tree import _inner\nfrom flapjax.math import _EPS\n",
-             "sim/tree.py": "def _inner():\n    pass\n",
-             "tasks/__init__.py": "", "tasks/base.py": "from flapjax.sim import rigid as r\nx = r._step\ny = r.__name__\n"}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    modules = read_modules(root)
+    modules = _write_package(tmp_path, {
+        "__init__.py": "", "math.py": "_EPS = 1.0\n", "sim/__init__.py": "",
+        "sim/rigid.py": "from flapjax.sim.tree import _inner\nfrom flapjax.math import _EPS\n",
+        "sim/tree.py": "def _inner():\n    pass\n",
+        "tasks/__init__.py": "", "tasks/base.py": "from flapjax.sim import rigid as r\nx = r._step\ny = r.__name__\n"})
     assert private_crossings("flapjax.sim.rigid", modules["flapjax.sim.rigid"], modules) == [
         "flapjax.sim.rigid takes flapjax.math._EPS"]  # within sim, _inner is fine
     assert private_crossings("flapjax.tasks.base", modules["flapjax.tasks.base"], modules) == [

@@ -137,7 +137,7 @@ def test_hostile_file_is_refused_in_bounded_time_and_memory(label, make, env, me
 
 def test_flight_log_fit_too_large_for_memory_is_refused_before_any_fit(tmp_path, monkeypatch):
     from flapjax import safe_io
-    from flapjax.identify.flapper import flight_log
+    from flapjax.runs import flight_log
     from flapjax.validation import ConfigError
 
     monkeypatch.setattr(safe_io, "available_memory", lambda: 100 * 2**20)

@@ -67,7 +67,7 @@ def _held_folder(tmp_path):
 
 
 def _nan_study(tmp_path):
-    from flapjax.identify.flapper import run
+    from flapjax.runs import flapper_studies as run
 
     path = _write(tmp_path, "lift.json", '{"config": {}, "result": {"name": "lift", "values": {"k_f": NaN}}}')
     said = []
