@@ -2,7 +2,7 @@
 
 :func:`run_identification` runs the configured studies in the order of
 STUDIES; what each needs from the others and how it runs is its entry in
-:data:`.studies.STUDY_RUNS`. Each finished study is written at once, sealed
+:data:`flapjax.identify.flapper.studies.STUDY_RUNS`. Each finished study is written at once, sealed
 (:mod:`flapjax.runs.study_files`), to ``<out>/studies/<name>.json`` with
 the settings it ran with, and reused by a rerun whose settings (and upstream
 values) are unchanged. The output folder is held for the run
