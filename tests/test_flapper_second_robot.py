@@ -102,7 +102,7 @@ def test_fixed_base_lift_per_f2_agrees_with_a_strip_quadrature(description, robo
     batched = flapper.sweep_params(FREQUENCIES, params=params, robot=robot)
     n_steps = int(round(DURATION / robot.dt))
     discard = int(round(DISCARD / robot.dt))
-    sv, pv = np.array(robot.stroke_v), np.array(robot.pitch_q)
+    sv = np.array(robot.stroke_v)
 
     def one(p):
         s0 = flapper.init_state(robot, p)
