@@ -46,7 +46,7 @@ test-slow: $(STAMP)
 test-all: test test-slow
 
 docs: $(STAMP)
-	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify.flapper flapjax.identify.multirotor flapjax.rotor flapjax.evaluate
+	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc -o docs/api flapjax flapjax.sim flapjax.control flapjax.tasks flapjax.identify flapjax.identify.flapper flapjax.identify.multirotor flapjax.runs flapjax.data flapjax.evaluate
 	@echo "API reference: docs/api/index.html"
 
 clean:
