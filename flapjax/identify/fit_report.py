@@ -7,8 +7,9 @@ correlation, the held-out prediction error, notes, the fit's own
 diagnostics and arrays for the plots. :meth:`FitReport.to_json` is the
 ``results.json`` body (the arrays are not written), :meth:`FitReport.summary`
 the printed lines (the table of values: :func:`parameter_table`,
-:func:`held_out_lines`); the study drivers (:mod:`flapjax.runs`) return :meth:`FitReport.from_record`
-of what they wrote, whose :meth:`~FitReport.to_json` is that body again.
+:func:`held_out_lines`); the study drivers (:mod:`flapjax.runs`) return
+:meth:`FitReport.from_record` of what they wrote, whose
+:meth:`~FitReport.to_json` is that body again.
 """
 
 from __future__ import annotations
