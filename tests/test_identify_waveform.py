@@ -127,14 +127,14 @@ def test_physical_flag_is_refused_for_a_waveform_record():
 
 
 def test_fit_option_names_the_values_and_belongs_to_phase_resolved_records(tmp_path, monkeypatch):
-    from flapjax.runs import waveform as waveform_report
+    from flapjax.runs import waveform as waveform_run
 
     with pytest.raises(DataError, match="--fit applies to phase-resolved stand records only"):
         identify_from_file(DATA / "stand_sample.csv", fit=("stop_angle",), out_dir=tmp_path / "a")
     with pytest.raises(ConfigError, match="--fit.*'stop_angel'"):
         identify_from_file(SAMPLE, fit=("lift_scale", "stop_angel"), out_dir=tmp_path / "b")
     seen = {}
-    monkeypatch.setattr(waveform_report, "run_waveform_identification", lambda path, **kw: seen.update(kw))
+    monkeypatch.setattr(waveform_run, "run_waveform_identification", lambda path, **kw: seen.update(kw))
     identify_from_file(SAMPLE, fit=("lift_scale", "stop_angle"), out_dir=tmp_path / "c", echo=lambda s: None)
     assert seen["parameters"] == ("lift_scale", "stop_angle")
     seen.clear()

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 from flapjax import safe_io
 from flapjax.data.tables import Column, DataError, DataNote, column_names, separator_hint, split_unit
 from flapjax.identify.fit_report import FitReport
-from flapjax.runs import waveform as waveform_report
+from flapjax.runs import waveform as waveform_run
 from flapjax.data.flight_log import LOG_COLUMNS
 from flapjax.runs.flight_log import run_flight_identification
 from flapjax.runs.stand import run_stand_identification
@@ -59,8 +59,8 @@ def _run_waveform(path, *, fit: Sequence[str] | None = None, **options) -> FitRe
     """The phase-resolved record's driver, ``fit`` checked by name and given as its ``parameters``."""
     for name in fit or ():
         check_choice("--fit", name, WAVEFORM_PARAMETERS)
-    return waveform_report.run_waveform_identification(path, **options,
-                                                       **({} if fit is None else {"parameters": tuple(fit)}))
+    return waveform_run.run_waveform_identification(path, **options,
+                                                    **({} if fit is None else {"parameters": tuple(fit)}))
 
 
 #: Study -> its experiment; a file is the first whose ``has`` it meets.
